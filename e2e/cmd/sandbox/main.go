@@ -1,0 +1,228 @@
+// Command sandbox runs gpuctl's local GPU cluster sandbox for people: a real Kubernetes control plane
+// with kwok-simulated GPU nodes of a chosen distribution and the real NVIDIA GPU Operator controller.
+//
+//	go run ./e2e/cmd/sandbox up --distro gke [--gpu-nodes 2 --cpu-nodes 1] [--detach]
+//	go run ./e2e/cmd/sandbox env      # prints export KUBECONFIG=…
+//	go run ./e2e/cmd/sandbox down
+//	go run ./e2e/cmd/sandbox tools    # build the programs into the cache (what `up` does first)
+//
+// `up` runs in the foreground until Ctrl-C (the stand-ins and the operator follower live in its
+// process); with --detach it starts itself in the background, waits until the cluster is ready and
+// returns. One sandbox per --name at a time.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: sandbox up [flags] | down | env | tools    (sandbox up -h for flags)`
+
+// readyFDEnv names the file descriptor a detached `up` reports readiness on.
+const readyFDEnv = "GPUCTL_SANDBOX_READY_FD"
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	fs := flag.NewFlagSet("sandbox "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "default", "sandbox name (one state directory per name)")
+	var s sandbox.Scenario
+	var detach bool
+	if args[0] == "up" {
+		fs.StringVar(&s.Distro, "distro", "gke", "distribution to simulate: "+strings.Join(sandbox.Distros(), ", "))
+		fs.IntVar(&s.GPUNodes, "gpu-nodes", 2, "GPU worker nodes")
+		fs.IntVar(&s.CPUNodes, "cpu-nodes", 1, "CPU-only worker nodes")
+		fs.IntVar(&s.GPUsPerNode, "gpus-per-node", 1, "GPUs per GPU node")
+		fs.BoolVar(&s.NFDLabels, "nfd-labels", false, "GPU nodes already carry Node Feature Discovery labels")
+		fs.BoolVar(&s.PreinstalledDriver, "preinstalled-driver", false, "GPU nodes have a host driver (nvidia.com/gpu.deploy.driver=pre-installed)")
+		fs.BoolVar(&s.GKEDevicePlugin, "gke-device-plugin", false, "GKE's own device plugin runs on the GPU nodes (gke)")
+		fs.BoolVar(&s.GKEAutopilot, "gke-autopilot", false, "simulate a GKE Autopilot cluster (gke)")
+		fs.StringVar(&s.KubeletVersion, "kubelet-version", "", "Kubernetes version the nodes report, without the platform suffix (default: the control plane's)")
+		fs.BoolVar(&detach, "detach", false, "start in the background and return when ready")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	dir, err := stateDir(*name)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		if pid, ok := runningPID(dir); ok {
+			return fmt.Errorf("sandbox %q is already running (pid %d); `sandbox env` prints its KUBECONFIG, `sandbox down` stops it", *name, pid)
+		}
+		if detach {
+			return upDetached(dir, args[1:], stdout)
+		}
+		return up(dir, s, stdout, stderr)
+	case "down":
+		return down(dir, *name, stderr)
+	case "tools":
+		t, err := sandbox.EnsureTools(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "sandbox tools are in %s\n", t.Dir)
+		return nil
+	case "env":
+		if _, ok := runningPID(dir); !ok {
+			return fmt.Errorf("sandbox %q is not running (start it with `sandbox up`)", *name)
+		}
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, "cluster", "kubeconfig"))
+		return nil
+	default:
+		return errors.New(usage)
+	}
+}
+
+// stateDir is where a named sandbox keeps its pid file and cluster state.
+func stateDir(name string) (string, error) {
+	base := os.Getenv("GPUCTL_SANDBOX_STATE")
+	if base == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(c, "gpuctl", "sandbox")
+	}
+	return filepath.Join(base, name), nil
+}
+
+func up(dir string, s sandbox.Scenario, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := os.RemoveAll(filepath.Join(dir, "cluster")); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	pidFile := filepath.Join(dir, "pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(pidFile)
+	c, err := sandbox.Start(ctx, sandbox.Options{Scenario: s, Dir: filepath.Join(dir, "cluster"), Progress: stderr})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", c.Kubeconfig)
+	fmt.Fprintf(stderr, "sandbox: %s cluster with %d nodes is up; Ctrl-C or `sandbox down` stops it\n", c.Scenario.Distro, len(c.Nodes))
+	if fd := os.Getenv(readyFDEnv); fd != "" {
+		if n, err := strconv.Atoi(fd); err == nil {
+			f := os.NewFile(uintptr(n), "ready")
+			fmt.Fprintln(f, c.Kubeconfig)
+			f.Close()
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "sandbox: stopping")
+	return nil
+}
+
+// upDetached starts `up` again in a new session, its output in dir/up.log, and waits until it reports
+// the cluster ready on a pipe — or exits, in which case its log says why.
+func upDetached(dir string, args []string, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var rest []string
+	for _, a := range args {
+		if a != "--detach" && a != "-detach" && a != "--detach=true" && a != "-detach=true" {
+			rest = append(rest, a)
+		}
+	}
+	logPath := filepath.Join(dir, "up.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, append([]string{"up"}, rest...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{w} // fd 3
+	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	w.Close()
+	fmt.Fprintf(os.Stderr, "sandbox: starting in the background (pid %d, log %s); the first run builds Kubernetes and takes about 15 minutes\n", cmd.Process.Pid, logPath)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	r.Close()
+	if kubeconfig := strings.TrimSpace(line); kubeconfig != "" {
+		_ = cmd.Process.Release()
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", kubeconfig)
+		return nil
+	}
+	_ = cmd.Wait()
+	b, _ := os.ReadFile(logPath)
+	return fmt.Errorf("the sandbox did not start:\n%s", b)
+}
+
+func down(dir, name string, stderr io.Writer) error {
+	pid, ok := runningPID(dir)
+	if !ok {
+		fmt.Fprintf(stderr, "sandbox: %q is not running\n", name)
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			fmt.Fprintf(stderr, "sandbox: %q stopped\n", name)
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return fmt.Errorf("sandbox %q (pid %d) did not stop in 30s and was killed", name, pid)
+}
+
+// runningPID reads the pid file and checks the process is alive.
+func runningPID(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}

@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// spawner starts every child process of a sandbox from one OS thread that stays alive until the
+// sandbox stops. Children get PR_SET_PDEATHSIG=SIGKILL, which Linux delivers when the *thread* that
+// forked them exits — so they must not be forked from whatever thread the Go scheduler happens to
+// use. With this, a test binary killed by `go test -timeout`, Ctrl-C or SIGKILL takes its whole
+// cluster with it: no orphans, even when no cleanup code gets to run.
+type spawner struct {
+	reqs chan spawnReq
+	quit chan struct{}
+	once sync.Once
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{})}
+	go func() {
+		// Never unlocked: when this goroutine returns, the runtime ends the thread, which is what
+		// we want only after every child has been stopped.
+		runtime.LockOSThread()
+		for {
+			select {
+			case r := <-s.reqs:
+				r.done <- r.cmd.Start()
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	select {
+	case s.reqs <- spawnReq{cmd: cmd, done: done}:
+		return <-done
+	case <-s.quit:
+		return errors.New("sandbox is stopping")
+	}
+}
+
+func (s *spawner) close() { s.once.Do(func() { close(s.quit) }) }
+
+// process is one running program of the sandbox with its log file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	log     *os.File
+	exited  chan struct{}
+	err     error // set before exited is closed
+}
+
+// startProcess runs bin with args, stdout and stderr appended to logPath, in its own process group so
+// that stop reaches anything it forks.
+func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPath string) (*process, error) {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.start(cmd); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		log.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// running reports whether the process has not exited.
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM to the process group, and SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	if !p.running() {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// tailFile returns the last n lines of a file ("" when it cannot be read).
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const maxRead = 256 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
+		_, _ = f.Seek(-maxRead, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

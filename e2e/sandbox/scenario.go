@@ -1,0 +1,75 @@
+package sandbox
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Scenario says what cluster to simulate: which distribution, how many nodes of each kind, and what
+// state the GPU stack is already in. The zero value (after Defaults) is a kubeadm cluster with two
+// GPU nodes and one CPU node and nothing NVIDIA installed.
+type Scenario struct {
+	// Distro is one of Distros(): openshift, gke, tkgs, rke2, k3s, eks, aks, microk8s, kubeadm.
+	Distro string
+	// GPUNodes and CPUNodes are the worker nodes with and without NVIDIA GPUs.
+	GPUNodes, CPUNodes int
+	// GPUsPerNode is how many GPUs each GPU node has (default 1).
+	GPUsPerNode int
+	// NFDLabels: the GPU nodes already carry Node Feature Discovery labels (someone else's NFD ran).
+	NFDLabels bool
+	// PreinstalledDriver: a host driver is installed on the GPU nodes, which the GPU operator's driver
+	// manager marks with nvidia.com/gpu.deploy.driver=pre-installed.
+	PreinstalledDriver bool
+	// GKEDevicePlugin: GKE's own NVIDIA device plugin DaemonSet runs on the GPU nodes (gke only).
+	GKEDevicePlugin bool
+	// GKEAutopilot: the cluster is a GKE Autopilot cluster (gke only).
+	GKEAutopilot bool
+	// KubeletVersion is the Kubernetes version the nodes report, without the distribution's suffix
+	// (e.g. "v1.33.4"); the flavour adds its suffix ("-gke.1172000", "+rke2r1", …). Default: the
+	// control plane's version.
+	KubeletVersion string
+}
+
+// Hardware is what a simulated node has that the API cannot show until something inspects it. The
+// stand-ins read it: the NFD worker stand-in turns it into feature labels, the device-plugin stand-in
+// into the nvidia.com/gpu extended resource.
+type Hardware struct {
+	// GPUs is the number of NVIDIA GPUs (PCI vendor 10de); 0 on CPU nodes.
+	GPUs int
+	// GPUPCIClass is the PCI class of those GPUs: "0302" (3D controller, data-centre GPUs) or "0300" (VGA).
+	GPUPCIClass string
+	// GPUProduct is the product name the GPU reports (e.g. "NVIDIA-A100-SXM4-40GB").
+	GPUProduct string
+	// OSReleaseID, OSVersionID and OSTreeVersion are the ID, VERSION_ID and OSTREE_VERSION fields of the
+	// node's /etc/os-release (OSTreeVersion only on RHCOS).
+	OSReleaseID, OSVersionID, OSTreeVersion string
+}
+
+// SimNode is one simulated node: the Node object as the platform's kubelet would register it, and the
+// hardware behind it.
+type SimNode struct {
+	Node     corev1.Node
+	Hardware Hardware
+}
+
+// Flavor is what one distribution looks like through the Kubernetes API.
+type Flavor struct {
+	// Name is the distribution's short name (Scenario.Distro).
+	Name string
+	// Description is one line for people ("Google Kubernetes Engine", …).
+	Description string
+	// Nodes returns the nodes of the scenario: control-plane nodes where the platform shows them,
+	// then GPU and CPU workers, each with the labels, annotations, providerID, taints, capacity and
+	// status.nodeInfo the platform really reports. Capacity never includes nvidia.com/gpu: only a
+	// running device plugin advertises it (the device-plugin stand-in).
+	Nodes func(s Scenario) []SimNode
+	// CRDs stand for the API groups the platform serves beyond Kubernetes' own.
+	CRDs func() []apiextensionsv1.CustomResourceDefinition
+	// Objects are the platform's own objects, created once the CRDs are established and the nodes
+	// exist. A "status" field is written through the status subresource after create.
+	Objects func(s Scenario) []unstructured.Unstructured
+	// LimitCriticalPods: the API server admits system-node-critical and system-cluster-critical pods
+	// only in namespaces with a ResourceQuota for them (GKE; research §5 GKE).
+	LimitCriticalPods bool
+}

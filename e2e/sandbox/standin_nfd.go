@@ -1,0 +1,534 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/yaml"
+)
+
+// Facts about Node Feature Discovery v0.19 (research §8; kubernetes-sigs/node-feature-discovery
+// api/nfd/v1alpha1 and pkg/nfd-master at v0.19.0) that the stand-in reproduces.
+const (
+	// nfdFeatureLabelNs is the default feature-label namespace; labels in it are listed in
+	// nfdFeatureLabelsAnnotation without the prefix.
+	nfdFeatureLabelNs = "feature.node.kubernetes.io"
+	// nfdFeatureLabelsAnnotation is where nfd-master records, sorted and comma-separated, the feature
+	// labels it manages on a node, so it can remove exactly those later.
+	nfdFeatureLabelsAnnotation = "nfd.node.kubernetes.io/feature-labels"
+	// nfdWorkerConfSuffix ends the ConfigMap key the worker's config file is projected from
+	// (nfd-worker.conf in the Helm chart's <fullname>-worker-conf and in the OpenShift operator's nfd-worker).
+	nfdWorkerConfSuffix = "nfd-worker.conf"
+)
+
+// nfdDefaultDeviceClassWhitelist and nfdDefaultDeviceLabelFields are NFD's upstream defaults for the pci
+// source (research §8); the GPU operator's NFD subchart overrides both.
+func nfdDefaultDeviceClassWhitelist() []string { return []string{"03", "0b40", "12"} }
+func nfdDefaultDeviceLabelFields() []string    { return []string{"class", "vendor"} }
+
+// nfdPCIConfig is the part of nfd-worker.conf the stand-in honours: which PCI classes are labelled and
+// which fields name the label.
+type nfdPCIConfig struct {
+	DeviceClassWhitelist []string `json:"deviceClassWhitelist,omitempty"`
+	DeviceLabelFields    []string `json:"deviceLabelFields,omitempty"`
+}
+
+// parseNFDWorkerConfig reads sources.pci from an nfd-worker.conf document; absent or empty settings take
+// NFD's defaults, as nfd-worker does.
+func parseNFDWorkerConfig(data string) (nfdPCIConfig, error) {
+	var doc struct {
+		Sources struct {
+			PCI nfdPCIConfig `json:"pci"`
+		} `json:"sources"`
+	}
+	var err error
+	if strings.TrimSpace(data) != "" {
+		if err = yaml.Unmarshal([]byte(data), &doc); err != nil {
+			err = fmt.Errorf("parse nfd-worker.conf: %w", err)
+		}
+	}
+	cfg := doc.Sources.PCI
+	if len(cfg.DeviceClassWhitelist) == 0 {
+		cfg.DeviceClassWhitelist = nfdDefaultDeviceClassWhitelist()
+	}
+	if len(cfg.DeviceLabelFields) == 0 {
+		cfg.DeviceLabelFields = nfdDefaultDeviceLabelFields()
+	}
+	return cfg, err
+}
+
+// classWhitelisted reports whether nfd-worker labels a device of PCI class class: a whitelist entry
+// matches as a prefix of the four-hex-digit class, so "03" covers 0300 and 0302.
+func (c nfdPCIConfig) classWhitelisted(class string) bool {
+	for _, w := range c.DeviceClassWhitelist {
+		if w != "" && strings.HasPrefix(class, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// runsProgram reports whether a container runs the named program: one of its command or args entries
+// starts with it (possibly by path, e.g. /usr/bin/nfd-worker). Flags such as
+// -config=/etc/…/nfd-worker.conf do not count.
+func runsProgram(c *corev1.Container, program string) bool {
+	for _, s := range slices.Concat(c.Command, c.Args) {
+		if f := strings.Fields(s); len(f) > 0 && path.Base(f[0]) == program {
+			return true
+		}
+	}
+	return false
+}
+
+func podSpecRuns(spec *corev1.PodSpec, program string) bool {
+	for i := range spec.Containers {
+		if runsProgram(&spec.Containers[i], program) {
+			return true
+		}
+	}
+	return false
+}
+
+// podRunningReady is what the stand-ins take as "the program is up": phase Running and condition Ready.
+func podRunningReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nfdOwnership is what the stand-in has written on one node.
+type nfdOwnership struct {
+	// labels are the keys the stand-in added or changed. A label that was already there with the value
+	// NFD would give it (a scenario's pre-set NFD labels) is never claimed, so it is never removed.
+	labels map[string]bool
+	// annotated says the stand-in wrote nfdFeatureLabelsAnnotation; prior/hadPrior is what was there
+	// before, restored on uninstall.
+	annotated bool
+	prior     string
+	hadPrior  bool
+}
+
+// nfdStandIn is a STAND-IN for Node Feature Discovery's worker and master (NFD v0.19): a simulated node
+// has no /sys or /proc to inspect, so instead of nfd-worker publishing a NodeFeature and nfd-master
+// turning it into labels, this controller labels a node from its Hardware when NFD, as seen through
+// the API, is installed and running there:
+//
+//   - a Running and Ready nfd-master pod exists anywhere, and a Running nfd-worker pod is on the node:
+//     the node gets the labels nfdLabels computes, named per the worker's deviceLabelFields and limited
+//     to its deviceClassWhitelist (read from the ConfigMap mounted into the worker pod, as nfd-worker
+//     reads its config file), plus nfd-master's feature-labels annotation;
+//   - NFD is installed but a worker or the master is not running (a restart, a rollout): labels stay,
+//     as they do with real NFD, whose NodeFeature objects are owned by the worker DaemonSet as well as
+//     the pod (NFD v0.19 -owner-refs default pod,ds);
+//   - no nfd-worker DaemonSet exists any more (NFD uninstalled, which with the Helm chart runs the
+//     prune job): the labels the stand-in set are removed — only those, never labels someone else put
+//     there, such as a scenario's pre-set NFD labels.
+//
+// The worker's config is read when its pod is first seen running and kept for that pod: NFD v0.17
+// dropped run-time reconfiguration, so a config edit takes effect when the worker pods restart (NFD
+// docs, usage/nfd-worker). Not simulated: CPU, memory, USB, storage, network and custom/local
+// sources, NodeFeatureRules, NodeFeature objects, taints and extended resources, and the -instance
+// and -extra-label-ns flags.
+type nfdStandIn struct {
+	cs   kubernetes.Interface
+	hw   map[string]Hardware
+	logf func(string, ...any)
+
+	nodes      corelisters.NodeLister
+	pods       corelisters.PodLister
+	daemonSets appslisters.DaemonSetLister
+	configMaps corelisters.ConfigMapLister
+	queue      workqueue.TypedRateLimitingInterface[string]
+
+	// owned and configs are touched only by the single worker goroutine (reconcile), so they need no
+	// lock. They live in memory: a restarted stand-in forgets what it set, which a sandbox never needs.
+	owned map[string]*nfdOwnership
+	// configs is, per node, the config its current worker pod started with.
+	configs map[string]nfdWorkerConfig
+}
+
+// nfdWorkerConfig is the config one worker pod runs with.
+type nfdWorkerConfig struct {
+	pod types.UID
+	cfg nfdPCIConfig
+}
+
+// runNFDStandIn runs the NFD stand-in until ctx is done and then returns nil. hw maps node names to
+// their hardware; nodes not in it have none (no GPUs, empty os-release). It needs list/watch on nodes,
+// pods, daemonsets and configmaps and patch on nodes.
+func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]Hardware, logf func(string, ...any)) error {
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	s := &nfdStandIn{
+		cs:         cs,
+		hw:         hw,
+		logf:       logf,
+		nodes:      factory.Core().V1().Nodes().Lister(),
+		pods:       factory.Core().V1().Pods().Lister(),
+		daemonSets: factory.Apps().V1().DaemonSets().Lister(),
+		configMaps: factory.Core().V1().ConfigMaps().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nfd-stand-in"}),
+		owned:   map[string]*nfdOwnership{},
+		configs: map[string]nfdWorkerConfig{},
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.enqueueNode(obj) },
+			UpdateFunc: s.nodeUpdated,
+			DeleteFunc: func(obj any) { s.enqueueNode(obj) },
+		}},
+		{factory.Core().V1().Pods().Informer(), onAnyChange(s.podChanged)},
+		{factory.Apps().V1().DaemonSets().Informer(), onAnyChange(func(obj any) {
+			if ds, ok := obj.(*appsv1.DaemonSet); ok && podSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
+				s.enqueueAll()
+			}
+		})},
+		{factory.Core().V1().ConfigMaps().Informer(), onAnyChange(func(obj any) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && nfdWorkerConfKey(cm) != "" {
+				s.enqueueAll()
+			}
+		})},
+	}
+	var synced []cache.InformerSynced
+	for _, h := range handlers {
+		reg, err := h.informer.AddEventHandler(h.handler)
+		if err != nil {
+			return fmt.Errorf("nfd stand-in: watch: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	return runController(ctx, "nfd stand-in", []informerFactory{factory}, synced, s.queue, s.reconcile, logf)
+}
+
+// onAnyChange calls fn with the object of every add and delete and with the old and the new object of
+// every update (so that a pod that stops matching is seen too); tombstones are unwrapped.
+func onAnyChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    fn,
+		UpdateFunc: func(oldObj, newObj any) { fn(oldObj); fn(newObj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			fn(obj)
+		},
+	}
+}
+
+// informerFactory is the part of an informer factory runController needs; the typed and the dynamic
+// factories both have it.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// runController starts the factories, waits until every event handler has seen its informer's initial
+// list (synced), then reconciles keys from queue one at a time until ctx is done. A failed reconcile is
+// retried with the queue's back-off. It returns nil when ctx ends and an error only if the caches could
+// not sync.
+func runController[K comparable](ctx context.Context, name string, factories []informerFactory, synced []cache.InformerSynced,
+	queue workqueue.TypedRateLimitingInterface[K], reconcile func(context.Context, K) error, logf func(string, ...any)) error {
+	defer queue.ShutDown()
+	for _, f := range factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("%s: caches did not sync", name)
+	}
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for {
+		key, shutdown := queue.Get()
+		if shutdown {
+			return nil
+		}
+		err := reconcile(ctx, key)
+		switch {
+		case err == nil:
+			queue.Forget(key)
+		case ctx.Err() != nil:
+		default:
+			logf("%s: %v (will retry)", name, err)
+			queue.AddRateLimited(key)
+		}
+		queue.Done(key)
+	}
+}
+
+func (s *nfdStandIn) enqueueNode(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		s.queue.Add(n.Name)
+	}
+}
+
+// nodeUpdated ignores status heartbeats (kwok renews conditions every few seconds) and reacts to what
+// the labels depend on or what someone may have changed under the stand-in.
+func (s *nfdStandIn) nodeUpdated(oldObj, newObj any) {
+	o, ok1 := oldObj.(*corev1.Node)
+	n, ok2 := newObj.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return
+	}
+	if !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) || o.Status.NodeInfo != n.Status.NodeInfo {
+		s.queue.Add(n.Name)
+	}
+}
+
+func (s *nfdStandIn) podChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	switch {
+	case podSpecRuns(&p.Spec, "nfd-master"):
+		s.enqueueAll()
+	case podSpecRuns(&p.Spec, "nfd-worker") && p.Spec.NodeName != "":
+		s.queue.Add(p.Spec.NodeName)
+	}
+}
+
+func (s *nfdStandIn) enqueueAll() {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		s.queue.Add(n.Name)
+	}
+}
+
+// nfdWorkerConfKey is the key of cm that holds an nfd-worker.conf, or "".
+func nfdWorkerConfKey(cm *corev1.ConfigMap) string {
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		if strings.HasSuffix(k, nfdWorkerConfSuffix) {
+			return k
+		}
+	}
+	return ""
+}
+
+// installed reports whether an nfd-worker DaemonSet exists (and is not being deleted).
+func (s *nfdStandIn) installed() (bool, error) {
+	all, err := s.daemonSets.List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	for _, ds := range all {
+		if ds.DeletionTimestamp == nil && podSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// runningWorker returns the Running nfd-worker pod on node, if a Running and Ready nfd-master exists;
+// otherwise nil.
+func (s *nfdStandIn) runningWorker(node string) (*corev1.Pod, error) {
+	all, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var worker *corev1.Pod
+	masterReady := false
+	for _, p := range all {
+		switch {
+		case podSpecRuns(&p.Spec, "nfd-master"):
+			masterReady = masterReady || podRunningReady(p)
+		case p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && podSpecRuns(&p.Spec, "nfd-worker"):
+			worker = p
+		}
+	}
+	if !masterReady {
+		return nil, nil
+	}
+	return worker, nil
+}
+
+// workerConfig is the config pod runs with: read once per pod, like nfd-worker reads its file at start.
+func (s *nfdStandIn) workerConfig(pod *corev1.Pod) nfdPCIConfig {
+	if c, ok := s.configs[pod.Spec.NodeName]; ok && c.pod == pod.UID {
+		return c.cfg
+	}
+	cfg, found := s.readWorkerConfig(pod)
+	if found {
+		s.configs[pod.Spec.NodeName] = nfdWorkerConfig{pod: pod.UID, cfg: cfg}
+	}
+	return cfg
+}
+
+// readWorkerConfig reads the worker's config from the ConfigMap volume (plain or projected) that
+// carries an nfd-worker.conf key; without one, NFD's defaults apply and found is false.
+func (s *nfdStandIn) readWorkerConfig(pod *corev1.Pod) (cfg nfdPCIConfig, found bool) {
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil {
+			names = append(names, v.ConfigMap.Name)
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					names = append(names, src.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	for _, name := range names {
+		cm, err := s.configMaps.ConfigMaps(pod.Namespace).Get(name)
+		if err != nil {
+			continue
+		}
+		if key := nfdWorkerConfKey(cm); key != "" {
+			cfg, err := parseNFDWorkerConfig(cm.Data[key])
+			if err != nil {
+				s.logf("nfd stand-in: %s/%s: %v; using defaults", cm.Namespace, cm.Name, err)
+			}
+			return cfg, true
+		}
+	}
+	cfg, _ = parseNFDWorkerConfig("")
+	return cfg, false
+}
+
+func (s *nfdStandIn) reconcile(ctx context.Context, name string) error {
+	node, err := s.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		delete(s.owned, name)
+		delete(s.configs, name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	installed, err := s.installed()
+	if err != nil {
+		return err
+	}
+	var desired map[string]string
+	if installed {
+		worker, err := s.runningWorker(name)
+		if err != nil {
+			return err
+		}
+		if worker == nil {
+			return nil // keep whatever NFD labelled before, as real NFD does
+		}
+		cfg := s.workerConfig(worker)
+		hw := s.hw[name]
+		if hw.GPUs > 0 && !cfg.classWhitelisted(hw.GPUPCIClass) {
+			hw.GPUs = 0 // nfd-worker does not report devices outside the whitelist
+		}
+		desired = nfdLabels(hw, node.Status.NodeInfo, cfg.DeviceLabelFields)
+	}
+	return s.apply(ctx, node, desired)
+}
+
+// apply makes the stand-in's labels on node equal desired (nil or empty: none) with one merge patch,
+// and only if something changes.
+func (s *nfdStandIn) apply(ctx context.Context, node *corev1.Node, desired map[string]string) error {
+	own := s.owned[node.Name]
+	if own == nil {
+		own = &nfdOwnership{labels: map[string]bool{}}
+		s.owned[node.Name] = own
+	}
+	labelPatch := map[string]any{}
+	for k, v := range desired {
+		if cur, ok := node.Labels[k]; !ok || cur != v {
+			labelPatch[k] = v
+			own.labels[k] = true
+		}
+	}
+	for k := range own.labels {
+		if _, keep := desired[k]; !keep {
+			if _, ok := node.Labels[k]; ok {
+				labelPatch[k] = nil
+			}
+			delete(own.labels, k)
+		}
+	}
+	annPatch := map[string]any{}
+	cur, has := node.Annotations[nfdFeatureLabelsAnnotation]
+	if len(desired) > 0 {
+		names := make([]string, 0, len(desired))
+		for k := range desired {
+			names = append(names, strings.TrimPrefix(k, nfdFeatureLabelNs+"/"))
+		}
+		slices.Sort(names)
+		want := strings.Join(names, ",")
+		if !has || cur != want {
+			if !own.annotated {
+				own.annotated, own.prior, own.hadPrior = true, cur, has
+			}
+			annPatch[nfdFeatureLabelsAnnotation] = want
+		}
+	} else if own.annotated {
+		switch {
+		case own.hadPrior && (!has || cur != own.prior):
+			annPatch[nfdFeatureLabelsAnnotation] = own.prior
+		case !own.hadPrior && has:
+			annPatch[nfdFeatureLabelsAnnotation] = nil
+		}
+		own.annotated = false
+	}
+	if len(labelPatch) == 0 && len(annPatch) == 0 {
+		return nil
+	}
+	meta := map[string]any{}
+	if len(labelPatch) > 0 {
+		meta["labels"] = labelPatch
+	}
+	if len(annPatch) > 0 {
+		meta["annotations"] = annPatch
+	}
+	data, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label node %s: %w", node.Name, err)
+	}
+	set, removed := 0, 0
+	for _, v := range labelPatch {
+		if v == nil {
+			removed++
+		} else {
+			set++
+		}
+	}
+	s.logf("nfd stand-in: node %s: %d feature labels set, %d removed", node.Name, set, removed)
+	return nil
+}

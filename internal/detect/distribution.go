@@ -1,0 +1,312 @@
+package detect
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Distribution names. They are the names profile.ForDistribution maps to values profiles.
+const (
+	OpenShift = "openshift"
+	GKE       = "gke"
+	EKS       = "eks"
+	AKS       = "aks"
+	TKGS      = "tkgs"
+	RKE2      = "rke2"
+	K3s       = "k3s"
+	MicroK8s  = "microk8s"
+	K0s       = "k0s"
+	Kubeadm   = "kubeadm"
+)
+
+// MinConfidence is what a distribution-specific detector must reach to be chosen over the kubeadm
+// fallback. A cloud providerID alone (30) is not enough: kubeadm, RKE2 or OpenShift on a cloud VM
+// carry the same providerID as the cloud's managed Kubernetes.
+const MinConfidence = 50
+
+// detector scores one distribution. detect returns the evidence found and the distribution's
+// version where the evidence yields one.
+type detector struct {
+	name, description string
+	detect            func(v *view) (ev []Evidence, version string)
+}
+
+// detectors lists one detector per distribution in research §6's order (OpenShift → GKE → EKS →
+// AKS → Tanzu → RKE2 → k3s → MicroK8s → k0s → kubeadm), which also breaks ties.
+//
+// Weights, roughly: 70–90 for a signal only that distribution produces (its API group, its node
+// labels or annotations, its version stamp); 30–60 for signals it shares with a few others
+// (providerID prefixes, OS images, the k3s containerd fork, Rancher API groups); 10–20 for weak
+// hints.
+func detectors() []detector {
+	return []detector{
+		{OpenShift, "Red Hat OpenShift", detectOpenShift},
+		{GKE, "Google Kubernetes Engine", detectGKE},
+		{EKS, "Amazon Elastic Kubernetes Service", detectEKS},
+		{AKS, "Azure Kubernetes Service", detectAKS},
+		{TKGS, "VMware Tanzu Kubernetes Grid Service (vSphere Kubernetes Service)", detectTKGS},
+		{RKE2, "Rancher RKE2", detectRKE2},
+		{K3s, "K3s", detectK3s},
+		{MicroK8s, "Canonical MicroK8s", detectMicroK8s},
+		{K0s, "k0s", detectK0s},
+		{Kubeadm, "Kubernetes, kubeadm or compatible", detectKubeadm},
+	}
+}
+
+func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
+	order := map[string]int{}
+	var fallback Candidate
+	for i, d := range detectors() {
+		order[d.name] = i
+		ev, version := d.detect(v)
+		if version == "" {
+			version = v.serverVersion
+		}
+		c := Candidate{Name: d.name, Description: d.description, Version: version, Confidence: confidence(ev), Evidence: ev}
+		if d.name == Kubeadm {
+			fallback = c
+		}
+		if c.Confidence > 0 {
+			candidates = append(candidates, c)
+		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		if candidates[i].Confidence != candidates[j].Confidence {
+			return candidates[i].Confidence > candidates[j].Confidence
+		}
+		return order[candidates[i].Name] < order[candidates[j].Name]
+	})
+	for _, c := range candidates {
+		if c.Name != Kubeadm && c.Confidence >= MinConfidence {
+			return candidates, c
+		}
+	}
+	// kubeadm is the fallback: upstream defaults (containerd in its standard places) are the right
+	// starting point for any cluster we cannot name. Fallback marks a guess, not a kubeadm cluster.
+	if fallback.Confidence < MinConfidence {
+		fallback.Fallback = true
+		fallback.Evidence = append(fallback.Evidence, Evidence{
+			Signal: "fallback",
+			Value:  "no distribution-specific detector reached the minimum confidence",
+			Source: "gpuctl",
+		})
+	}
+	return candidates, fallback
+}
+
+// OpenShift: its API groups (config.openshift.io holds ClusterVersion, which the GPU operator
+// reads), node label node.openshift.io/os_id, kubelet "+<git hash>" builds, CRI-O (research §6).
+func detectOpenShift(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.apiGroup("config.openshift.io", 80)...)
+	ev = append(ev, v.apiGroup("security.openshift.io", 40)...)
+	ev = append(ev, v.apiGroup("apps.openshift.io", 30)...)
+	ev = append(ev, v.onNodes("label", 60, labelKey("node.openshift.io/os_id"))...)
+	suffix, _ := v.versionSuffix(20, hasGitHashSuffix)
+	ev = append(ev, suffix...)
+	ev = append(ev, v.onNodes("container runtime", 10, runtimeMatches(func(rt string) bool { return strings.HasPrefix(rt, "cri-o://") }))...)
+
+	version := ""
+	if cv := v.s.ClusterVersion; cv != nil {
+		switch {
+		case len(cv.Completed) > 0:
+			version = cv.Completed[0]
+		case cv.Desired != "":
+			version = cv.Desired
+		}
+		if version != "" {
+			ev = append(ev, Evidence{Signal: "ClusterVersion", Value: version, Source: "ClusterVersion version", Weight: 90})
+		}
+	}
+	return ev, version
+}
+
+// hasGitHashSuffix matches OpenShift's kubelet builds, "v1.23.5+70fb84c" (research §6).
+func hasGitHashSuffix(version string) bool {
+	i := strings.LastIndex(version, "+")
+	if i < 0 {
+		return false
+	}
+	hash := version[i+1:]
+	if len(hash) < 7 || len(hash) > 40 {
+		return false
+	}
+	for _, r := range hash {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// GKE: node-pool and OS labels, "-gke." builds, gce:// providerIDs, Container-Optimized OS
+// (research §6; seed 004).
+func detectGKE(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 70, labelKey("cloud.google.com/gke-nodepool"))...)
+	ev = append(ev, v.onNodes("label", 40, labelKey("cloud.google.com/gke-os-distribution"))...)
+	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, "-gke.") })
+	ev = append(ev, suffix...)
+	ev = append(ev, v.onNodes("os image", 40, osImageContains("Container-Optimized OS"))...)
+	ev = append(ev, v.onNodes("label", 60, labelKey(gkeAutopilotLabel))...)
+	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("gce://"))...)
+	ev = append(ev, managedControlPlane(v, ev)...)
+	return ev, version
+}
+
+// EKS: EKS node-group labels, "-eks-" builds, Karpenter's AWS labels, aws:/// providerIDs, Amazon
+// Linux and Bottlerocket images (research §6).
+func detectEKS(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 70, labelPrefix("eks.amazonaws.com/"))...)
+	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, "-eks-") })
+	ev = append(ev, suffix...)
+	ev = append(ev, v.onNodes("label", 40, labelPrefix("karpenter.k8s.aws/"))...)
+	ev = append(ev, v.onNodes("os image", 20, osImageContains("Amazon Linux"))...)
+	// Bottlerocket's osImage names its variant, e.g. "Bottlerocket OS 1.44.0 (aws-k8s-1.33)";
+	// only the aws-* variants point at EKS (there are VMware and metal variants too).
+	ev = append(ev, v.onNodes("os image", 30, func(n *corev1.Node) (string, bool) {
+		img := n.Status.NodeInfo.OSImage
+		return img, strings.HasPrefix(img, "Bottlerocket") && strings.Contains(img, "(aws-")
+	})...)
+	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("aws:///"))...)
+	ev = append(ev, managedControlPlane(v, ev)...)
+	return ev, version
+}
+
+// AKS: kubernetes.azure.com/* labels and azure:/// providerIDs (research §6).
+func detectAKS(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 70, labelKey("kubernetes.azure.com/cluster"))...)
+	ev = append(ev, v.onNodes("label", 50, labelKey("kubernetes.azure.com/agentpool"))...)
+	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("azure:///"))...)
+	ev = append(ev, managedControlPlane(v, ev)...)
+	return ev, ""
+}
+
+// managedControlPlane adds a weak hint for cloud-managed Kubernetes: no control-plane node is
+// listed (research §6, EKS row). It only counts when the cloud's own signals were already seen,
+// since it says nothing about which cloud.
+func managedControlPlane(v *view, ev []Evidence) []Evidence {
+	if len(ev) == 0 || len(v.s.Nodes) == 0 {
+		return nil
+	}
+	for i := range v.s.Nodes {
+		if isControlPlane(&v.s.Nodes[i]) {
+			return nil
+		}
+	}
+	return []Evidence{{Signal: "control plane", Value: "not among the nodes, as with a managed control plane", Source: "node list", Weight: 10}}
+}
+
+// TKGS / VKS: the TKR label, "+vmware." builds, run.tanzu.vmware.com, the guest cluster's cloud
+// provider, vsphere:// providerIDs (research §6; seed 002, vSphere 7.0U3). TKGS clusters are built
+// by Cluster API with kubeadm, so kubeadm scores too; TKGS wins because kubeadm is the fallback.
+func detectTKGS(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	tkr := v.onNodes("label", 80, labelKey("run.tanzu.vmware.com/kubernetesDistributionVersion"))
+	ev = append(ev, tkr...)
+	suffix, version := v.versionSuffix(60, func(s string) bool { return strings.Contains(s, "+vmware.") })
+	ev = append(ev, suffix...)
+	ev = append(ev, v.apiGroup("run.tanzu.vmware.com", 50)...)
+	for _, w := range v.s.Workloads {
+		if Classify(w) == ComponentTKGSCloudProvider {
+			ev = append(ev, Evidence{Signal: "workload", Value: w.Kind + " " + w.Namespace + "/" + w.Name, Source: "Deployments", Weight: 50})
+			break
+		}
+	}
+	ev = append(ev, v.onNodes("providerID", 20, providerIDPrefix("vsphere://"))...)
+	if len(tkr) > 0 {
+		// The TKR name, e.g. v1.20.8_vmware.1-tkg.2, is the most precise version there is.
+		version = strings.TrimPrefix(tkr[0].Value, "run.tanzu.vmware.com/kubernetesDistributionVersion=")
+	}
+	return ev, version
+}
+
+// RKE2 and k3s share the k3s containerd fork (runtime "containerd://…-k3s1", socket
+// /run/k3s/containerd/containerd.sock) and the helm.cattle.io and k3s.cattle.io API groups
+// (addons.k3s.cattle.io is served on RKE2 too: rancher/rke2#2425). What tells them apart is the
+// program name in the node annotations, the version stamp and the embedded cloud provider's
+// instance-type label (research §6; seed 003, RKE2 v1.24.9+rke2r2).
+func detectRKE2(v *view) ([]Evidence, string) {
+	return detectRancher(v, "rke2", "+rke2r")
+}
+
+func detectK3s(v *view) ([]Evidence, string) {
+	return detectRancher(v, "k3s", "+k3s")
+}
+
+func detectRancher(v *view, program, versionMark string) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("annotation", 70, annotationPrefix(program+".io/", "etcd."+program+".cattle.io/"))...)
+	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, versionMark) })
+	ev = append(ev, suffix...)
+	ev = append(ev, v.onNodes("label", 60, labelValue("node.kubernetes.io/instance-type", program))...)
+	ev = append(ev, v.onNodes("container runtime", 40, runtimeMatches(func(rt string) bool {
+		return strings.HasPrefix(rt, "containerd://") && strings.Contains(rt, "-k3s")
+	}))...)
+	ev = append(ev, v.apiGroup("helm.cattle.io", 30)...)
+	ev = append(ev, v.apiGroup("k3s.cattle.io", 10)...)
+	return ev, version
+}
+
+// MicroK8s: its node labels (research §6).
+func detectMicroK8s(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 80, labelValue("microk8s.io/cluster", "true"))...)
+	ev = append(ev, v.onNodes("label", 70, func(n *corev1.Node) (string, bool) {
+		for _, k := range []string{"node.kubernetes.io/microk8s-controlplane", "node.kubernetes.io/microk8s-worker"} {
+			if val, ok := n.Labels[k]; ok {
+				return k + "=" + val, true
+			}
+		}
+		return "", false
+	})...)
+	return ev, ""
+}
+
+// k0s: its role label; the "+k0s" version stamp is uncertain (research §6), so it weighs less.
+func detectK0s(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 80, labelKey("node.k0sproject.io/role"))...)
+	suffix, version := v.versionSuffix(40, func(s string) bool { return strings.Contains(s, "+k0s") })
+	ev = append(ev, suffix...)
+	return ev, version
+}
+
+// kubeadm: ConfigMap kube-system/kubeadm-config, and kubeadm's empty-valued control-plane role
+// label (RKE2 and k3s set "true"; seed 003) (research §6).
+func detectKubeadm(v *view) ([]Evidence, string) {
+	var ev []Evidence
+	if v.s.KubeadmConfig {
+		ev = append(ev, Evidence{Signal: "ConfigMap", Value: "kube-system/kubeadm-config", Source: "kube-system", Weight: 80})
+	}
+	ev = append(ev, v.onNodes("label", 20, func(n *corev1.Node) (string, bool) {
+		val, ok := n.Labels["node-role.kubernetes.io/control-plane"]
+		return "node-role.kubernetes.io/control-plane=", ok && val == ""
+	})...)
+	return ev, ""
+}
+
+// gkeAutopilotLabel marks GKE Autopilot nodes (research §6, GKE row).
+const gkeAutopilotLabel = "cloud.google.com/gke-autopilot"
+
+// autopilot looks for GKE Autopilot: its node label (research §6), "gk3-" node names (Autopilot's
+// node naming; community convention, weaker), and Autopilot's policy refusals ("GKEAutopilot
+// authz" in Forbidden errors, agones-dev/agones#2249).
+func autopilot(v *view) *Finding {
+	var ev []Evidence
+	ev = append(ev, v.onNodes("label", 80, labelKey(gkeAutopilotLabel))...)
+	ev = append(ev, v.onNodes("node name", 50, func(n *corev1.Node) (string, bool) {
+		return n.Name, strings.HasPrefix(n.Name, "gk3-")
+	})...)
+	for _, w := range v.s.Warnings {
+		if strings.Contains(w, "GKEAutopilot") || strings.Contains(w, "GKE Autopilot") {
+			ev = append(ev, Evidence{Signal: "policy refusal", Value: w, Source: "API server", Weight: 50})
+			break
+		}
+	}
+	return &Finding{Detected: confidence(ev) >= MinConfidence, Evidence: ev}
+}

@@ -1,0 +1,398 @@
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Clients is what Gather reads the cluster with.
+type Clients struct {
+	// Kube is required.
+	Kube kubernetes.Interface
+	// Discovery defaults to Kube.Discovery().
+	Discovery discovery.DiscoveryInterface
+	// Dynamic reads the custom resources (ClusterPolicy, GPUCluster, Subscription, ClusterVersion).
+	// If nil they are skipped with a warning.
+	Dynamic dynamic.Interface
+}
+
+// The custom resources detection reads, with the sources that name them. Functions rather than
+// package variables, so nothing at package level can be changed.
+
+// clusterPolicyGVR: research §2.1, ClusterPolicy, cluster-scoped.
+func clusterPolicyGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
+}
+
+// gpuClusterGVR: research §2.2, GPUCluster (DRA), GPU Operator v26.7.0+.
+func gpuClusterGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "gpuclusters"}
+}
+
+// subscriptionGVR: research §5 OpenShift, the operator and NFD come from OLM Subscriptions.
+func subscriptionGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
+}
+
+// clusterVersionGVR: research §6, ClusterVersion "version"; the operator reads it for the
+// OpenShift version.
+func clusterVersionGVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+}
+
+// OLM packages that matter: NVIDIA's certified operator and Red Hat's NFD Operator (research §5
+// OpenShift), plus the community names of both.
+func interestingPackage(pkg string) bool {
+	switch pkg {
+	case "gpu-operator-certified", "gpu-operator", "nfd", "node-feature-discovery", "node-feature-discovery-operator":
+		return true
+	}
+	return false
+}
+
+// Gather reads everything detection needs, one LIST per resource kind. Listing nodes and reading
+// discovery must succeed; every other read is optional: Forbidden (or, for custom resources, an
+// unserved type) is recorded in Snapshot.Warnings or treated as "none", any other error fails.
+func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
+	if c.Kube == nil {
+		return nil, errors.New("gather cluster facts: no Kubernetes client")
+	}
+	if c.Discovery == nil {
+		c.Discovery = c.Kube.Discovery()
+	}
+	g := &gatherer{c: c, s: &Snapshot{}}
+
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	g.s.Nodes = nodes.Items
+
+	steps := []func(context.Context) error{
+		g.discovery,
+		g.kubeadmConfig,
+		g.workloads,
+		g.helmReleases,
+		g.clusterPolicies,
+		g.subscriptions,
+		g.clusterVersion,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(g.s.Warnings)
+	return g.s, nil
+}
+
+type gatherer struct {
+	c Clients
+	s *Snapshot
+	// groupsKnown is false when discovery was refused; optional reads are then tried anyway.
+	groupsKnown bool
+}
+
+// optional turns a Forbidden error on an optional read into a warning.
+func (g *gatherer) optional(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("%s: forbidden, so detection cannot see it (%v)", what, err))
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (g *gatherer) served(group string) bool {
+	if !g.groupsKnown {
+		return true
+	}
+	for _, x := range g.s.APIGroups {
+		if x == group {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gatherer) discovery(ctx context.Context) error {
+	d := discovery.ToDiscoveryInterfaceWithContext(g.c.Discovery)
+	groups, err := d.ServerGroupsWithContext(ctx)
+	switch {
+	case err == nil:
+		g.groupsKnown = true
+		for _, grp := range groups.Groups {
+			if grp.Name != "" {
+				g.s.APIGroups = append(g.s.APIGroups, grp.Name)
+			}
+		}
+		sort.Strings(g.s.APIGroups)
+	case apierrors.IsForbidden(err):
+		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("discover API groups: forbidden, so distributions known by their API groups (OpenShift, Tanzu, Rancher) may be missed (%v)", err))
+	default:
+		return fmt.Errorf("discover API groups: %w", err)
+	}
+
+	v, err := d.ServerVersionWithContext(ctx)
+	if err != nil {
+		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("read server version: %v", err))
+		return nil
+	}
+	g.s.ServerVersion = v
+	return nil
+}
+
+func (g *gatherer) kubeadmConfig(ctx context.Context) error {
+	_, err := g.c.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	switch {
+	case err == nil:
+		g.s.KubeadmConfig = true
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return g.optional("read ConfigMap kube-system/kubeadm-config", err)
+	}
+}
+
+func (g *gatherer) workloads(ctx context.Context) error {
+	dss, err := g.c.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if err := g.optional("list DaemonSets", err); err != nil {
+			return err
+		}
+	} else {
+		for i := range dss.Items {
+			w := fromDaemonSet(&dss.Items[i])
+			if Classify(w) != "" {
+				g.s.Workloads = append(g.s.Workloads, w)
+			}
+		}
+	}
+
+	deps, err := g.c.Kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return g.optional("list Deployments", err)
+	}
+	for i := range deps.Items {
+		w := fromDeployment(&deps.Items[i])
+		if Classify(w) != "" {
+			g.s.Workloads = append(g.s.Workloads, w)
+		}
+	}
+	return nil
+}
+
+func fromDaemonSet(ds *appsv1.DaemonSet) Workload {
+	w := fromPodTemplate("DaemonSet", ds.ObjectMeta, &ds.Spec.Template.Spec)
+	w.Desired, w.Ready = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady
+	return w
+}
+
+func fromDeployment(d *appsv1.Deployment) Workload {
+	w := fromPodTemplate("Deployment", d.ObjectMeta, &d.Spec.Template.Spec)
+	w.Desired = 1
+	if d.Spec.Replicas != nil {
+		w.Desired = *d.Spec.Replicas
+	}
+	w.Ready = d.Status.ReadyReplicas
+	return w
+}
+
+func fromPodTemplate(kind string, meta metav1.ObjectMeta, spec *corev1.PodSpec) Workload {
+	w := Workload{
+		Kind:          kind,
+		Namespace:     meta.Namespace,
+		Name:          meta.Name,
+		Labels:        meta.Labels,
+		HelmRelease:   meta.Annotations["meta.helm.sh/release-name"],
+		HelmNamespace: meta.Annotations["meta.helm.sh/release-namespace"],
+		NodeSelector:  spec.NodeSelector,
+		Tolerations:   spec.Tolerations,
+	}
+	if ref := metav1.GetControllerOfNoCopy(&meta); ref != nil {
+		w.Owner = ref.Kind + "/" + ref.Name
+	}
+	for _, c := range spec.InitContainers {
+		w.Images = append(w.Images, c.Image)
+	}
+	for _, c := range spec.Containers {
+		w.Images = append(w.Images, c.Image)
+		if cmd := strings.TrimSpace(strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")); cmd != "" {
+			w.Commands = append(w.Commands, cmd)
+		}
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		w.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return w
+}
+
+// helmReleases lists Helm's storage with a label selector, in Secrets (Helm's default driver) and
+// ConfigMaps (HELM_DRIVER=configmap), cluster-wide.
+func (g *gatherer) helmReleases(ctx context.Context) error {
+	var records []helmRecord
+	opts := metav1.ListOptions{LabelSelector: helmOwnerSelector}
+
+	secrets, err := g.c.Kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		if err := g.optional("list Helm release Secrets (label owner=helm)", err); err != nil {
+			return err
+		}
+	} else {
+		for i := range secrets.Items {
+			sec := &secrets.Items[i]
+			records = append(records, helmRecord{
+				namespace: sec.Namespace,
+				labels:    sec.Labels,
+				storage:   "Secret",
+				payload:   func() string { return string(sec.Data[helmPayloadKey]) },
+			})
+		}
+	}
+
+	cms, err := g.c.Kube.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		if err := g.optional("list Helm release ConfigMaps (label owner=helm)", err); err != nil {
+			return err
+		}
+	} else {
+		for i := range cms.Items {
+			cm := &cms.Items[i]
+			records = append(records, helmRecord{
+				namespace: cm.Namespace,
+				labels:    cm.Labels,
+				storage:   "ConfigMap",
+				payload:   func() string { return cm.Data[helmPayloadKey] },
+			})
+		}
+	}
+
+	releases, warnings := newestReleases(records)
+	g.s.HelmReleases = releases
+	g.s.Warnings = append(g.s.Warnings, warnings...)
+	return nil
+}
+
+// listCustom lists a custom resource cluster-wide. An unserved type (NotFound) means "none".
+func (g *gatherer) listCustom(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
+	if g.c.Dynamic == nil {
+		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("list %s: no dynamic client", gvr.GroupResource()))
+		return nil, nil
+	}
+	list, err := g.c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, g.optional("list "+gvr.GroupResource().String(), err)
+	}
+	return list.Items, nil
+}
+
+func (g *gatherer) clusterPolicies(ctx context.Context) error {
+	if !g.served(clusterPolicyGVR().Group) {
+		return nil
+	}
+	items, err := g.listCustom(ctx, clusterPolicyGVR())
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		g.s.ClusterPolicies = append(g.s.ClusterPolicies, clusterPolicyFrom(&items[i]))
+	}
+	gcs, err := g.listCustom(ctx, gpuClusterGVR())
+	if err != nil {
+		return err
+	}
+	for i := range gcs {
+		g.s.GPUClusters = append(g.s.GPUClusters, gcs[i].GetName())
+	}
+	return nil
+}
+
+func clusterPolicyFrom(u *unstructured.Unstructured) ClusterPolicy {
+	cp := ClusterPolicy{Name: u.GetName(), Created: u.GetCreationTimestamp().Time}
+	cp.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+	cp.Namespace, _, _ = unstructured.NestedString(u.Object, "status", "namespace")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		cp.ReadyReason, _ = m["reason"].(string)
+		cp.ReadyMessage, _ = m["message"].(string)
+	}
+	return cp
+}
+
+func (g *gatherer) subscriptions(ctx context.Context) error {
+	if !g.served(subscriptionGVR().Group) {
+		return nil
+	}
+	items, err := g.listCustom(ctx, subscriptionGVR())
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		u := &items[i]
+		sub := Subscription{Namespace: u.GetNamespace(), Name: u.GetName()}
+		sub.Package, _, _ = unstructured.NestedString(u.Object, "spec", "name")
+		if !interestingPackage(sub.Package) {
+			continue
+		}
+		sub.Channel, _, _ = unstructured.NestedString(u.Object, "spec", "channel")
+		sub.Source, _, _ = unstructured.NestedString(u.Object, "spec", "source")
+		sub.InstalledCSV, _, _ = unstructured.NestedString(u.Object, "status", "installedCSV")
+		sub.CurrentCSV, _, _ = unstructured.NestedString(u.Object, "status", "currentCSV")
+		sub.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+		g.s.Subscriptions = append(g.s.Subscriptions, sub)
+	}
+	return nil
+}
+
+func (g *gatherer) clusterVersion(ctx context.Context) error {
+	if !g.groupsKnown || !g.served(clusterVersionGVR().Group) {
+		return nil
+	}
+	if g.c.Dynamic == nil {
+		return nil
+	}
+	u, err := g.c.Dynamic.Resource(clusterVersionGVR()).Get(ctx, "version", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return g.optional("read ClusterVersion version", err)
+	}
+	cv := &ClusterVersion{}
+	cv.Desired, _, _ = unstructured.NestedString(u.Object, "status", "desired", "version")
+	hist, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+	for _, h := range hist {
+		m, ok := h.(map[string]any)
+		if !ok || m["state"] != "Completed" {
+			continue
+		}
+		if v, _ := m["version"].(string); v != "" {
+			cv.Completed = append(cv.Completed, v)
+		}
+	}
+	g.s.ClusterVersion = cv
+	return nil
+}

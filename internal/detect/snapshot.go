@@ -1,0 +1,122 @@
+package detect
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// Snapshot is everything detection reads from a cluster, gathered once by Gather. Analyze works on
+// a Snapshot alone, so tests can build one by hand.
+type Snapshot struct {
+	// Nodes is every node in the cluster.
+	Nodes []corev1.Node `json:"nodes"`
+	// APIGroups are the API group names the server serves ("" for the core group is left out).
+	APIGroups []string `json:"apiGroups,omitempty"`
+	// ServerVersion is what the API server reports; nil if discovery could not read it.
+	ServerVersion *version.Info `json:"serverVersion,omitempty"`
+	// KubeadmConfig is true when ConfigMap kube-system/kubeadm-config exists.
+	KubeadmConfig bool `json:"kubeadmConfig"`
+	// Workloads are the DaemonSets and Deployments, cluster-wide, that detection cares about (see
+	// Classify): NFD, the GPU operator and its operands, device plugins, GKE's driver installer,
+	// dcgm-exporter, and platform markers. Everything else is dropped at gather time.
+	Workloads []Workload `json:"workloads,omitempty"`
+	// HelmReleases is the newest revision of every Helm release found in Helm's storage.
+	HelmReleases []HelmRelease `json:"helmReleases,omitempty"`
+	// ClusterPolicies are the nvidia.com/v1 ClusterPolicy objects; empty when the type is not served.
+	ClusterPolicies []ClusterPolicy `json:"clusterPolicies,omitempty"`
+	// GPUClusters names the nvidia.com/v1alpha1 GPUCluster objects (the DRA stack, GPU Operator
+	// v26.7.0+); the chart refuses to deploy a ClusterPolicy next to one (research §2.2).
+	GPUClusters []string `json:"gpuClusters,omitempty"`
+	// Subscriptions are the OLM Subscriptions for NVIDIA's operator and NFD, read only when
+	// operators.coreos.com is served.
+	Subscriptions []Subscription `json:"subscriptions,omitempty"`
+	// ClusterVersion is OpenShift's ClusterVersion "version", read only when config.openshift.io is
+	// served.
+	ClusterVersion *ClusterVersion `json:"clusterVersion,omitempty"`
+	// Warnings say which optional reads were refused (Forbidden) or could not be decoded, so the
+	// Result can say what it could not see.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Workload is the part of a DaemonSet or Deployment that detection uses.
+type Workload struct {
+	Kind      string `json:"kind"` // DaemonSet or Deployment
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Labels are the object's labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// HelmRelease and HelmNamespace come from the meta.helm.sh/release-name and
+	// meta.helm.sh/release-namespace annotations Helm puts on every object it installs.
+	HelmRelease   string `json:"helmRelease,omitempty"`
+	HelmNamespace string `json:"helmNamespace,omitempty"`
+	// Owner is "Kind/name" of the controlling owner reference, e.g. "ClusterPolicy/cluster-policy"
+	// for the GPU operator's operands.
+	Owner string `json:"owner,omitempty"`
+	// Images are the images of all containers and init containers (GKE's driver installer does its
+	// work in an init container).
+	Images []string `json:"images,omitempty"`
+	// Commands are each container's command and args joined by spaces.
+	Commands []string `json:"commands,omitempty"`
+	// NodeSelector, Affinity (the required node affinity only) and Tolerations decide which nodes a
+	// DaemonSet targets.
+	NodeSelector map[string]string    `json:"nodeSelector,omitempty"`
+	Affinity     *corev1.NodeSelector `json:"affinity,omitempty"`
+	Tolerations  []corev1.Toleration  `json:"tolerations,omitempty"`
+	// Desired and Ready are desiredNumberScheduled/numberReady for a DaemonSet and
+	// replicas/readyReplicas for a Deployment.
+	Desired int32 `json:"desired"`
+	Ready   int32 `json:"ready"`
+}
+
+// HelmRelease is one Helm release as Helm's storage records it (newest revision only).
+type HelmRelease struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Revision  int    `json:"revision"`
+	// Status is Helm's status label: deployed, failed, pending-install, pending-upgrade, …
+	Status string `json:"status"`
+	// Chart, ChartVersion and AppVersion come from the release payload; empty if it could not be
+	// decoded.
+	Chart        string `json:"chart,omitempty"`
+	ChartVersion string `json:"chartVersion,omitempty"`
+	AppVersion   string `json:"appVersion,omitempty"`
+	// Storage is "Secret" (Helm's default driver) or "ConfigMap".
+	Storage string `json:"storage"`
+}
+
+// ClusterPolicy is the part of an nvidia.com/v1 ClusterPolicy that detection reports.
+type ClusterPolicy struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	// State is status.state: ready, notReady, ignored or disabled (research §2.1).
+	State string `json:"state,omitempty"`
+	// Namespace is status.namespace, the operator's namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// ReadyReason and ReadyMessage come from the Ready condition; "ready" with reason
+	// NoGPUNodes or NFDLabelsMissing does not mean GPUs work (research §2.1).
+	ReadyReason  string `json:"readyReason,omitempty"`
+	ReadyMessage string `json:"readyMessage,omitempty"`
+}
+
+// Subscription is the part of an OLM Subscription (operators.coreos.com/v1alpha1) detection reports.
+type Subscription struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Package      string `json:"package"`
+	Channel      string `json:"channel,omitempty"`
+	Source       string `json:"source,omitempty"`
+	InstalledCSV string `json:"installedCSV,omitempty"`
+	CurrentCSV   string `json:"currentCSV,omitempty"`
+	State        string `json:"state,omitempty"`
+}
+
+// ClusterVersion is the part of OpenShift's ClusterVersion "version" detection reads.
+type ClusterVersion struct {
+	// Desired is status.desired.version.
+	Desired string `json:"desired,omitempty"`
+	// Completed lists status.history[].version entries whose state is Completed, newest first;
+	// the GPU operator takes the OpenShift version from these (shared/reference/README.md).
+	Completed []string `json:"completed,omitempty"`
+}

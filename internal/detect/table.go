@@ -1,0 +1,251 @@
+package detect
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table writes the Result for people: the distribution and why, the GPU nodes and why each counts,
+// the node pools, what is already installed, whether tainting GPU nodes is safe, and warnings.
+func (r Result) Table(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
+
+	d := r.Distribution
+	version := ""
+	if d.Version != "" {
+		version = " " + d.Version
+	}
+	guess := ""
+	if d.Fallback {
+		guess = "; a guess, nothing identified the distribution"
+	}
+	p("Distribution:\t%s%s (%s), confidence %d%s\n", d.Name, version, d.Description, d.Confidence, guess)
+	for i, e := range d.Evidence {
+		label := ""
+		if i == 0 {
+			label = "  because:"
+		}
+		p("%s\t%s\n", label, evidenceText(e))
+	}
+	var others []string
+	for _, c := range r.Candidates {
+		if c.Name != d.Name {
+			others = append(others, fmt.Sprintf("%s %d", c.Name, c.Confidence))
+		}
+	}
+	if len(others) > 0 {
+		p("  also scored:\t%s\n", strings.Join(others, ", "))
+	}
+	p("Kubernetes:\tserver %s; kubelets %s\n", orNone(r.KubernetesVersion, "unknown"), orNone(strings.Join(r.KubeletVersions, ", "), "none"))
+	if r.Autopilot != nil {
+		if r.Autopilot.Detected {
+			p("Autopilot:\tyes (%s)\n", evidenceList(r.Autopilot.Evidence))
+		} else {
+			p("Autopilot:\tno\n")
+		}
+	}
+	n := r.Nodes
+	p("Nodes:\t%d: %d control-plane, %d workers, %d with NVIDIA GPUs, %d with NFD labels\n", n.Total, n.ControlPlane, n.Workers, n.GPU, n.NFDLabelled)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if len(r.GPUNodes) > 0 {
+		fmt.Fprintln(w, "\nGPU nodes:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODE\tPOOL\tGPUS\tPRODUCT\tTAINTED\tHOST DRIVER\tWHY")
+		for _, g := range r.GPUNodes {
+			count := "?"
+			if g.GPUs > 0 {
+				count = fmt.Sprint(g.GPUs)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Pool, count, orNone(g.Product, "-"), yesNo(g.Tainted),
+				orNone(g.HostDriver, "-"), evidenceList(g.Reasons))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(w, "\nGPU nodes: none found yet (no nvidia.com/gpu capacity, NVIDIA PCI label, cloud GPU label or GPU instance type); NFD finds them by PCI vendor 10de")
+	}
+
+	fmt.Fprintln(w, "\nNode pools:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  POOL\tNODES\tGPU NODES\tINSTANCE\tOS IMAGE\tKERNEL\tRUNTIME")
+	for _, pl := range r.Pools {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\n", pl.Name, pl.Count, pl.GPUNodes, orNone(pl.InstanceType, "-"),
+			orNone(strings.Join(pl.OSImages, ", "), "-"), orNone(strings.Join(pl.Kernels, ", "), "-"), orNone(strings.Join(pl.Runtimes, ", "), "-"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, pl := range r.Pools {
+		for _, note := range pl.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", pl.Name, note)
+		}
+	}
+
+	fmt.Fprintln(w, "\nAlready installed:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	e := r.Existing
+	p = func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
+	p("  NFD:\t%s\n", nfdText(e.NFD))
+	p("  GPU operator:\t%s\n", operatorText(e.GPUOperator))
+	if len(e.ClusterPolicies) == 0 {
+		p("  ClusterPolicy:\tnone\n")
+	}
+	for _, cp := range e.ClusterPolicies {
+		state := orNone(cp.State, "no status")
+		if cp.ReadyReason != "" {
+			state += " (" + cp.ReadyReason + ")"
+		}
+		if cp.Name != e.ActiveClusterPolicy {
+			state += ", not honoured"
+		}
+		p("  ClusterPolicy:\t%s: %s\n", cp.Name, state)
+	}
+	if len(e.DevicePlugins) == 0 {
+		p("  Device plugins:\tnone\n")
+	}
+	for _, dp := range e.DevicePlugins {
+		p("  Device plugin:\t%s/%s (%s), %d/%d ready, on %s\n", dp.Namespace, dp.Name, dp.Provider, dp.Ready, dp.Desired, orNone(strings.Join(dp.Nodes, ", "), "no node"))
+	}
+	if g := e.GKEDriverInstaller; g != nil {
+		p("  GKE driver installer:\t%s/%s, %d/%d ready\n", g.Namespace, g.Name, g.Ready, g.Desired)
+	}
+	for _, x := range e.DCGMExporters {
+		p("  dcgm-exporter:\t%s/%s, %d/%d ready\n", x.Namespace, x.Name, x.Ready, x.Desired)
+	}
+	if len(e.Operands) > 0 {
+		var names []string
+		for _, o := range e.Operands {
+			names = append(names, fmt.Sprintf("%s %d/%d", o.Name, o.Ready, o.Desired))
+		}
+		p("  Operands:\t%s\n", strings.Join(names, ", "))
+	}
+	p("  Host driver:\t%s\n", orNone(strings.Join(e.HostDriverNodes, ", "), "no node labelled nvidia.com/gpu.deploy.driver=pre-installed"))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "\nTainting GPU nodes: %s\n", schedulingText(r.Scheduling))
+
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "  - %s\n", warn)
+		}
+	}
+	return nil
+}
+
+func evidenceText(e Evidence) string {
+	s := e.Signal + " " + e.Value
+	if e.Source != "" {
+		s += " (" + e.Source + ")"
+	}
+	return s
+}
+
+func evidenceList(ev []Evidence) string {
+	var parts []string
+	for _, e := range ev {
+		parts = append(parts, e.Value+" ("+e.Source+")")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func nfdText(n NFDInstall) string {
+	if !n.Present {
+		if n.LabelledNodes > 0 {
+			return fmt.Sprintf("not running, but %s NFD labels from an earlier run", plural(n.LabelledNodes, "node")+" carry")
+		}
+		return "none"
+	}
+	var parts []string
+	for _, w := range n.Workloads {
+		parts = append(parts, fmt.Sprintf("%s %s/%s %d/%d ready", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired))
+	}
+	if n.Helm != nil {
+		parts = append(parts, "from Helm release "+releaseText(n.Helm))
+	}
+	if n.OLM != nil {
+		parts = append(parts, fmt.Sprintf("from OLM subscription %s/%s", n.OLM.Namespace, n.OLM.Name))
+	}
+	parts = append(parts, plural(n.LabelledNodes, "node")+" labelled")
+	return strings.Join(parts, "; ")
+}
+
+func operatorText(o OperatorInstall) string {
+	if !o.Present {
+		return "none"
+	}
+	var parts []string
+	if d := o.Deployment; d != nil {
+		parts = append(parts, fmt.Sprintf("Deployment %s/%s %d/%d ready", d.Namespace, d.Name, d.Ready, d.Desired))
+	}
+	if o.Helm != nil {
+		parts = append(parts, "Helm release "+releaseText(o.Helm))
+	}
+	if s := o.OLM; s != nil {
+		parts = append(parts, fmt.Sprintf("OLM subscription %s/%s (%s, %s)", s.Namespace, s.Name, s.Package, orNone(s.InstalledCSV, "not installed")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func releaseText(r *HelmRelease) string {
+	s := r.Namespace + "/" + r.Name
+	var details []string
+	if r.Chart != "" {
+		details = append(details, strings.TrimSuffix(r.Chart+" "+r.ChartVersion, " "))
+	}
+	if r.Status != "" {
+		details = append(details, fmt.Sprintf("%s, revision %d", r.Status, r.Revision))
+	}
+	if len(details) > 0 {
+		s += " (" + strings.Join(details, ", ") + ")"
+	}
+	return s
+}
+
+func schedulingText(s Scheduling) string {
+	switch {
+	case len(s.GPUWorkers) == 0:
+		return "no schedulable GPU worker"
+	case s.AllWorkersGPU:
+		return fmt.Sprintf("every schedulable worker is a GPU node (%d): the GPU operator, NFD master and NFD gc need a nvidia.com/gpu toleration", len(s.GPUWorkers))
+	default:
+		return fmt.Sprintf("safe: the operator and NFD can still run on %s without GPUs or taints (%s)", plural(len(s.OpenWorkers), "worker"), strings.Join(firstN(s.OpenWorkers, 3), ", "))
+	}
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), "…")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

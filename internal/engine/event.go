@@ -1,0 +1,60 @@
+package engine
+
+import "time"
+
+// EventType says what happened to a step.
+type EventType string
+
+const (
+	// StepStarted: a step of the Plan began.
+	StepStarted EventType = "started"
+	// StepProgress: a running step made progress (Done/Total set when countable, e.g. "3/4 GPU nodes validated").
+	StepProgress EventType = "progress"
+	// StepSucceeded: a step ended well (Message says what it did, e.g. "installed revision 1").
+	StepSucceeded EventType = "succeeded"
+	// StepSkipped: a step had nothing to do (Message says why, e.g. "NFD already runs").
+	StepSkipped EventType = "skipped"
+	// StepFailed: a step failed; Err is set and Detail may hold a diagnosis.
+	StepFailed EventType = "failed"
+	// Warning: something the user should know that does not stop the run.
+	Warning EventType = "warning"
+	// Info: a line of information outside any step (e.g. detection results).
+	Info EventType = "info"
+)
+
+// Event is one thing that happened while a Plan ran. Renderers (internal/ui) turn the stream into a
+// spinner, plain lines or JSON lines; the engine never formats output itself.
+type Event struct {
+	Time time.Time `json:"time"`
+	Type EventType `json:"type"`
+	// Step is the step's ID (plan.Step.ID), "" for events outside a step.
+	Step string `json:"step,omitempty"`
+	// Title is the step's one-line title ("Install gpu-operator", …).
+	Title string `json:"title,omitempty"`
+	// Index and Count place the step in the Plan (1-based), 0 outside a step.
+	Index int `json:"index,omitempty"`
+	Count int `json:"count,omitempty"`
+	// Message is short and concrete: what happened, to what.
+	Message string `json:"message,omitempty"`
+	// Done and Total count units of progress (nodes, pods); Total 0 when not countable.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
+	// Err is the failure of a StepFailed event, as text.
+	Err string `json:"error,omitempty"`
+	// Hint says what to do next, for failures and warnings.
+	Hint string `json:"hint,omitempty"`
+	// Detail is a multi-line diagnosis (stuck pods, container states, events, log lines) for failures.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Sink receives events. Implementations must be safe for use from one goroutine at a time; the
+// engine never calls a Sink concurrently.
+type Sink interface {
+	Event(Event)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(Event)
+
+// Event calls f.
+func (f SinkFunc) Event(e Event) { f(e) }

@@ -1,0 +1,143 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// ClusterPolicyReady waits until the ClusterPolicy name has status.state "ready" and a Ready condition that is
+// True with reason Reconciled.
+//
+// state "ready" alone does not prove anything: the operator also reports it with reason NoGPUNodes or
+// NFDLabelsMissing (research/gpu-operator.md §2.1, controllers/clusterpolicy_controller.go@v26.7.0). Those
+// reasons are normal for a short while after install, so they fail the wait only once they have lasted
+// GracePeriod; the error then says what they mean. The same holds for state "ignored" (an older ClusterPolicy
+// wins). Progress reports the state and the Ready condition's reason and message.
+func (w *Waiter) ClusterPolicyReady(ctx context.Context, name string) error {
+	if w.Dynamic == nil {
+		return fmt.Errorf("wait for clusterpolicy %s: no dynamic client", name)
+	}
+	policies := w.Dynamic.Resource(ClusterPolicyResource())
+	field := fields.OneTermEqualSelector("metadata.name", name).String()
+	src := newSource("clusterpolicies", w.Dynamic, &unstructured.Unstructured{},
+		withSelectors("", field, asObject(policies.List)),
+		withSelectors("", field, policies.Watch))
+
+	var (
+		operatorNS string    // status.namespace, where the operands run; for the diagnosis
+		badReason  string    // the "nothing to do" reason currently reported
+		badSince   time.Time // when it was first seen
+	)
+	grace := w.gracePeriod()
+	return w.until(ctx, waitSpec{
+		what:      "clusterpolicy " + name,
+		sources:   []*source{src},
+		namespace: func() string { return operatorNS },
+		eval: func(now time.Time) verdict {
+			var policy *unstructured.Unstructured
+			for _, o := range src.objects() {
+				if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == name {
+					policy = u
+				}
+			}
+			if policy == nil {
+				badReason = ""
+				return verdict{progress: Progress{Message: "waiting for the ClusterPolicy to be created"}}
+			}
+			st := readPolicyStatus(policy)
+			if st.namespace != "" {
+				operatorNS = st.namespace
+			}
+			v := verdict{progress: Progress{Message: st.describe()}}
+			if st.state == policyStateReady && st.ready.Status == metav1.ConditionTrue && st.ready.Reason == reasonReconciled {
+				v.done = true
+				return v
+			}
+
+			reason := st.ready.Reason
+			if st.state == policyStateIgnored {
+				reason = policyStateIgnored
+			}
+			cause, hint := policyFailure(reason)
+			if cause == nil {
+				badReason = ""
+				return v
+			}
+			if reason != badReason {
+				badReason, badSince = reason, now
+			}
+			if left := grace - now.Sub(badSince); left > 0 {
+				v.recheck = left
+				return v
+			}
+			v.fail, v.hint = cause, hint
+			return v
+		},
+	})
+}
+
+// policyFailure maps a Ready reason (or state "ignored") that does not resolve by itself to an error and a hint.
+func policyFailure(reason string) (error, string) {
+	switch reason {
+	case reasonNoGPUNodes:
+		return ErrNoGPUNodes, "no node is labelled " + GPUPresentLabel + "=true, because no node has one of NFD's NVIDIA PCI " +
+			"labels (feature.node.kubernetes.io/pci-10de.present, pci-0300_10de.present, pci-0302_10de.present): check that " +
+			"the NFD worker runs on the GPU nodes (it must tolerate the nvidia.com/gpu taint) and that the nodes have NVIDIA GPUs"
+	case reasonNFDLabelsMissing:
+		return ErrNFDLabelsMissing, "install Node Feature Discovery (the chart's nfd.enabled=true) or, if it is installed, " +
+			"check that its worker pods run on the GPU nodes"
+	case policyStateIgnored:
+		return ErrPolicyIgnored, "only the oldest ClusterPolicy is honoured: delete the other one or use it (kubectl get clusterpolicies)"
+	}
+	return nil, ""
+}
+
+// policyStatus is the part of a ClusterPolicy's status the wait reads.
+type policyStatus struct {
+	state     string
+	namespace string
+	ready     metav1.Condition
+}
+
+func readPolicyStatus(u *unstructured.Unstructured) policyStatus {
+	var st policyStatus
+	st.state, _, _ = unstructured.NestedString(u.Object, "status", "state")
+	st.namespace, _, _ = unstructured.NestedString(u.Object, "status", "namespace")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		if t, _ := m["type"].(string); t != conditionReady {
+			continue
+		}
+		status, _ := m["status"].(string)
+		reason, _ := m["reason"].(string)
+		message, _ := m["message"].(string)
+		st.ready = metav1.Condition{Type: conditionReady, Status: metav1.ConditionStatus(status), Reason: reason, Message: message}
+	}
+	return st
+}
+
+// describe renders the status as a progress line: "state notReady (OperandNotReady: …)".
+func (s policyStatus) describe() string {
+	state := s.state
+	if state == "" {
+		state = "unknown (no status yet)"
+	}
+	msg := "state " + state
+	if s.ready.Reason != "" {
+		msg += " (" + s.ready.Reason
+		if s.ready.Message != "" {
+			msg += ": " + oneLine(s.ready.Message, 120)
+		}
+		msg += ")"
+	}
+	return msg
+}

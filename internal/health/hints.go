@@ -1,0 +1,151 @@
+package health
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// hints recognises failure patterns in what the diagnosis gathered. Each rule yields at most one Hint, naming
+// every object it applies to, so a 100-node failure gives one line per cause, not per node. The patterns and
+// advice come from research/gpu-operator.md §9 (GPU Operator issues up to v26.7.0).
+func (d *diagnosis) hints() []Hint {
+	var hs []Hint
+	add := func(pattern, message string, objects []string) {
+		if len(objects) > 0 {
+			hs = append(hs, Hint{Pattern: pattern, Message: message, Objects: objects})
+		}
+	}
+
+	var pull, taint, crash []string
+	blocked := make(map[string][]string) // validator init container → nodes
+	for _, p := range d.stuckPods {
+		ref := "pod " + p.Namespace + "/" + p.Name
+		for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			w := s.State.Waiting
+			if w == nil {
+				continue
+			}
+			switch w.Reason {
+			case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull":
+				pull = append(pull, fmt.Sprintf("%s image %s", ref, s.Image))
+			case "CrashLoopBackOff":
+				crash = append(crash, ref+" container "+s.Name)
+			}
+		}
+		// The scheduler's message names the taints it could not tolerate, e.g.
+		// "0/3 nodes are available: 3 node(s) had untolerated taint {nvidia.com/gpu: present}."
+		if c := podCondition(p, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse &&
+			strings.Contains(c.Message, "untolerated taint {nvidia.com/gpu") {
+			taint = append(taint, ref)
+		}
+		if p.Labels["app"] == validatorApp {
+			if c := blockingInit(p); c != "" {
+				blocked[c] = append(blocked[c], "node "+p.Spec.NodeName)
+			}
+		}
+	}
+
+	// §9 #13, #17: registries, mirrors, pull secrets.
+	add("image-pull", "images cannot be pulled: check the image name and tag, that the nodes can reach the registry, "+
+		"and the image pull secrets (nvcr.io/nvaie images need an NGC secret); in an air-gapped cluster point every "+
+		"*.repository value at your mirror", pull)
+	// §7, §9 #16: the operator, NFD master and gc tolerate only the control-plane taint by default.
+	add("untolerated-gpu-taint", "pods cannot schedule because they do not tolerate the nvidia.com/gpu taint: give them "+
+		"the toleration {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} (the operator, the NFD master and NFD gc "+
+		"need it when every schedulable node is a GPU node), or remove the taint with `gpuctl untaint`", taint)
+	// §4 validator init containers, §9 #5, #10, #11, #4.
+	add("driver-not-ready", "the NVIDIA driver is not ready: the validator's driver-validation waits for the driver pod "+
+		"(nvidia-driver-daemonset) on the node. Read the logs of its nvidia-driver-ctr and k8s-driver-manager containers; "+
+		"common causes are missing kernel headers or no access to package mirrors, an unsupported kernel, Secure Boot "+
+		"rejecting the unsigned module (use precompiled or host drivers), or nouveau loaded. If the host already has a "+
+		"driver, set driver.enabled=false", blocked[initDriverValidation])
+	// §9 #6, #7.
+	add("toolkit-not-ready", "the NVIDIA container toolkit is not ready: read the nvidia-container-toolkit-daemonset "+
+		"logs; on RKE2, k3s, MicroK8s and k0s the toolkit's CONTAINERD_SOCKET and CONTAINERD_CONFIG must point at the "+
+		"distribution's containerd", blocked[initToolkitValidation])
+	// §4 cuda-validation, §9 #15.
+	add("cuda-validation-failing", "the CUDA test workload does not pass: look at the nvidia-cuda-validator pod; on "+
+		"NVSwitch systems (HGX/DGX) the fabric manager must run, and \"CUDA driver version is insufficient\" means the "+
+		"driver is older than the validator's CUDA", blocked[initCUDAValidation])
+	// §4 plugin-validation.
+	add("device-plugin-not-ready", "the device plugin does not advertise nvidia.com/gpu yet: look at the "+
+		"nvidia-device-plugin-daemonset pod on the node", blocked[initPluginValidation])
+	add("crash-loop", "containers keep crashing: their exit codes and last log lines are above", crash)
+
+	var noPCI, notReady, disabled []string
+	for _, name := range d.names {
+		n := d.nodes[name]
+		if n == nil {
+			continue
+		}
+		if !hasAnyLabel(n.Labels, NFDGPULabels()) {
+			noPCI = append(noPCI, "node "+name)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+				notReady = append(notReady, "node "+name)
+			}
+		}
+		if n.Labels[deployLabelPrefix+"operands"] == "false" {
+			disabled = append(disabled, "node "+name)
+		}
+	}
+	// §3, §6, §9 #14.
+	add("nfd-labels-missing", "NFD has not labelled these nodes as having an NVIDIA PCI device: install Node Feature "+
+		"Discovery, or check that its worker runs on them (it must tolerate the nvidia.com/gpu taint) and that its PCI "+
+		"deviceClassWhitelist includes 0300 and 0302", noPCI)
+	add("node-not-ready", "nodes are NotReady, so no pod starts there: check the kubelet and the node's conditions", notReady)
+	// §3: nvidia.com/gpu.deploy.operands=false removes every operand from the node.
+	add("operands-disabled", "nvidia.com/gpu.deploy.operands=false keeps every GPU Operator operand off these nodes: "+
+		"remove the label to let the operator manage them", disabled)
+
+	var empty []string
+	for _, ds := range d.emptyDaemonSets {
+		empty = append(empty, "daemonset "+ds.Namespace+"/"+ds.Name)
+	}
+	// §3: operand DaemonSets select nvidia.com/gpu.deploy.<operand>=true, set by the operator on nvidia.com/gpu.present nodes.
+	add("no-target-nodes", "operand DaemonSets target no node: the operator labels nodes nvidia.com/gpu.deploy.<operand>=true "+
+		"only once they are labelled "+GPUPresentLabel+"=true (from NFD's PCI labels); check those labels and that no "+
+		"nvidia.com/gpu.deploy.* label is set to false", empty)
+
+	var psa []string
+	for i := range d.daemonSets {
+		for _, e := range d.events["DaemonSet/"+d.daemonSets[i].Name] {
+			if e.Reason == "FailedCreate" && strings.Contains(e.Message, "violates PodSecurity") {
+				psa = append(psa, "daemonset "+d.ns+"/"+d.daemonSets[i].Name)
+				break
+			}
+		}
+	}
+	// §9 #12: the driver and toolkit need privileged, hostPID and hostPath.
+	add("pod-security", "Pod Security Admission rejects the operand pods: label the namespace "+
+		"pod-security.kubernetes.io/enforce=privileged", psa)
+	return hs
+}
+
+// blockingInit returns the name of the first init container of p that has not completed successfully: init
+// containers run in order, so that is the one the pod waits on. "" when all completed or none has started.
+func blockingInit(p *corev1.Pod) string {
+	for _, s := range p.Status.InitContainerStatuses {
+		if t := s.State.Terminated; t != nil && t.ExitCode == 0 {
+			continue
+		}
+		if s.State.Waiting != nil && s.State.Waiting.Reason == "PodInitializing" {
+			return "" // not started yet; an earlier one would have been reported
+		}
+		return s.Name
+	}
+	return ""
+}
+
+func hasAnyLabel(have, anyOf map[string]string) bool {
+	for k, v := range anyOf {
+		if have[k] == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,78 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ValidatorsReady waits until every node labelled nvidia.com/gpu.present=true runs a Ready
+// nvidia-operator-validator pod in namespace.
+//
+// The validator pod is Ready only after its init containers validated the driver, the container toolkit, a CUDA
+// workload and the device plugin on that node, in that order (research/gpu-operator.md §4), so this is the
+// strongest "GPUs work" signal the operator gives. It watches the GPU nodes and the validator pods at once, because
+// the set of GPU nodes may change while waiting: the operator labels nodes after NFD labels them. While no node is
+// labelled yet the wait goes on (ClusterPolicyReady is the wait that fails on NoGPUNodes). Progress reads
+// "3/4 GPU nodes validated" with the unvalidated nodes as Pending.
+func (w *Waiter) ValidatorsReady(ctx context.Context, namespace string) error {
+	gpuSelector := labels.SelectorFromSet(labels.Set{GPUPresentLabel: "true"})
+	podSelector := labels.SelectorFromSet(labels.Set{"app": validatorApp})
+
+	nodeSrc := w.nodeSource(nil, gpuSelector.String())
+	pods := w.Kube.CoreV1().Pods(namespace)
+	podSrc := newSource("validator pods", w.Kube, &corev1.Pod{},
+		withSelectors(podSelector.String(), "", asObject(pods.List)),
+		withSelectors(podSelector.String(), "", pods.Watch))
+
+	return w.until(ctx, waitSpec{
+		what:            "GPU Operator validators in " + namespace,
+		sources:         []*source{nodeSrc, podSrc},
+		namespace:       func() string { return namespace },
+		pendingAreNodes: true,
+		eval: func(time.Time) verdict {
+			// Filter again: selectors are the server's job, but a cache must never be trusted blindly with them.
+			var gpuNodes []string
+			for _, n := range cachedNodes(nodeSrc) {
+				if gpuSelector.Matches(labels.Set(n.Labels)) {
+					gpuNodes = append(gpuNodes, n.Name)
+				}
+			}
+			slices.Sort(gpuNodes)
+			if len(gpuNodes) == 0 {
+				return verdict{progress: Progress{Message: "waiting for GPU nodes: no node is labelled " + GPUPresentLabel + "=true yet"}}
+			}
+			validated := make(map[string]bool)
+			for _, o := range podSrc.objects() {
+				p, ok := o.(*corev1.Pod)
+				if ok && p.Namespace == namespace && podSelector.Matches(labels.Set(p.Labels)) && p.DeletionTimestamp == nil {
+					validated[p.Spec.NodeName] = true
+				}
+			}
+			var pending []string
+			for _, n := range gpuNodes {
+				if !validated[n] {
+					pending = append(pending, n)
+				}
+			}
+			done := len(gpuNodes) - len(pending)
+			return verdict{
+				progress: Progress{Done: done, Total: len(gpuNodes), Message: fmt.Sprintf("%d/%d GPU nodes validated", done, len(gpuNodes)), Pending: pending},
+				done:     len(pending) == 0,
+			}
+		},
+	})
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

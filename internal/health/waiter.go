@@ -1,0 +1,292 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Defaults for the zero-valued fields of Waiter.
+const (
+	defaultGracePeriod     = 30 * time.Second
+	defaultDiagnoseTimeout = 20 * time.Second
+)
+
+// Waiter waits for parts of the GPU stack to become ready. Each method blocks until its condition holds, the
+// context is cancelled, or its deadline passes; the context carries the timeout. The zero value of every field
+// but Kube (and Dynamic, for ClusterPolicyReady) is a sensible default.
+//
+// A Waiter holds no state between calls and may be used for several waits, one after the other or at once.
+type Waiter struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// OnProgress, if set, is called with the first snapshot and again on every change, from one goroutine per wait.
+	OnProgress func(Progress)
+	// GracePeriod is how long ClusterPolicyReady accepts a verdict that means "nothing to do here" (NoGPUNodes,
+	// NFDLabelsMissing, ignored) before failing: the operator reports NoGPUNodes for a while after install, until
+	// NFD has labelled the nodes and it has labelled them nvidia.com/gpu.present. 0 means 30s.
+	GracePeriod time.Duration
+	// Namespace is where the operator and its operands run. Diagnose looks at its pods when a wait that has no
+	// namespace of its own (NodesLabelled, GPUsAllocatable, ClusterPolicyReady before the policy reports its
+	// namespace) fails. Empty: such failures diagnose nodes only.
+	Namespace string
+	// DiagnoseTimeout bounds the diagnosis run after a wait failed, on a context detached from the expired one.
+	// 0 means 20s; negative skips the diagnosis.
+	DiagnoseTimeout time.Duration
+}
+
+// verdict is one evaluation of a wait's condition against the informers' caches.
+type verdict struct {
+	progress Progress
+	done     bool
+	// fail, when set, ends the wait with a StuckError wrapping it: the state will not resolve by itself.
+	fail error
+	hint string
+	// recheck asks for another evaluation after this long even if nothing changes (grace periods).
+	recheck time.Duration
+}
+
+// waitSpec describes one wait for Waiter.until.
+type waitSpec struct {
+	// what names what is waited for, for errors: "deployment gpu-operator/gpu-operator".
+	what    string
+	sources []*source
+	eval    func(now time.Time) verdict
+	// namespace returns the namespace to diagnose on failure; nil or "" means Waiter.Namespace.
+	namespace func() string
+	// pendingAreNodes makes a failed wait diagnose the nodes in the last Progress.Pending.
+	pendingAreNodes bool
+}
+
+// source is one informer: a LIST+WATCH of one kind with selectors, whose cache the verdicts read.
+type source struct {
+	what     string
+	informer cache.SharedIndexInformer
+}
+
+// objects returns the cached objects. Callers must not modify them.
+func (s *source) objects() []any { return s.informer.GetStore().List() }
+
+// newSource builds an informer from list and watch functions that already apply the selectors.
+//
+// Informers instead of a bare watch because they re-list and re-watch on their own when a watch ends or expires
+// (410 Gone after etcd compaction), and keep a cache to evaluate level-triggered conditions over many objects.
+func newSource(what string, client any, obj runtime.Object,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) *source {
+	lw := &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
+	// Tells the reflector whether the client can do streaming lists (WatchListClient is on by default since
+	// client-go v0.35); the fakes cannot, real clients can.
+	withSemantics := cache.ToListWatcherWithWatchListSemantics(lw, client)
+	inf := cache.NewSharedIndexInformerWithOptions(withSemantics, obj, cache.SharedIndexInformerOptions{ObjectDescription: what})
+	return &source{what: what, informer: inf}
+}
+
+// withSelectors returns f with the label and field selectors applied to every call.
+func withSelectors[T any](label, field string, f func(context.Context, metav1.ListOptions) (T, error)) func(context.Context, metav1.ListOptions) (T, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (T, error) {
+		o.LabelSelector = label
+		o.FieldSelector = field
+		return f(ctx, o)
+	}
+}
+
+// asObject adapts a typed List function to the informer's.
+func asObject[L runtime.Object](f func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		l, err := f(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// slim drops what the waits never read from cached objects: managed fields everywhere and the image list of
+// nodes, which is the bulk of a node's size.
+func slim(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return obj, nil
+}
+
+// until runs the spec's informers and evaluates its condition after the caches sync and after every change,
+// until the condition holds, fails, or ctx ends.
+func (w *Waiter) until(ctx context.Context, spec waitSpec) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // informers must be gone before we return, so nothing outlives the call
+	}()
+
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // an evaluation is already pending; it will see this change too
+		}
+	}
+	fatal := make(chan error, 1)
+	var (
+		errMu   sync.Mutex
+		lastErr error
+	)
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+	for _, s := range spec.sources {
+		if err := s.informer.SetTransform(slim); err != nil {
+			return fmt.Errorf("wait for %s: %w", spec.what, err)
+		}
+		what := s.what
+		err := s.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, context.Canceled) ||
+				errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return // an expired or closed watch: the reflector re-lists and re-watches; nothing is wrong
+			}
+			errMu.Lock()
+			lastErr = fmt.Errorf("list and watch %s: %w", what, err)
+			errMu.Unlock()
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				// RBAC will not change while we wait: fail now instead of at the deadline.
+				select {
+				case fatal <- fmt.Errorf("list and watch %s: %w", what, err):
+				default:
+				}
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", spec.what, err)
+		}
+		if _, err := s.informer.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("wait for %s: %w", spec.what, err)
+		}
+		wg.Go(func() { s.informer.RunWithContext(runCtx) })
+	}
+
+	var last verdict
+	ended := func(cause error) error {
+		cancel() // stop watching before the diagnosis lists things
+		errMu.Lock()
+		apiErr := lastErr
+		errMu.Unlock()
+		if apiErr != nil && errors.Is(cause, context.DeadlineExceeded) {
+			cause = fmt.Errorf("%w; last API error: %w", cause, apiErr)
+		}
+		return w.stuck(ctx, spec, last, cause, "")
+	}
+
+	for _, s := range spec.sources {
+		select {
+		case <-s.informer.HasSyncedChecker().Done():
+		case err := <-fatal:
+			return ended(err)
+		case <-ctx.Done():
+			last.progress.Message = "waiting for the first list of " + s.what
+			return ended(ctx.Err())
+		}
+	}
+
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	reported := false
+	for {
+		v := spec.eval(time.Now())
+		if !reported || !v.progress.equal(last.progress) {
+			reported = true
+			if w.OnProgress != nil {
+				w.OnProgress(v.progress)
+			}
+		}
+		last = v
+		if v.done {
+			return nil
+		}
+		if v.fail != nil {
+			cancel()
+			return w.stuck(ctx, spec, v, v.fail, v.hint)
+		}
+		var recheck <-chan time.Time
+		if v.recheck > 0 {
+			if timer == nil {
+				timer = time.NewTimer(v.recheck)
+			} else {
+				timer.Reset(v.recheck) // since Go 1.23 Reset never leaves a stale tick in the channel
+			}
+			recheck = timer.C
+		}
+		select {
+		case <-changed:
+		case <-recheck:
+		case err := <-fatal:
+			return ended(err)
+		case <-ctx.Done():
+			// One last look: the change that completes the wait may have raced with the deadline.
+			if v := spec.eval(time.Now()); v.done {
+				return nil
+			}
+			return ended(ctx.Err())
+		}
+	}
+}
+
+// stuck builds the error a failed wait returns. A cancelled context (Ctrl-C) is not a diagnosis-worthy failure:
+// the user wants out, so it returns the plain context error without asking the API server anything more.
+func (w *Waiter) stuck(ctx context.Context, spec waitSpec, last verdict, cause error, hint string) error {
+	if errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("wait for %s: %w", spec.what, cause)
+	}
+	e := &StuckError{What: spec.what, Progress: last.progress, Err: cause, Hint: hint}
+	if w.DiagnoseTimeout >= 0 {
+		timeout := w.DiagnoseTimeout
+		if timeout == 0 {
+			timeout = defaultDiagnoseTimeout
+		}
+		// The wait's context has expired; the diagnosis gets its own bounded one that keeps its values.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		ns := w.Namespace
+		if spec.namespace != nil {
+			if n := spec.namespace(); n != "" {
+				ns = n
+			}
+		}
+		var nodes []string
+		if spec.pendingAreNodes {
+			nodes = last.progress.Pending
+		}
+		e.Report = Diagnose(dctx, w.Kube, ns, nodes)
+	}
+	return e
+}
+
+func (w *Waiter) gracePeriod() time.Duration {
+	if w.GracePeriod > 0 {
+		return w.GracePeriod
+	}
+	return defaultGracePeriod
+}

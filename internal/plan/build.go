@@ -1,0 +1,344 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/profile"
+)
+
+// Release names, as `helm list` shows them. The operator's matches NVIDIA's documentation.
+const (
+	NFDRelease      = "node-feature-discovery"
+	OperatorRelease = "gpu-operator"
+	// ClusterPolicyName is the ClusterPolicy our chart renders (and NVIDIA's does).
+	ClusterPolicyName = "cluster-policy"
+	// OperatorDeployment is the operator Deployment's name in both charts (research §3).
+	OperatorDeployment = "gpu-operator"
+)
+
+// GPU taint, as research §7 recommends: key = the resource name, matched by every NVIDIA toleration.
+const (
+	TaintKey    = "nvidia.com/gpu"
+	TaintValue  = "present"
+	TaintEffect = "NoSchedule"
+)
+
+// ErrUnsupported is returned for clusters gpuctl cannot install on (yet).
+var ErrUnsupported = errors.New("unsupported")
+
+// ChartInfo describes an embedded chart.
+type ChartInfo struct {
+	Name       string
+	Version    string
+	AppVersion string
+}
+
+// Options are the user's choices (from flags, a config file or the wizard).
+type Options struct {
+	// Profile forces a values profile; "" chooses one from the detected distribution.
+	Profile string
+	// Files are the -f values files, in order, already parsed; Set is the parsed --set values.
+	Files []Layer
+	Set   map[string]any
+	// Namespace to install into (default gpu-operator).
+	Namespace string
+	// NoTaint skips tainting the GPU nodes.
+	NoTaint bool
+	// Timeout bounds the run (default 20m).
+	Timeout time.Duration
+}
+
+// Input is everything Build reads.
+type Input struct {
+	Detection *detect.Result
+	// Profile looks a profile up by name (profile.Get).
+	Profile func(name string) (profile.Profile, error)
+	// Charts are the embedded charts by name.
+	Charts  map[string]ChartInfo
+	Options Options
+}
+
+// Build makes the install Plan.
+func Build(in Input) (*Plan, error) {
+	det := in.Detection
+	if det == nil {
+		return nil, errors.New("plan: no detection result")
+	}
+	o := in.Options
+	if o.Namespace == "" {
+		o.Namespace = "gpu-operator"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 20 * time.Minute
+	}
+	distro := det.Distribution.Name
+	if distro == "openshift" {
+		return nil, fmt.Errorf("%w: on OpenShift NVIDIA supports only installing through OLM (the certified operator from OperatorHub), which gpuctl does not do yet; install the NFD Operator and the NVIDIA GPU Operator from OperatorHub", ErrUnsupported)
+	}
+	if det.Autopilot != nil && det.Autopilot.Detected {
+		return nil, fmt.Errorf("%w: GKE Autopilot does not allow the GPU operator's privileged DaemonSets (NVIDIA supports GKE Standard only); use a Standard cluster or GKE's own GPU support", ErrUnsupported)
+	}
+
+	p := &Plan{
+		Distribution:    distro,
+		DistributionWhy: distributionWhy(det.Distribution),
+		Namespace:       o.Namespace,
+		Timeout:         Duration(o.Timeout),
+		Warnings:        slices.Clone(det.Warnings),
+	}
+	for _, n := range det.GPUNodes {
+		p.GPUNodes = append(p.GPUNodes, n.Name)
+	}
+	sort.Strings(p.GPUNodes)
+
+	prof, err := chooseProfile(in, p)
+	if err != nil {
+		return nil, err
+	}
+
+	if op := det.Existing.GPUOperator; op.Present && !ours(op.Helm, OperatorRelease, o.Namespace) {
+		return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
+	}
+	nfdForeign := det.Existing.NFD.Present && !ours(det.Existing.NFD.Helm, NFDRelease, o.Namespace)
+
+	opValues, nfdValues := split(prof.Values)
+	opValues, nfdValues = clone(opValues), merge(nfdValues, prof.NFD)
+	// Platform objects in the profile (extraObjects, e.g. GKE's ResourceQuota) are applied by gpuctl
+	// before NFD, which needs them too; Helm must not also own them.
+	delete(opValues, "extraObjects")
+	opLayers := []Layer{{Source: "profile " + prof.Name, Values: normalized(opValues)}}
+	nfdLayers := []Layer{{Source: "profile " + prof.Name, Values: normalized(nfdValues)}}
+
+	opFacts, nfdFacts, why := facts(det, o)
+	opLayers = append(opLayers, Layer{Source: "detected: " + strings.Join(why, "; "), Values: normalized(opFacts)})
+	if len(nfdFacts) > 0 {
+		nfdLayers = append(nfdLayers, Layer{Source: "detected: every schedulable worker is a GPU node", Values: normalized(nfdFacts)})
+	}
+	for _, f := range o.Files {
+		op, nfd := split(f.Values)
+		opLayers = append(opLayers, Layer{Source: "file " + f.Source, Values: normalized(op)})
+		if len(nfd) > 0 {
+			nfdLayers = append(nfdLayers, Layer{Source: "file " + f.Source, Values: normalized(nfd)})
+		}
+	}
+	if len(o.Set) > 0 {
+		op, nfd := split(o.Set)
+		opLayers = append(opLayers, Layer{Source: "--set", Values: normalized(op)})
+		if len(nfd) > 0 {
+			nfdLayers = append(nfdLayers, Layer{Source: "--set", Values: normalized(nfd)})
+		}
+	}
+
+	nfdChart, opChart := in.Charts[NFDRelease], in.Charts[OperatorRelease]
+	nfdRelease := &Release{Name: NFDRelease, Namespace: o.Namespace, Chart: nfdChart.Name, ChartVersion: nfdChart.Version, Layers: nfdLayers, Values: flatten(nfdLayers)}
+	opRelease := &Release{Name: OperatorRelease, Namespace: o.Namespace, Chart: opChart.Name, ChartVersion: opChart.Version, Layers: opLayers, Values: flatten(opLayers)}
+
+	add := func(s Step) { p.Steps = append(p.Steps, s) }
+	add(Step{ID: "namespace", Kind: KindObjects, Title: "Namespace " + o.Namespace,
+		Why:     "the operands are privileged DaemonSets: Pod Security Admission must allow them in this namespace",
+		Objects: []map[string]any{namespaceObject(o.Namespace)}})
+
+	prereq := Step{ID: "prerequisites", Kind: KindObjects, Title: "Platform prerequisites", Why: "objects the " + prof.Name + " profile needs before anything runs"}
+	for _, obj := range prof.Objects() {
+		obj = clone(obj)
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			if _, has := md["namespace"]; !has && obj["kind"] != "Namespace" {
+				md["namespace"] = o.Namespace
+			}
+		}
+		prereq.Objects = append(prereq.Objects, obj)
+	}
+	if len(prereq.Objects) == 0 {
+		prereq.Skip = "the " + prof.Name + " profile needs none"
+	}
+	add(prereq)
+
+	crds := Step{ID: "crds", Kind: KindCRDs, Title: "CRDs (server-side apply)",
+		Why: "Helm installs a chart's CRDs once and never upgrades them; stale CRDs reject new ClusterPolicy fields"}
+	if !nfdForeign {
+		crds.Charts = append(crds.Charts, NFDRelease)
+	}
+	crds.Charts = append(crds.Charts, OperatorRelease)
+	add(crds)
+
+	nfdStep := Step{ID: "release-" + NFDRelease, Kind: KindRelease, Title: "Install Node Feature Discovery " + nfdChart.AppVersion,
+		Why: "the GPU operator finds GPU nodes by NFD's PCI vendor 10de label", Release: nfdRelease}
+	if nfdForeign {
+		nfdStep.Skip = "NFD already runs (" + describeNFD(det.Existing.NFD) + ")"
+		nfdStep.Release = nil
+	}
+	add(nfdStep)
+	add(Step{ID: "wait-nfd", Kind: KindWaitNFD, Title: "Wait for NFD to label the GPU nodes",
+		Why: "feature.node.kubernetes.io/pci-10de.present=true marks a node with an NVIDIA PCI device"})
+
+	safety := &Safety{
+		TolerationsPlanned: det.Scheduling.AllWorkersGPU && !o.NoTaint,
+		OperatorValues:     normalized(operatorTolerations()),
+		NFDValues:          normalized(nfdTolerations()),
+		OperatorRelease:    "release-" + OperatorRelease,
+	}
+	if !nfdForeign {
+		safety.NFDRelease = "release-" + NFDRelease
+	}
+	safetyStep := Step{ID: "safety", Kind: KindSafety, Title: "Check what the taint would strand",
+		Why:    "the operator Deployment and NFD master/gc do not tolerate nvidia.com/gpu; every GPU DaemonSet must",
+		Safety: safety}
+	if o.NoTaint {
+		safetyStep.Skip = "--no-taint: GPU nodes are not tainted"
+	}
+	add(safetyStep)
+	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
+		Why:   "keeps pods that do not ask for GPUs off GPU nodes; gpuctl records what it added so untaint removes only that",
+		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes}}
+	if o.NoTaint {
+		taintStep.Skip = "--no-taint"
+	}
+	add(taintStep)
+	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opChart.AppVersion,
+		Why: "the operator reconciles the ClusterPolicy into driver, toolkit, device plugin and validator DaemonSets", Release: opRelease})
+	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
+	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",
+		Why: "nvidia-operator-validator is Ready once driver, toolkit, CUDA and device plugin checks passed on its node"})
+	add(Step{ID: "wait-allocatable", Kind: KindWaitAllocatable, Title: "Wait for nvidia.com/gpu to be allocatable"})
+	add(Step{ID: "wait-clusterpolicy", Kind: KindWaitPolicy, Title: "Wait for ClusterPolicy " + ClusterPolicyName + " to be ready", Target: ClusterPolicyName})
+	return p, nil
+}
+
+func chooseProfile(in Input, p *Plan) (profile.Profile, error) {
+	if in.Profile == nil {
+		return profile.Profile{}, errors.New("plan: no profile lookup")
+	}
+	detected, exact := profile.ForDistribution(p.Distribution)
+	name := in.Options.Profile
+	switch {
+	case name == "":
+		name = detected
+		p.ProfileWhy = "detected " + p.Distribution
+		if !exact {
+			p.ProfileWhy = "no profile for " + p.Distribution + "; upstream defaults"
+		}
+	default:
+		p.ProfileWhy = "--profile " + name
+		if name != detected {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("--profile %s, but the cluster looks like %s (profile %s): %s", name, p.Distribution, detected, p.DistributionWhy))
+		}
+	}
+	prof, err := in.Profile(name)
+	if err != nil {
+		return prof, err
+	}
+	p.Profile = prof.Name
+	return prof, nil
+}
+
+// facts are the values that follow from what detection found: above the profile, below the user's.
+func facts(det *detect.Result, o Options) (op, nfd map[string]any, why []string) {
+	op, nfd = map[string]any{}, map[string]any{}
+	set(op, false, "nfd", "enabled")
+	why = append(why, "NFD is its own release")
+	if n := len(det.GPUNodes); n > 0 {
+		withDriver := 0
+		for _, g := range det.GPUNodes {
+			if g.HostDriver != "" {
+				withDriver++
+			}
+		}
+		if withDriver == n {
+			set(op, false, "driver", "enabled")
+			why = append(why, "every GPU node has a host driver")
+		}
+	}
+	if det.Scheduling.AllWorkersGPU && !o.NoTaint {
+		op = merge(op, operatorTolerations())
+		nfd = merge(nfd, nfdTolerations())
+		why = append(why, "every schedulable worker is a GPU node, so the operator tolerates the taint")
+	}
+	return op, nfd, why
+}
+
+// controlPlaneToleration is the toleration the operator and NFD master carry by default (research §3,
+// §7); setting tolerations replaces the list, so it is repeated.
+func controlPlaneToleration() map[string]any {
+	return map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+}
+
+func gpuToleration() map[string]any {
+	return map[string]any{"key": TaintKey, "operator": "Exists", "effect": TaintEffect}
+}
+
+func operatorTolerations() map[string]any {
+	return map[string]any{"operator": map[string]any{"tolerations": []any{controlPlaneToleration(), gpuToleration()}}}
+}
+
+func nfdTolerations() map[string]any {
+	return map[string]any{
+		"master": map[string]any{"tolerations": []any{controlPlaneToleration(), gpuToleration()}},
+		"gc":     map[string]any{"tolerations": []any{controlPlaneToleration(), gpuToleration()}},
+	}
+}
+
+func namespaceObject(name string) map[string]any {
+	labels := map[string]any{}
+	// Pod Security Admission levels: the operands need hostPath, privileged and host PID (research §1.2 psa).
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		labels["pod-security.kubernetes.io/"+mode] = "privileged"
+	}
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name, "labels": labels},
+	}
+}
+
+func flatten(layers []Layer) map[string]any {
+	out := map[string]any{}
+	for _, l := range layers {
+		out = merge(out, l.Values)
+	}
+	return out
+}
+
+func ours(h *detect.HelmRelease, name, namespace string) bool {
+	return h != nil && h.Name == name && h.Namespace == namespace
+}
+
+func distributionWhy(c detect.Candidate) string {
+	if c.Fallback || len(c.Evidence) == 0 {
+		return "no distribution-specific signal; assuming upstream Kubernetes"
+	}
+	var parts []string
+	for i, e := range c.Evidence {
+		if i == 2 {
+			break
+		}
+		parts = append(parts, e.Signal+" "+e.Value)
+	}
+	return fmt.Sprintf("%d%% confidence: %s", c.Confidence, strings.Join(parts, ", "))
+}
+
+func describeOperator(op detect.OperatorInstall) string {
+	switch {
+	case op.Helm != nil:
+		return fmt.Sprintf("Helm release %s/%s", op.Helm.Namespace, op.Helm.Name)
+	case op.Deployment != nil:
+		return fmt.Sprintf("Deployment %s/%s", op.Deployment.Namespace, op.Deployment.Name)
+	default:
+		return "found by its ClusterPolicy or subscription"
+	}
+}
+
+func describeNFD(n detect.NFDInstall) string {
+	switch {
+	case n.Helm != nil:
+		return fmt.Sprintf("Helm release %s/%s", n.Helm.Namespace, n.Helm.Name)
+	case len(n.Namespaces) > 0:
+		return "in namespace " + strings.Join(n.Namespaces, ", ")
+	default:
+		return fmt.Sprintf("%d nodes already carry NFD labels", n.LabelledNodes)
+	}
+}

@@ -1,0 +1,144 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is what a step does; the engine has one executor per kind.
+type Kind string
+
+const (
+	// KindObjects server-side applies Objects (the namespace, platform prerequisites).
+	KindObjects Kind = "objects"
+	// KindCRDs server-side applies the CRDs of the named charts, never downgrading.
+	KindCRDs Kind = "crds"
+	// KindRelease installs or upgrades a Helm release of an embedded chart.
+	KindRelease Kind = "release"
+	// KindWaitNFD waits until NFD has labelled the GPU nodes with their NVIDIA PCI label.
+	KindWaitNFD Kind = "wait-nfd"
+	// KindSafety checks that the taint will not strand anything, and adds tolerations where needed.
+	KindSafety Kind = "safety"
+	// KindTaint taints the GPU nodes.
+	KindTaint Kind = "taint"
+	// KindWaitOperator waits for the operator Deployment to be Available.
+	KindWaitOperator Kind = "wait-operator"
+	// KindWaitValidators waits for a Ready nvidia-operator-validator pod on every GPU node.
+	KindWaitValidators Kind = "wait-validators"
+	// KindWaitAllocatable waits for nvidia.com/gpu to be allocatable on every GPU node.
+	KindWaitAllocatable Kind = "wait-allocatable"
+	// KindWaitPolicy waits for the ClusterPolicy to be ready with reason Reconciled.
+	KindWaitPolicy Kind = "wait-clusterpolicy"
+)
+
+// Plan is what gpuctl will do, in order. It is data: --dry-run prints it, the wizard shows it for
+// confirmation, CI reviews it as JSON, and the engine executes it.
+type Plan struct {
+	// Distribution is the detected (or assumed) distribution; DistributionWhy says why in one line.
+	Distribution    string `json:"distribution"`
+	DistributionWhy string `json:"distributionWhy"`
+	// Profile is the values profile in use; ProfileWhy says why it was chosen.
+	Profile    string `json:"profile"`
+	ProfileWhy string `json:"profileWhy"`
+	Namespace  string `json:"namespace"`
+	// GPUNodes are the GPU nodes known before NFD runs (NFD may find more; the engine uses what it finds).
+	GPUNodes []string `json:"gpuNodes"`
+	// Warnings are things to know before confirming.
+	Warnings []string `json:"warnings,omitempty"`
+	// Timeout bounds the whole run.
+	Timeout Duration `json:"timeout"`
+	Steps   []Step   `json:"steps"`
+}
+
+// Step is one thing to do.
+type Step struct {
+	// ID is stable across runs ("crds", "release-gpu-operator", …); events carry it.
+	ID    string `json:"id"`
+	Kind  Kind   `json:"kind"`
+	Title string `json:"title"`
+	// Why is the reason for the step, or the fact behind a choice it makes.
+	Why string `json:"why,omitempty"`
+	// Skip, when set, says why the step will not run.
+	Skip string `json:"skip,omitempty"`
+
+	// Objects for KindObjects, as plain maps (Kubernetes objects).
+	Objects []map[string]any `json:"objects,omitempty"`
+	// Charts for KindCRDs: the embedded charts whose crds/ are applied.
+	Charts []string `json:"charts,omitempty"`
+	// Release for KindRelease.
+	Release *Release `json:"release,omitempty"`
+	// Taint for KindTaint: the taint and the nodes known now.
+	Taint *Taint `json:"taint,omitempty"`
+	// Safety for KindSafety.
+	Safety *Safety `json:"safety,omitempty"`
+	// Target names what a wait step waits for (a Deployment, a ClusterPolicy).
+	Target string `json:"target,omitempty"`
+}
+
+// Release is a Helm release to apply.
+type Release struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Chart is the embedded chart's name and version.
+	Chart        string `json:"chart"`
+	ChartVersion string `json:"chartVersion"`
+	// Values are the user-supplied values Helm gets (the chart's defaults stay in the chart).
+	Values map[string]any `json:"values"`
+	// Layers are where the values came from, lowest precedence first.
+	Layers []Layer `json:"layers"`
+}
+
+// Layer is one source of values.
+type Layer struct {
+	// Source is "profile gke", "detected: …", "file values.yaml", "--set".
+	Source string         `json:"source"`
+	Values map[string]any `json:"values"`
+}
+
+// Taint is the taint step's data.
+type Taint struct {
+	Key    string   `json:"key"`
+	Value  string   `json:"value"`
+	Effect string   `json:"effect"`
+	Nodes  []string `json:"nodes"`
+}
+
+// Safety is the safety check's data: what must tolerate the taint, and the values that add the
+// toleration to the operator and NFD master/gc if the check finds that every schedulable worker is a
+// GPU node (which may only be known once NFD has labelled the nodes).
+type Safety struct {
+	// TolerationsPlanned is true when the plan already adds the tolerations (known before NFD).
+	TolerationsPlanned bool `json:"tolerationsPlanned"`
+	// OperatorValues and NFDValues are merged over the releases' values when tolerations are needed.
+	OperatorValues map[string]any `json:"operatorValues"`
+	NFDValues      map[string]any `json:"nfdValues"`
+	// NFDRelease and OperatorRelease are the step IDs those values go to.
+	NFDRelease      string `json:"nfdRelease"`
+	OperatorRelease string `json:"operatorRelease"`
+}
+
+// Duration marshals as a Go duration string ("20m0s").
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Step returns the step with the given ID, or nil.
+func (p *Plan) Step(id string) *Step {
+	for i := range p.Steps {
+		if p.Steps[i].ID == id {
+			return &p.Steps[i]
+		}
+	}
+	return nil
+}

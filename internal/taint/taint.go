@@ -1,0 +1,49 @@
+package taint
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// GPUTaint is the taint gpuctl puts on GPU nodes: nvidia.com/gpu=present:NoSchedule.
+//
+// research/gpu-operator.md §7: every NVIDIA operand DaemonSet, the validator workload pods and the NFD worker
+// (GPU Operator v26.7.0 values) tolerate {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}; GKE uses the
+// same key, value and effect on GPU node pools; and because the key equals the extended resource name, the
+// ExtendedResourceToleration admission plugin adds the toleration to pods that request GPUs.
+//
+// It is a variable only because Go has no struct constants; treat it as read-only.
+var GPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// Tolerates reports whether any of tolerations tolerates taint, with the scheduler's matching rules
+// (corev1.Toleration.ToleratesTaint). The numeric Gt/Lt operators are treated as not matching: they are an alpha
+// feature that may be off in the cluster, and a false "tolerates" is the dangerous answer here.
+func Tolerates(tolerations []corev1.Toleration, taint corev1.Taint) bool {
+	// The zero logr.Logger discards; ToleratesTaint only logs for unparsable Gt/Lt values, which we disable.
+	var discard klog.Logger
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(discard, &taint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexKeyEffect returns the index of the taint in taints with want's key and effect, or -1.
+//
+// The API server keeps taints unique by (key, effect) (node validation), so that pair is the identity of a taint
+// on a node. The value does not matter for our goal: NVIDIA's tolerations use operator Exists (§7), so any
+// nvidia.com/gpu:NoSchedule taint already keeps non-GPU pods off the node and lets the operands on.
+func indexKeyEffect(taints []corev1.Taint, want corev1.Taint) int {
+	for i, t := range taints {
+		if t.Key == want.Key && t.Effect == want.Effect {
+			return i
+		}
+	}
+	return -1
+}
+
+// sameTaint reports whether a and b are the same taint by key, value and effect (TimeAdded ignored).
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
