@@ -194,4 +194,3 @@ func ctxTimeout(ctx context.Context, def time.Duration) time.Duration {
 	}
 	return def
 }
-
