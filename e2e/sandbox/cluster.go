@@ -306,14 +306,9 @@ func (c *Cluster) applyFlavor(ctx context.Context) error {
 	c.Nodes = c.Flavor.Nodes(c.Scenario)
 	for i := range c.Nodes {
 		n := c.Nodes[i].Node
-		created, err := c.Kube.CoreV1().Nodes().Create(ctx, &n, metav1.CreateOptions{})
-		if err != nil {
+		// A kubelet registers its node with its status, and the API server keeps it on create.
+		if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &n, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create node %s: %w", n.Name, err)
-		}
-		// A kubelet registers its node with status; write it in case create dropped any of it.
-		created.Status = n.Status
-		if _, err := c.Kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("set status of node %s: %w", n.Name, err)
 		}
 	}
 	if c.Flavor.Objects == nil {

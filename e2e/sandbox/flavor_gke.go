@@ -58,6 +58,8 @@ func gkeFlavor() Flavor {
 	return Flavor{
 		Name:        "gke",
 		Description: "Google Kubernetes Engine (Standard, or Autopilot) on Container-Optimized OS",
+		// GKE admits system-node-critical pods outside kube-system only with a ResourceQuota (research §5 GKE).
+		LimitCriticalPods: true,
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			prefix, gpuPool, cpuPool := "gke-", "gpu-pool", "default-pool"

@@ -145,7 +145,8 @@ type nfdOwnership struct {
 //     the pod (NFD v0.19 -owner-refs default pod,ds);
 //   - no nfd-worker DaemonSet exists any more (NFD uninstalled, which with the Helm chart runs the
 //     prune job): the labels the stand-in set are removed — only those, never labels someone else put
-//     there, such as a scenario's pre-set NFD labels.
+//     there, such as a scenario's pre-set NFD labels. (A pre-set label the stand-in had to change to
+//     NFD's value counts as set by it; its old value is not restored.)
 //
 // The worker's config is read when its pod is first seen running and kept for that pod: NFD v0.17
 // dropped run-time reconfiguration, so a config edit takes effect when the worker pods restart (NFD

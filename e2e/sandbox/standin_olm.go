@@ -293,8 +293,8 @@ func (o *olmStandIn) reconcile(ctx context.Context, k olmKey) error {
 	return nil
 }
 
-// getUnstructured returns the object namespace/name from lister, or nil if it does not exist.
-func getUnstructured(lister cache.GenericLister, namespace, name string) (*unstructured.Unstructured, error) {
+// olmGet returns the object namespace/name from lister, or nil if it does not exist.
+func olmGet(lister cache.GenericLister, namespace, name string) (*unstructured.Unstructured, error) {
 	obj, err := lister.ByNamespace(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -309,7 +309,8 @@ func getUnstructured(lister cache.GenericLister, namespace, name string) (*unstr
 	return u, nil
 }
 
-func listUnstructured(lister cache.GenericLister, namespace string) []*unstructured.Unstructured {
+// olmList returns the objects of lister in namespace ("" for all).
+func olmList(lister cache.GenericLister, namespace string) []*unstructured.Unstructured {
 	var objs []runtime.Object
 	if namespace == "" {
 		objs, _ = lister.List(labels.Everything())
@@ -325,16 +326,17 @@ func listUnstructured(lister cache.GenericLister, namespace string) []*unstructu
 	return out
 }
 
-func str(u map[string]any, fields ...string) string {
+// olmField is the string at fields in u, or "".
+func olmField(u map[string]any, fields ...string) string {
 	s, _, _ := unstructured.NestedString(u, fields...)
 	return s
 }
 
 func olmTimestamp() string { return time.Now().UTC().Format(time.RFC3339) }
 
-// setCondition sets the condition of type typ in conds (a status.conditions list), keeping its
+// olmSetCondition sets the condition of type typ in conds (a status.conditions list), keeping its
 // lastTransitionTime while its status does not change.
-func setCondition(conds []any, typ, status, reason, message string) []any {
+func olmSetCondition(conds []any, typ, status, reason, message string) []any {
 	now := olmTimestamp()
 	c := map[string]any{"type": typ, "status": status, "lastTransitionTime": now}
 	if reason != "" {
@@ -363,7 +365,7 @@ func setCondition(conds []any, typ, status, reason, message string) []any {
 	return out
 }
 
-func removeCondition(conds []any, typ string) []any {
+func olmRemoveCondition(conds []any, typ string) []any {
 	return slices.DeleteFunc(slices.Clone(conds), func(c any) bool {
 		m, ok := c.(map[string]any)
 		return ok && m["type"] == typ
@@ -409,7 +411,7 @@ type olmResolution struct {
 
 func (o *olmStandIn) catalogExists(name, namespace string) bool {
 	if o.catalogs != nil {
-		if cat, _ := getUnstructured(o.catalogs, namespace, name); cat != nil {
+		if cat, _ := olmGet(o.catalogs, namespace, name); cat != nil {
 			return true
 		}
 	}
@@ -421,16 +423,16 @@ func (o *olmStandIn) catalogExists(name, namespace string) bool {
 // package server; the flavour stores them in the catalog's namespace, so both the object's namespace
 // and status.catalogSourceNamespace count.
 func (o *olmStandIn) findPackage(pkg, source, sourceNS string) *unstructured.Unstructured {
-	for _, pm := range listUnstructured(o.packages, "") {
-		name := str(pm.Object, "status", "packageName")
+	for _, pm := range olmList(o.packages, "") {
+		name := olmField(pm.Object, "status", "packageName")
 		if name == "" {
 			name = pm.GetName()
 		}
-		catNS := str(pm.Object, "status", "catalogSourceNamespace")
+		catNS := olmField(pm.Object, "status", "catalogSourceNamespace")
 		if catNS == "" {
 			catNS = pm.GetNamespace()
 		}
-		if (pkg == "" || name == pkg) && catNS == sourceNS && str(pm.Object, "status", "catalogSource") == source {
+		if (pkg == "" || name == pkg) && catNS == sourceNS && olmField(pm.Object, "status", "catalogSource") == source {
 			return pm
 		}
 	}
@@ -441,9 +443,9 @@ func (o *olmStandIn) findPackage(pkg, source, sourceNS string) *unstructured.Uns
 // …"), which the research's OpenShift section and OLM's own tests show.
 func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 	r := olmResolution{
-		pkg:             str(sub.Object, "spec", "name"),
-		source:          str(sub.Object, "spec", "source"),
-		sourceNamespace: str(sub.Object, "spec", "sourceNamespace"),
+		pkg:             olmField(sub.Object, "spec", "name"),
+		source:          olmField(sub.Object, "spec", "source"),
+		sourceNamespace: olmField(sub.Object, "spec", "sourceNamespace"),
 	}
 	name := sub.GetName()
 	r.catalogMissing = !o.catalogExists(r.source, r.sourceNamespace)
@@ -458,9 +460,9 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 		}
 		return r
 	}
-	channel := str(sub.Object, "spec", "channel")
+	channel := olmField(sub.Object, "spec", "channel")
 	if channel == "" {
-		channel = str(pm.Object, "status", "defaultChannel")
+		channel = olmField(pm.Object, "status", "defaultChannel")
 	}
 	channels, _, _ := unstructured.NestedSlice(pm.Object, "status", "channels")
 	var ch map[string]any
@@ -474,15 +476,15 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 			channel, r.pkg, name, name)
 		return r
 	}
-	r.csv = str(ch, "currentCSV")
+	r.csv = olmField(ch, "currentCSV")
 	r.desc, _, _ = unstructured.NestedMap(ch, "currentCSVDesc")
-	r.version = str(r.desc, "version")
-	if start := str(sub.Object, "spec", "startingCSV"); start != "" && start != r.csv {
+	r.version = olmField(r.desc, "version")
+	if start := olmField(sub.Object, "spec", "startingCSV"); start != "" && start != r.csv {
 		entries, _, _ := unstructured.NestedSlice(ch, "entries")
 		found := false
 		for _, e := range entries {
 			if m, ok := e.(map[string]any); ok && m["name"] == start {
-				r.csv, r.version, found = start, str(m, "version"), true
+				r.csv, r.version, found = start, olmField(m, "version"), true
 			}
 		}
 		if !found {
@@ -500,7 +502,7 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 }
 
 func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
-	sub, err := getUnstructured(o.subs, k.namespace, k.name)
+	sub, err := olmGet(o.subs, k.namespace, k.name)
 	if err != nil {
 		return err
 	}
@@ -515,22 +517,31 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 	}
 	conds, _, _ := unstructured.NestedSlice(sub.Object, "status", "conditions")
 	if r.catalogMissing {
-		conds = setCondition(conds, "CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound",
+		conds = olmSetCondition(conds, "CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound",
 			fmt.Sprintf("targeted catalogsource %s/%s missing", r.sourceNamespace, r.source))
 	} else {
-		conds = setCondition(conds, "CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
+		conds = olmSetCondition(conds, "CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
 	}
 	if r.failure != "" {
-		status["conditions"] = setCondition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable", r.failure)
+		status["conditions"] = olmSetCondition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable", r.failure)
 		return o.writeStatus(ctx, olmSubscriptionsGVR, sub, status, "lastUpdated")
 	}
-	conds = removeCondition(conds, "ResolutionFailed")
+	conds = olmRemoveCondition(conds, "ResolutionFailed")
 
-	csv, err := getUnstructured(o.csvs, sub.GetNamespace(), r.csv)
+	csv, err := olmGet(o.csvs, sub.GetNamespace(), r.csv)
 	if err != nil {
 		return err
 	}
-	plan, err := o.planFor(ctx, k, sub, r.csv)
+	if csv == nil { // the cache may be behind a plan that just completed
+		csv, err = o.dyn.Resource(olmCSVsGVR).Namespace(sub.GetNamespace()).Get(ctx, r.csv, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			csv, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	plan, err := o.planFor(ctx, k, sub, r.csv, csv != nil)
 	if err != nil {
 		return err
 	}
@@ -540,7 +551,7 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 		}
 	}
 	if plan != nil {
-		if str(plan.Object, "status", "phase") == "" {
+		if olmField(plan.Object, "status", "phase") == "" {
 			if plan, err = o.initInstallPlanStatus(ctx, plan, sub, r); err != nil {
 				return err
 			}
@@ -558,31 +569,35 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 	if csv != nil {
 		status["installedCSV"] = r.csv
 		status["state"] = "AtLatestKnown"
-		conds = removeCondition(conds, "InstallPlanPending")
+		conds = olmRemoveCondition(conds, "InstallPlanPending")
 	} else {
 		status["state"] = "UpgradePending"
 		reason := "Installing"
-		if plan != nil && str(plan.Object, "status", "phase") == "RequiresApproval" {
+		if plan != nil && olmField(plan.Object, "status", "phase") == "RequiresApproval" {
 			reason = "RequiresApproval"
 		}
-		conds = setCondition(conds, "InstallPlanPending", "True", reason, "")
+		conds = olmSetCondition(conds, "InstallPlanPending", "True", reason, "")
 	}
 	status["conditions"] = conds
 	return o.writeStatus(ctx, olmSubscriptionsGVR, sub, status, "lastUpdated")
 }
 
-// planFor finds the InstallPlan already made for sub to install csv: the one its status references,
-// the one this stand-in just created, or one it owns.
-func (o *olmStandIn) planFor(ctx context.Context, k olmKey, sub *unstructured.Unstructured, csv string) (*unstructured.Unstructured, error) {
-	var names []string
-	if n := str(sub.Object, "status", "installPlanRef", "name"); n != "" {
-		names = append(names, n)
+// planFor finds the InstallPlan already made for sub to install csv: the one this stand-in created
+// last, the one its status references, or one it owns. A completed plan whose CSV has been deleted
+// does not count: OLM installs the CSV again while the Subscription exists.
+func (o *olmStandIn) planFor(ctx context.Context, k olmKey, sub *unstructured.Unstructured, csv string, installed bool) (*unstructured.Unstructured, error) {
+	usable := func(plan *unstructured.Unstructured) bool {
+		return planInstalls(plan, csv) && (installed || olmField(plan.Object, "status", "phase") != "Complete")
 	}
+	var names []string
 	if p, ok := o.planned[k]; ok && p.subUID == string(sub.GetUID()) {
 		names = append(names, p.plan)
 	}
+	if n := olmField(sub.Object, "status", "installPlanRef", "name"); n != "" {
+		names = append(names, n)
+	}
 	for _, n := range names {
-		plan, err := getUnstructured(o.plans, sub.GetNamespace(), n)
+		plan, err := olmGet(o.plans, sub.GetNamespace(), n)
 		if err != nil {
 			return nil, err
 		}
@@ -595,13 +610,13 @@ func (o *olmStandIn) planFor(ctx context.Context, k olmKey, sub *unstructured.Un
 				return nil, err
 			}
 		}
-		if planInstalls(plan, csv) {
+		if usable(plan) {
 			return plan, nil
 		}
 	}
-	for _, plan := range listUnstructured(o.plans, sub.GetNamespace()) {
+	for _, plan := range olmList(o.plans, sub.GetNamespace()) {
 		for _, ref := range plan.GetOwnerReferences() {
-			if ref.UID == sub.GetUID() && planInstalls(plan, csv) {
+			if ref.UID == sub.GetUID() && usable(plan) {
 				return plan, nil
 			}
 		}
@@ -621,7 +636,7 @@ func olmPackageLabel(pkg, namespace string) string {
 // createInstallPlan creates the InstallPlan for r. Names are generated here, like the API server's
 // generateName would (install-xxxxx), because fake clients do not generate names.
 func (o *olmStandIn) createInstallPlan(ctx context.Context, k olmKey, sub *unstructured.Unstructured, r olmResolution) (*unstructured.Unstructured, error) {
-	approval := str(sub.Object, "spec", "installPlanApproval")
+	approval := olmField(sub.Object, "spec", "installPlanApproval")
 	if approval == "" {
 		approval = "Automatic"
 	}
@@ -706,7 +721,7 @@ func buildCSV(namespace string, r olmResolution) (*unstructured.Unstructured, er
 	if a, ok := r.desc["annotations"].(map[string]any); ok {
 		annotations = a
 	}
-	displayName := str(r.desc, "displayName")
+	displayName := olmField(r.desc, "displayName")
 	if displayName == "" {
 		displayName = r.pkg
 	}
@@ -734,11 +749,11 @@ func buildCSV(namespace string, r olmResolution) (*unstructured.Unstructured, er
 }
 
 func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
-	plan, err := getUnstructured(o.plans, k.namespace, k.name)
+	plan, err := olmGet(o.plans, k.namespace, k.name)
 	if err != nil || plan == nil {
 		return err
 	}
-	phase := str(plan.Object, "status", "phase")
+	phase := olmField(plan.Object, "status", "phase")
 	if phase == "" || phase == "Complete" || phase == "Failed" {
 		return nil // a new plan's status is written by its Subscription's reconcile
 	}
@@ -747,7 +762,7 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 		status["phase"] = "RequiresApproval"
 		return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
 	}
-	groups := listUnstructured(o.groups, plan.GetNamespace())
+	groups := olmList(o.groups, plan.GetNamespace())
 	if len(groups) != 1 {
 		msg := olmNoGroupMessage
 		if len(groups) > 1 {
@@ -755,19 +770,19 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 		}
 		status["phase"] = "Installing"
 		conds, _ := status["conditions"].([]any)
-		status["conditions"] = setCondition(conds, "Installed", "False", olmInstallCheckErr, msg)
+		status["conditions"] = olmSetCondition(conds, "Installed", "False", olmInstallCheckErr, msg)
 		return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
 	}
 	group := groups[0]
 	steps, _ := status["plan"].([]any)
 	for _, s := range steps {
 		step, ok := s.(map[string]any)
-		if !ok || step["status"] == "Created" || str(step, "resource", "kind") != olmKindCSV {
+		if !ok || step["status"] == "Created" || olmField(step, "resource", "kind") != olmKindCSV {
 			continue
 		}
 		csv := &unstructured.Unstructured{}
-		if err := csv.UnmarshalJSON([]byte(str(step, "resource", "manifest"))); err != nil {
-			return fmt.Errorf("InstallPlan %s/%s: step %s: %w", plan.GetNamespace(), plan.GetName(), str(step, "resolving"), err)
+		if err := csv.UnmarshalJSON([]byte(olmField(step, "resource", "manifest"))); err != nil {
+			return fmt.Errorf("InstallPlan %s/%s: step %s: %w", plan.GetNamespace(), plan.GetName(), olmField(step, "resolving"), err)
 		}
 		csv.SetNamespace(plan.GetNamespace())
 		ann := csv.GetAnnotations()
@@ -778,15 +793,18 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 		ann["olm.operatorNamespace"] = group.GetNamespace()
 		ann["olm.targetNamespaces"] = strings.Join(groupTargets(group), ",")
 		csv.SetAnnotations(ann)
-		if _, err := o.dyn.Resource(olmCSVsGVR).Namespace(plan.GetNamespace()).Create(ctx, csv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := o.dyn.Resource(olmCSVsGVR).Namespace(plan.GetNamespace()).Create(ctx, csv, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			o.logf("olm stand-in: InstallPlan %s/%s: created ClusterServiceVersion %s", plan.GetNamespace(), plan.GetName(), csv.GetName())
+		case !apierrors.IsAlreadyExists(err): // already there: an earlier pass created it
 			return fmt.Errorf("InstallPlan %s/%s: create ClusterServiceVersion %s: %w", plan.GetNamespace(), plan.GetName(), csv.GetName(), err)
 		}
 		step["status"] = "Created"
-		o.logf("olm stand-in: InstallPlan %s/%s: created ClusterServiceVersion %s", plan.GetNamespace(), plan.GetName(), csv.GetName())
 	}
 	status["phase"] = "Complete"
 	conds, _ := status["conditions"].([]any)
-	status["conditions"] = setCondition(conds, "Installed", "True", "", "")
+	status["conditions"] = olmSetCondition(conds, "Installed", "True", "", "")
 	return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
 }
 
@@ -801,7 +819,7 @@ func groupTargets(group *unstructured.Unstructured) []string {
 }
 
 func (o *olmStandIn) syncOperatorGroup(ctx context.Context, k olmKey) error {
-	group, err := getUnstructured(o.groups, k.namespace, k.name)
+	group, err := olmGet(o.groups, k.namespace, k.name)
 	if err != nil || group == nil {
 		return err
 	}
@@ -849,7 +867,7 @@ func csvStrategy(csv *unstructured.Unstructured) (olmStrategy, error) {
 }
 
 func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
-	csv, err := getUnstructured(o.csvs, k.namespace, k.name)
+	csv, err := olmGet(o.csvs, k.namespace, k.name)
 	if err != nil {
 		return err
 	}
@@ -858,12 +876,12 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 	}
 	strategy, err := csvStrategy(csv)
 	if err != nil {
-		if str(csv.Object, "status", "phase") == "Failed" {
+		if olmField(csv.Object, "status", "phase") == "Failed" {
 			return nil
 		}
 		return o.setCSVPhase(ctx, csv, "Failed", "InvalidInstallStrategy", err.Error())
 	}
-	switch phase := str(csv.Object, "status", "phase"); phase {
+	switch phase := olmField(csv.Object, "status", "phase"); phase {
 	case "":
 		return o.setCSVPhase(ctx, csv, "Pending", "RequirementsUnknown", "requirements not yet checked")
 	case "Pending":
@@ -890,7 +908,7 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 			return o.setCSVPhase(ctx, csv, "Succeeded", "InstallSucceeded", "install strategy completed with no errors")
 		case waiting != "" && phase == "Installing":
 			msg := fmt.Sprintf("installing: waiting for deployment %s to become ready: deployment %q not available: Deployment does not have minimum availability.", waiting, waiting)
-			if str(csv.Object, "status", "message") != msg {
+			if olmField(csv.Object, "status", "message") != msg {
 				return o.setCSVPhase(ctx, csv, "Installing", "InstallWaiting", msg)
 			}
 		}
@@ -1033,7 +1051,11 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 				dep.Spec.Template.Annotations[a] = v
 			}
 		}
-		if err := ignoreExists(o.cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})); err != nil {
+		_, err := o.cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue // the cache is behind
+		}
+		if err != nil {
 			return fmt.Errorf("create deployment %s/%s: %w", ns, d.Name, err)
 		}
 		o.logf("olm stand-in: ClusterServiceVersion %s/%s: created deployment %s", ns, csv.GetName(), d.Name)
@@ -1195,8 +1217,8 @@ func nfdOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolera
 // nfdOperator returns the NFD operator's Deployment from a Succeeded CSV in namespace, or nil: the NFD
 // operator watches NodeFeatureDiscovery objects in its own namespace.
 func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
-	for _, csv := range listUnstructured(o.csvs, namespace) {
-		if str(csv.Object, "status", "phase") != "Succeeded" {
+	for _, csv := range olmList(o.csvs, namespace) {
+		if olmField(csv.Object, "status", "phase") != "Succeeded" {
 			continue
 		}
 		s, err := csvStrategy(csv)
@@ -1217,7 +1239,7 @@ func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
 // SCCs, RBAC for the operands, and updating operands after the CR changes (only the worker config is
 // kept in sync).
 func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) error {
-	cr, err := getUnstructured(o.nfds, k.namespace, k.name)
+	cr, err := olmGet(o.nfds, k.namespace, k.name)
 	if err != nil || cr == nil {
 		return err
 	}
@@ -1225,7 +1247,7 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 	if operator == nil {
 		return nil // no operator, nothing happens — as on a cluster where the operator is not installed
 	}
-	image := str(cr.Object, "spec", "operand", "image")
+	image := olmField(cr.Object, "spec", "operand", "image")
 	for _, c := range operator.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
 			if image == "" && e.Name == nfdOperandImageEnv {
@@ -1253,7 +1275,7 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 			}
 		}
 	}
-	conf := str(cr.Object, "spec", "workerConfig", "configData")
+	conf := olmField(cr.Object, "spec", "workerConfig", "configData")
 	cm, err := o.configMaps.ConfigMaps(ns).Get("nfd-worker")
 	switch {
 	case apierrors.IsNotFound(err):
@@ -1302,14 +1324,14 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 	}
 	conds, _ := status["conditions"].([]any)
 	if ready {
-		conds = setCondition(conds, "Available", "True", "Available", "nfd-master and nfd-worker are running")
-		conds = setCondition(conds, "Progressing", "False", "Available", "")
+		conds = olmSetCondition(conds, "Available", "True", "Available", "nfd-master and nfd-worker are running")
+		conds = olmSetCondition(conds, "Progressing", "False", "Available", "")
 	} else {
-		conds = setCondition(conds, "Available", "False", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
-		conds = setCondition(conds, "Progressing", "True", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
+		conds = olmSetCondition(conds, "Available", "False", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
+		conds = olmSetCondition(conds, "Progressing", "True", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
 	}
-	conds = setCondition(conds, "Degraded", "False", "", "")
-	conds = setCondition(conds, "Upgradeable", "True", "", "")
+	conds = olmSetCondition(conds, "Degraded", "False", "", "")
+	conds = olmSetCondition(conds, "Upgradeable", "True", "", "")
 	status["conditions"] = conds
 	return o.writeStatus(ctx, nfdOpenShiftGVR, cr, status, "")
 }

@@ -563,7 +563,7 @@ func expectGPUOperatorInstalled(t *testing.T, cs kubernetes.Interface, dyn dynam
 		if got := csv.GetAnnotations()["alm-examples"]; got != testAlmExample {
 			return "alm-examples = " + got, nil
 		}
-		if got := str(csv.Object, "spec", "version"); got != "26.7.0" {
+		if got := olmField(csv.Object, "spec", "version"); got != "26.7.0" {
 			return "spec.version = " + got, nil
 		}
 		return "", nil
@@ -616,7 +616,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		}
 		names, _, _ := unstructured.NestedStringSlice(plan.Object, "spec", "clusterServiceVersionNames")
 		approved, _, _ := unstructured.NestedBool(plan.Object, "spec", "approved")
-		if phase := str(plan.Object, "status", "phase"); phase != "Complete" || !approved || !slices.Equal(names, []string{gpuOperatorCSV}) || !strings.HasPrefix(plan.GetName(), "install-") {
+		if phase := olmField(plan.Object, "status", "phase"); phase != "Complete" || !approved || !slices.Equal(names, []string{gpuOperatorCSV}) || !strings.HasPrefix(plan.GetName(), "install-") {
 			return fmt.Sprintf("plan %s phase %q approved %v csvs %v", plan.GetName(), phase, approved, names), nil
 		}
 		return "", nil
@@ -627,7 +627,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase := str(csv.Object, "status", "phase"); phase != "Installing" {
+		if phase := olmField(csv.Object, "status", "phase"); phase != "Installing" {
 			return "phase " + phase, nil
 		}
 		if csv.GetAnnotations()["olm.targetNamespaces"] != gpuOperatorNS {
@@ -642,7 +642,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase, reason := str(csv.Object, "status", "phase"), str(csv.Object, "status", "reason"); phase != "Succeeded" || reason != "InstallSucceeded" {
+		if phase, reason := olmField(csv.Object, "status", "phase"), olmField(csv.Object, "status", "reason"); phase != "Succeeded" || reason != "InstallSucceeded" {
 			return fmt.Sprintf("phase %s reason %s", phase, reason), nil
 		}
 		return "", nil
@@ -655,12 +655,12 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		plan, _, _ := onlyPlan(ctx, dyn, gpuOperatorNS)
 		st := sub.Object
 		switch {
-		case str(st, "status", "state") != "AtLatestKnown":
-			return "state " + str(st, "status", "state"), nil
-		case str(st, "status", "installedCSV") != gpuOperatorCSV || str(st, "status", "currentCSV") != gpuOperatorCSV:
-			return fmt.Sprintf("installedCSV %q currentCSV %q", str(st, "status", "installedCSV"), str(st, "status", "currentCSV")), nil
-		case plan == nil || str(st, "status", "installPlanRef", "name") != plan.GetName():
-			return "installPlanRef " + str(st, "status", "installPlanRef", "name"), nil
+		case olmField(st, "status", "state") != "AtLatestKnown":
+			return "state " + olmField(st, "status", "state"), nil
+		case olmField(st, "status", "installedCSV") != gpuOperatorCSV || olmField(st, "status", "currentCSV") != gpuOperatorCSV:
+			return fmt.Sprintf("installedCSV %q currentCSV %q", olmField(st, "status", "installedCSV"), olmField(st, "status", "currentCSV")), nil
+		case plan == nil || olmField(st, "status", "installPlanRef", "name") != plan.GetName():
+			return "installPlanRef " + olmField(st, "status", "installPlanRef", "name"), nil
 		case statusCondition(sub, "CatalogSourcesUnhealthy")["status"] != "False":
 			return fmt.Sprintf("CatalogSourcesUnhealthy %v", statusCondition(sub, "CatalogSourcesUnhealthy")), nil
 		case statusCondition(sub, "InstallPlanPending") != nil:
@@ -675,6 +675,28 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		}
 		if ns, _, _ := unstructured.NestedStringSlice(og.Object, "status", "namespaces"); !slices.Equal(ns, []string{gpuOperatorNS}) {
 			return fmt.Sprintf("status.namespaces %v", ns), nil
+		}
+		return "", nil
+	})
+
+	// Deleting the CSV while the Subscription exists makes OLM install it again, through a new plan.
+	if err := dyn.Resource(olmCSVsGVR).Namespace(gpuOperatorNS).Delete(ctx, gpuOperatorCSV, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyOK(t, "a second InstallPlan reinstalls the CSV", func(ctx context.Context) (string, error) {
+		plans, err := dyn.Resource(olmInstallPlansGVR).Namespace(gpuOperatorNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		if len(plans.Items) != 2 {
+			return fmt.Sprintf("%d InstallPlans", len(plans.Items)), nil
+		}
+		csv, err := getTestObject(ctx, dyn, olmCSVsGVR, gpuOperatorNS, gpuOperatorCSV)
+		if err != nil {
+			return "", err
+		}
+		if phase := olmField(csv.Object, "status", "phase"); phase != "Succeeded" {
+			return "phase " + phase, nil
 		}
 		return "", nil
 	})
@@ -717,7 +739,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 			return p, err
 		}
 		approved, _, _ := unstructured.NestedBool(plan.Object, "spec", "approved")
-		if phase := str(plan.Object, "status", "phase"); phase != "RequiresApproval" || approved || str(plan.Object, "spec", "approval") != "Manual" {
+		if phase := olmField(plan.Object, "status", "phase"); phase != "RequiresApproval" || approved || olmField(plan.Object, "spec", "approval") != "Manual" {
 			return fmt.Sprintf("phase %q approved %v", phase, approved), nil
 		}
 		planName = plan.GetName()
@@ -729,7 +751,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 			return "", err
 		}
 		c := statusCondition(sub, "InstallPlanPending")
-		if str(sub.Object, "status", "state") != "UpgradePending" || c == nil || c["reason"] != "RequiresApproval" || str(sub.Object, "status", "installPlanRef", "name") != planName {
+		if olmField(sub.Object, "status", "state") != "UpgradePending" || c == nil || c["reason"] != "RequiresApproval" || olmField(sub.Object, "status", "installPlanRef", "name") != planName {
 			return fmt.Sprintf("status %v", sub.Object["status"]), nil
 		}
 		return "", nil
@@ -752,7 +774,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase := str(plan.Object, "status", "phase"); phase != "Complete" {
+		if phase := olmField(plan.Object, "status", "phase"); phase != "Complete" {
 			return "phase " + phase, nil
 		}
 		return "", nil
@@ -768,7 +790,7 @@ func TestOLMStandInNeedsAnOperatorGroup(t *testing.T) {
 			return p, err
 		}
 		c := statusCondition(plan, "Installed")
-		if str(plan.Object, "status", "phase") != "Installing" || c == nil || c["status"] != "False" || c["reason"] != olmInstallCheckErr || c["message"] != olmNoGroupMessage {
+		if olmField(plan.Object, "status", "phase") != "Installing" || c == nil || c["status"] != "False" || c["reason"] != olmInstallCheckErr || c["message"] != olmNoGroupMessage {
 			return fmt.Sprintf("status %v", plan.Object["status"]), nil
 		}
 		return "", nil

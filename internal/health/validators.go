@@ -49,7 +49,7 @@ func (w *Waiter) ValidatorsReady(ctx context.Context, namespace string) error {
 			validated := make(map[string]bool)
 			for _, o := range podSrc.objects() {
 				p, ok := o.(*corev1.Pod)
-				if ok && p.Namespace == namespace && podSelector.Matches(labels.Set(p.Labels)) && p.DeletionTimestamp == nil {
+				if ok && p.Namespace == namespace && podSelector.Matches(labels.Set(p.Labels)) && p.DeletionTimestamp == nil && podReady(p) {
 					validated[p.Spec.NodeName] = true
 				}
 			}

@@ -61,3 +61,14 @@ func NewClients(getter genericclioptions.RESTClientGetter, namespace string) (*C
 	}
 	return &Clients{Getter: getter, Config: cfg, Kube: kc, Dynamic: dyn, Discovery: disc, Extensions: ext, Mapper: mapper, Namespace: namespace}, nil
 }
+
+// Refresh forgets cached discovery and REST mappings, after CRDs were created or changed: the same
+// cached clients serve Helm (through Getter), which would otherwise not know the new kinds.
+func (c *Clients) Refresh() {
+	if cd, ok := c.Discovery.(discovery.CachedDiscoveryInterface); ok {
+		cd.Invalidate()
+	}
+	if rm, ok := c.Mapper.(meta.ResettableRESTMapper); ok {
+		rm.Reset()
+	}
+}

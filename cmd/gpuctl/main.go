@@ -1,0 +1,19 @@
+// Command gpuctl takes a Kubernetes cluster from "GPU nodes have joined" to "GPUs are validated and
+// schedulable". All of it lives in internal/; this is the process boundary.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gpuctl/gpuctl/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv)
+	stop()
+	os.Exit(code)
+}

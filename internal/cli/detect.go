@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+)
+
+func newDetectCmd(streams Streams, g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "detect",
+		Short: "Show the distribution (and why), the GPU nodes (and why), node pools, and what is already installed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFlag(output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			clients, err := g.clients()
+			if err != nil {
+				return err
+			}
+			res, err := (&engine.Detect{Clients: clients}).Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "json":
+				return writeJSON(streams.Out, res)
+			case "yaml":
+				return writeYAML(streams.Out, res)
+			}
+			return res.Table(streams.Out)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")
+	return cmd
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/ui"
+)
+
+func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
+	var o engine.InstallOptions
+	var output string
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Detect, taint GPU nodes, install NFD and the GPU Operator, and wait until every GPU node is validated",
+		Example: `  gpuctl install                         # detect everything, choose the profile
+  gpuctl install --profile gke -f my-values.yaml --set driver.enabled=false
+  gpuctl install --dry-run -o json        # the plan, for review in CI`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			clients, err := g.clients()
+			if err != nil {
+				return err
+			}
+			progress, err := g.progressRenderer(streams.Err, getenv)
+			if err != nil {
+				return err
+			}
+			defer progress.Close()
+			res, err := (&engine.Install{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
+			progress.Close()
+			if o.DryRun && res != nil && res.Plan != nil && err == nil {
+				switch output {
+				case "json":
+					return writeJSON(streams.Out, res.Plan)
+				case "yaml":
+					return writeYAML(streams.Out, res.Plan)
+				}
+				return ui.PrintPlan(streams.Out, res.Plan, ui.DetectStyle(streams.Out, getenv))
+			}
+			if res != nil && res.Plan != nil {
+				switch output {
+				case "json":
+					if werr := writeJSON(streams.Out, res); werr != nil {
+						return werr
+					}
+				case "yaml":
+					if werr := writeYAML(streams.Out, res); werr != nil {
+						return werr
+					}
+				default:
+					if err == nil {
+						if werr := ui.PrintInstallResult(streams.Out, res, clients.Namespace, ui.DetectStyle(streams.Out, getenv)); werr != nil {
+							return werr
+						}
+					}
+				}
+			}
+			var stuck *health.StuckError
+			if errors.As(err, &stuck) {
+				return notReadyError{err}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Profile, "profile", "", "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
+	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file in the gpu-operator chart's keys (NFD under node-feature-discovery:); repeatable, later wins")
+	f.StringArrayVar(&o.Set, "set", nil, "set a value (Helm syntax, e.g. driver.enabled=false); repeatable, wins over -f")
+	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
+	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
+	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
+	return cmd
+}

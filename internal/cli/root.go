@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/ui"
+)
+
+// Streams are the standard streams: results go to Out, progress and diagnostics to Err.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Exit codes.
+const (
+	ExitOK = 0
+	// ExitError: the command failed.
+	ExitError = 1
+	// ExitUsage: the command line was wrong.
+	ExitUsage = 2
+	// ExitUnsupported: gpuctl does not support this cluster (yet); nothing was changed.
+	ExitUnsupported = 3
+	// ExitNotReady: the install ran but the GPU stack did not become ready in time.
+	ExitNotReady = 4
+	// ExitInterrupted: Ctrl-C.
+	ExitInterrupted = 130
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	kube     *genericclioptions.ConfigFlags
+	config   string
+	progress string
+}
+
+// Run runs gpuctl with args and returns the process exit code. getenv reads the environment (for
+// GPUCTL_* settings and NO_COLOR).
+func Run(ctx context.Context, streams Streams, args []string, getenv func(string) string) int {
+	g := &globals{kube: genericclioptions.NewConfigFlags(true)}
+	ns := "gpu-operator"
+	g.kube.Namespace = &ns
+	root := newRoot(ctx, streams, g, getenv)
+	root.SetArgs(args)
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	return report(streams.Err, err)
+}
+
+func newRoot(ctx context.Context, streams Streams, g *globals, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpuctl",
+		Short: "Take a Kubernetes cluster from \"GPU nodes joined\" to \"GPUs validated and schedulable\"",
+		Long: `gpuctl detects the distribution and the GPU nodes, chooses a values profile, taints the GPU nodes,
+installs Node Feature Discovery and the NVIDIA GPU Operator as Helm releases from charts built into the
+binary, and waits until the validator has passed on every GPU node.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applySettings(cmd, g.config, getenv)
+		},
+	}
+	g.kube.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $XDG_CONFIG_HOME/gpuctl/config.yaml); flags win over it, GPUCTL_* environment variables over the file")
+	root.PersistentFlags().StringVar(&g.progress, "progress", "auto", "progress on stderr: auto (spinner on a terminal, plain lines otherwise), plain, json")
+	root.AddCommand(
+		newInstallCmd(streams, g, getenv),
+		newDetectCmd(streams, g),
+		newProfilesCmd(streams),
+		newTemplateCmd(streams, g),
+		newTaintCmd(streams, g, false),
+		newTaintCmd(streams, g, true),
+		newVersionCmd(streams),
+	)
+	return root
+}
+
+// applySettings fills every flag the user did not set from GPUCTL_<FLAG> (dashes as underscores) or
+// the config file, in that order of precedence; flags stay the only way values reach the options.
+func applySettings(cmd *cobra.Command, configFile string, getenv func(string) string) error {
+	v := viper.New()
+	v.SetEnvPrefix("GPUCTL")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	if configFile == "" {
+		if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+			configFile = filepath.Join(dir, "gpuctl", "config.yaml")
+		} else if home, err := os.UserHomeDir(); err == nil {
+			configFile = filepath.Join(home, ".config", "gpuctl", "config.yaml")
+		}
+		if _, err := os.Stat(configFile); err != nil {
+			configFile = ""
+		}
+	}
+	if configFile != "" {
+		v.SetConfigFile(configFile)
+		if err := v.ReadInConfig(); err != nil {
+			return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
+		}
+	}
+	var ferr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || ferr != nil {
+			return
+		}
+		env := getenv("GPUCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		var val string
+		switch {
+		case env != "":
+			val = env
+		case v.IsSet(f.Name):
+			if s, ok := v.Get(f.Name).([]any); ok {
+				var parts []string
+				for _, x := range s {
+					parts = append(parts, fmt.Sprint(x))
+				}
+				val = strings.Join(parts, ",")
+			} else {
+				val = v.GetString(f.Name)
+			}
+		default:
+			return
+		}
+		if err := cmd.Flags().Set(f.Name, val); err != nil {
+			ferr = usageError{fmt.Errorf("setting %s from the environment or config file: %w", f.Name, err)}
+		}
+	})
+	return ferr
+}
+
+// clients builds the Kubernetes clients from the kubectl flags.
+func (g *globals) clients() (*kube.Clients, error) {
+	return kube.NewClients(g.kube, *g.kube.Namespace)
+}
+
+// progress returns the renderer for stderr progress.
+func (g *globals) progressRenderer(w io.Writer, getenv func(string) string) (*ui.Progress, error) {
+	format := ui.Format(g.progress)
+	switch format {
+	case ui.FormatAuto, ui.FormatPlain, ui.FormatJSON:
+	default:
+		return nil, usageError{fmt.Errorf("--progress must be auto, plain or json, not %q", g.progress)}
+	}
+	return ui.NewProgress(w, format, ui.DetectStyle(w, getenv)), nil
+}
+
+// usageError marks a command-line mistake (exit 2).
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// notReadyError marks an install whose GPU stack did not become ready (exit 4).
+type notReadyError struct{ error }
+
+func (n notReadyError) Unwrap() error { return n.error }
+
+// report prints err as one readable line (the step's diagnosis and hint were printed as progress) and
+// returns the exit code for it.
+func report(w io.Writer, err error) int {
+	var ue usageError
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(w, "gpuctl: interrupted")
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "gpuctl: %v\n", err)
+		return ExitUsage
+	case errors.Is(err, plan.ErrUnsupported):
+		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)
+		return ExitUnsupported
+	}
+	fmt.Fprintf(w, "gpuctl: %v\n", err)
+	var nr notReadyError
+	if errors.As(err, &nr) {
+		return ExitNotReady
+	}
+	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "unknown flag") {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// outputFlag validates -o.
+func outputFlag(value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("-o must be one of %s, not %q", strings.Join(allowed, ", "), value)}
+}
+

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+func newTaintCmd(streams Streams, g *globals, untaint bool) *cobra.Command {
+	var dryRun bool
+	use, short := "taint", "Taint GPU nodes nvidia.com/gpu=present:NoSchedule, recording what gpuctl added"
+	if untaint {
+		use, short = "untaint", "Remove the taints gpuctl added, and only those"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			clients, err := g.clients()
+			if err != nil {
+				return err
+			}
+			onNode := func(r taint.NodeResult) {
+				if r.Err != nil {
+					fmt.Fprintf(streams.Err, "node/%s: %v\n", r.Node, r.Err)
+					return
+				}
+				fmt.Fprintf(streams.Out, "node/%s %s\n", r.Node, r.Action)
+			}
+			var res taint.Result
+			if untaint {
+				res, err = (&engine.UntaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
+			} else {
+				res, err = (&engine.TaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
+			}
+			if err != nil {
+				return err
+			}
+			if len(res.Nodes) == 0 && untaint {
+				fmt.Fprintln(streams.Out, "no node carries a taint recorded by gpuctl")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	return cmd
+}

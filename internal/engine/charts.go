@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/charts"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// loadChart loads one of the embedded charts.
+func loadChart(name string) (*chart.Chart, error) {
+	return release.LoadChart(charts.FS, name)
+}
+
+// chartInfos describes the embedded charts for the plan.
+func chartInfos() (map[string]plan.ChartInfo, error) {
+	out := map[string]plan.ChartInfo{}
+	for _, name := range charts.Names() {
+		ch, err := loadChart(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = plan.ChartInfo{Name: ch.Metadata.Name, Version: ch.Metadata.Version, AppVersion: ch.Metadata.AppVersion}
+	}
+	return out, nil
+}
+
+// chartCRDs decodes the CRDs in a chart's crds/ directory, and returns the chart's app version, which
+// stamps them (kube.CRDVersionAnnotation).
+func chartCRDs(name string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
+	ch, err := loadChart(name)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range ch.CRDObjects() {
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f.File.Data), 4096)
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			err := dec.Decode(&crd)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("chart %s: %s: %w", name, f.Filename, err)
+			}
+			if crd.Name == "" {
+				continue
+			}
+			out = append(out, &crd)
+		}
+	}
+	return out, ch.Metadata.AppVersion, nil
+}
+
+func yamlDoc(obj map[string]any) (string, error) {
+	b, err := sigsyaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+// executor runs a Plan's steps in order and reports each through the sink.
+type executor struct {
+	clients *kube.Clients
+	plan    *plan.Plan
+	sink    Sink
+	// gpuNodes starts as the plan's and is replaced by what NFD labels.
+	gpuNodes []string
+	// extraValues are merged over a release step's values at run time (tolerations the safety check adds).
+	extraValues map[string]map[string]any
+	results     []StepResult
+	changed     bool
+	releases    *release.Client
+}
+
+// stepOutcome is what one step reports when it ends well.
+type stepOutcome struct {
+	message string
+	changed bool
+	skipped bool
+}
+
+// stepError is a failed step's error with what helps a person: a hint and a diagnosis.
+type stepError struct {
+	err    error
+	hint   string
+	detail string
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func (x *executor) run(ctx context.Context) error {
+	rc, err := release.New(x.clients.Getter, x.plan.Namespace, nil)
+	if err != nil {
+		return err
+	}
+	x.releases = rc
+	x.extraValues = map[string]map[string]any{}
+	count := len(x.plan.Steps)
+	for i := range x.plan.Steps {
+		s := &x.plan.Steps[i]
+		base := Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: count}
+		emit := func(e Event) {
+			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
+			x.sink.Event(e)
+		}
+		if s.Skip != "" {
+			emit(Event{Type: StepSkipped, Message: s.Skip})
+			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepSkipped, Message: s.Skip})
+			continue
+		}
+		emit(Event{Type: StepStarted})
+		out, err := x.step(ctx, s, func(p health.Progress) {
+			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total})
+		})
+		if err != nil {
+			ev := Event{Type: StepFailed, Err: err.Error()}
+			var se *stepError
+			if errors.As(err, &se) {
+				ev.Hint, ev.Detail = se.hint, se.detail
+			}
+			var stuck *health.StuckError
+			if errors.As(err, &stuck) {
+				ev.Hint = stuck.Hint
+				if ev.Hint == "" && len(stuck.Report.Hints) > 0 {
+					ev.Hint = stuck.Report.Hints[0].Message
+				}
+				ev.Detail = stuck.Report.String()
+			}
+			if errors.Is(err, context.Canceled) {
+				ev.Err = "interrupted"
+				ev.Hint = "run gpuctl install again: it continues where it stopped and recovers an interrupted Helm release"
+			}
+			emit(ev)
+			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepFailed, Message: ev.Err})
+			return fmt.Errorf("%s: %w", strings.ToLower(s.Title[:1])+s.Title[1:], err)
+		}
+		typ := StepSucceeded
+		if out.skipped {
+			typ = StepSkipped
+		}
+		emit(Event{Type: typ, Message: out.message})
+		x.changed = x.changed || out.changed
+		x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: typ, Message: out.message, Changed: out.changed})
+	}
+	return nil
+}
+
+func (x *executor) waiter(progress func(health.Progress)) *health.Waiter {
+	return &health.Waiter{Kube: x.clients.Kube, Dynamic: x.clients.Dynamic, OnProgress: progress, Namespace: x.plan.Namespace}
+}
+
+func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.Progress)) (stepOutcome, error) {
+	switch s.Kind {
+	case plan.KindObjects:
+		return x.objects(ctx, s)
+	case plan.KindCRDs:
+		return x.crds(ctx, s)
+	case plan.KindRelease:
+		return x.release(ctx, s)
+	case plan.KindWaitNFD:
+		return x.waitNFD(ctx, progress)
+	case plan.KindSafety:
+		return x.safety(ctx, s)
+	case plan.KindTaint:
+		return x.taint(ctx, s)
+	case plan.KindWaitOperator:
+		err := x.waiter(progress).DeploymentAvailable(ctx, x.plan.Namespace, s.Target)
+		return stepOutcome{message: "Deployment " + s.Target + " is Available"}, err
+	case plan.KindWaitValidators:
+		err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace)
+		return stepOutcome{message: fmt.Sprintf("%d/%d GPU nodes validated", len(x.gpuNodes), len(x.gpuNodes))}, err
+	case plan.KindWaitAllocatable:
+		err := x.waiter(progress).GPUsAllocatable(ctx, x.gpuNodes)
+		return stepOutcome{message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
+	case plan.KindWaitPolicy:
+		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
+		return stepOutcome{message: "ready (Reconciled)"}, err
+	default:
+		return stepOutcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
+	}
+}
+
+func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	var objs []*unstructured.Unstructured
+	for _, o := range s.Objects {
+		objs = append(objs, &unstructured.Unstructured{Object: o})
+	}
+	res, err := (&kube.Apply{Dynamic: x.clients.Dynamic, Mapper: x.clients.Mapper, Objects: objs}).Run(ctx)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	var parts []string
+	changed := false
+	for _, r := range res {
+		parts = append(parts, r.String())
+		changed = changed || r.Action != kube.ObjectUnchanged
+	}
+	return stepOutcome{message: strings.Join(parts, ", "), changed: changed}, nil
+}
+
+func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	var total []kube.CRDResult
+	for _, name := range s.Charts {
+		crds, version, err := chartCRDs(name)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, CRDs: crds, Version: version}).Run(ctx)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		total = append(total, res...)
+	}
+	byAction := map[kube.CRDAction][]string{}
+	var kept []string
+	for _, r := range total {
+		byAction[r.Action] = append(byAction[r.Action], r.Name)
+		if r.Action == kube.CRDKept {
+			kept = append(kept, r.Name+": "+r.Reason)
+		}
+	}
+	for _, k := range kept {
+		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "kept CRD " + k})
+	}
+	var parts []string
+	for _, a := range []kube.CRDAction{kube.CRDCreated, kube.CRDUpdated, kube.CRDUnchanged, kube.CRDKept} {
+		if n := len(byAction[a]); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, a))
+		}
+	}
+	changed := len(byAction[kube.CRDCreated])+len(byAction[kube.CRDUpdated]) > 0
+	if changed {
+		x.clients.Refresh()
+	}
+	return stepOutcome{message: strings.Join(parts, ", "), changed: changed}, nil
+}
+
+func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	ch, err := loadChart(s.Release.Chart)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	values := s.Release.Values
+	if extra := x.extraValues[s.ID]; extra != nil {
+		values = mergeValues(values, extra)
+	}
+	res, err := (&release.Apply{Client: x.releases, Name: s.Release.Name, Chart: ch, Values: values}).Run(ctx)
+	if err != nil {
+		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
+	}
+	if res.Recovered != "" {
+		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
+	}
+	msg := fmt.Sprintf("%s revision %d (%s %s)", res.Outcome, res.Release.Revision, res.Release.Chart, res.Release.ChartVersion)
+	return stepOutcome{message: msg, changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
+}
+
+func (x *executor) taint(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	if len(x.gpuNodes) == 0 {
+		return stepOutcome{skipped: true, message: "no GPU nodes"}, nil
+	}
+	t := corev1.Taint{Key: s.Taint.Key, Value: s.Taint.Value, Effect: corev1.TaintEffect(s.Taint.Effect)}
+	res, err := (&taint.Taint{Client: x.clients.Kube, Taint: t}).Run(ctx, x.gpuNodes)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	added, present := res.Count(taint.ActionAdded), res.Count(taint.ActionAlreadyPresent)
+	msg := fmt.Sprintf("%d tainted", added)
+	if present > 0 {
+		msg += fmt.Sprintf(", %d already were", present)
+	}
+	return stepOutcome{message: msg, changed: added > 0}, nil
+}
+
+func mergeValues(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range over {
+		bm, bok := out[k].(map[string]any)
+		om, ook := v.(map[string]any)
+		if bok && ook {
+			out[k] = mergeValues(bm, om)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
+
+func sortedUnique(names []string) []string {
+	out := slices.Clone(names)
+	sort.Strings(out)
+	return slices.Compact(out)
+}

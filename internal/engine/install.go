@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/profile"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// InstallOptions are the choices of `gpuctl install` (flags, config file, or the wizard).
+type InstallOptions struct {
+	// Profile forces a values profile ("" = from the detected distribution).
+	Profile string
+	// ValuesFiles are -f files, lowest precedence first; Set are --set expressions.
+	ValuesFiles []string
+	Set         []string
+	NoTaint     bool
+	// DryRun builds and returns the Plan without changing anything.
+	DryRun  bool
+	Timeout time.Duration
+}
+
+// Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
+type Install struct {
+	Clients *kube.Clients
+	Options InstallOptions
+	// Sink receives progress events (nil: discarded).
+	Sink Sink
+	// Confirm, if set, is called with the Plan before anything changes; returning false stops the
+	// run with ErrNotConfirmed (the wizard shows the plan this way).
+	Confirm func(*plan.Plan) bool
+}
+
+// ErrNotConfirmed is returned when Confirm declined the Plan.
+var ErrNotConfirmed = errors.New("the plan was not confirmed")
+
+// InstallResult is what Install did.
+type InstallResult struct {
+	Detection *detect.Result `json:"detection"`
+	Plan      *plan.Plan     `json:"plan"`
+	// Steps are the outcomes, in order (empty for a dry run).
+	Steps []StepResult `json:"steps,omitempty"`
+	// GPUNodes are the GPU nodes gpuctl validated.
+	GPUNodes []string `json:"gpuNodes,omitempty"`
+	// Changed is false when the run changed nothing in the cluster.
+	Changed bool `json:"changed"`
+	// Releases are the Helm releases after the run.
+	Releases []*release.Release `json:"releases,omitempty"`
+}
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	ID      string    `json:"id"`
+	Title   string    `json:"title"`
+	Outcome EventType `json:"outcome"`
+	Message string    `json:"message,omitempty"`
+	Changed bool      `json:"changed"`
+}
+
+// Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
+// cancellation (Ctrl-C) stops the run between API calls.
+func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
+	o := i.Options
+	if o.Timeout == 0 {
+		o.Timeout = 20 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	sink := i.Sink
+	if sink == nil {
+		sink = SinkFunc(func(Event) {})
+	}
+
+	det, err := (&Detect{Clients: i.Clients}).Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &InstallResult{Detection: det}
+	p, err := i.buildPlan(det, o)
+	if err != nil {
+		return res, err
+	}
+	res.Plan = p
+	for _, w := range p.Warnings {
+		sink.Event(Event{Time: time.Now(), Type: Warning, Message: w})
+	}
+	if o.DryRun {
+		return res, nil
+	}
+	if i.Confirm != nil && !i.Confirm(p) {
+		return res, ErrNotConfirmed
+	}
+	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes}
+	err = x.run(ctx)
+	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
+	if rc, rerr := release.New(i.Clients.Getter, p.Namespace, nil); rerr == nil {
+		for _, name := range []string{plan.NFDRelease, plan.OperatorRelease} {
+			if r, _ := rc.Last(name); r != nil {
+				r.Values = nil // in the plan already; keeps -o json short
+				res.Releases = append(res.Releases, r)
+			}
+		}
+	}
+	return res, err
+}
+
+func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
+	var files []plan.Layer
+	for _, f := range o.ValuesFiles {
+		v, err := readValuesFile(f)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, plan.Layer{Source: f, Values: v})
+	}
+	set, err := release.ParseSet(o.Set)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := chartInfos()
+	if err != nil {
+		return nil, err
+	}
+	return plan.Build(plan.Input{
+		Detection: det,
+		Profile:   profile.Get,
+		Charts:    infos,
+		Options: plan.Options{
+			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
+			NoTaint: o.NoTaint, Timeout: o.Timeout,
+		},
+	})
+}
+
+func readValuesFile(path string) (map[string]any, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = readAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("values file: %w", err)
+	}
+	v := map[string]any{}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("values file %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// Detect gathers what detection reads from the cluster and analyzes it.
+type Detect struct {
+	Clients *kube.Clients
+}
+
+// Run gathers and analyzes.
+func (d *Detect) Run(ctx context.Context) (*detect.Result, error) {
+	snap, err := detect.Gather(ctx, detect.Clients{Kube: d.Clients.Kube, Discovery: d.Clients.Discovery, Dynamic: d.Clients.Dynamic})
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	r := detect.Analyze(snap)
+	return &r, nil
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+// safety runs just before the taint, when the GPU nodes are known for sure. It fails when the taint
+// would keep gpuctl's own GPU DaemonSets off the GPU nodes (a values override dropped the toleration),
+// adds the toleration to the operator and NFD master/gc when every schedulable worker is a GPU node
+// (they tolerate only the control plane, research §3 and §7), and warns about other DaemonSets that
+// run on GPU nodes without tolerating the taint.
+func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	gpuTaint := corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
+	// Values that replace a chart's default toleration list must still tolerate the taint.
+	for _, check := range []struct {
+		step, what string
+		path       []string
+	}{
+		{s.Safety.OperatorRelease, "the GPU operator's operand DaemonSets (daemonsets.tolerations)", []string{"daemonsets", "tolerations"}},
+		{s.Safety.NFDRelease, "the NFD worker DaemonSet (node-feature-discovery.worker.tolerations)", []string{"worker", "tolerations"}},
+	} {
+		st := x.plan.Step(check.step)
+		if st == nil || st.Release == nil {
+			continue
+		}
+		tols, set, err := tolerationsAt(st.Release.Values, check.path...)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		if set && !taint.Tolerates(tols, gpuTaint) {
+			return stepOutcome{}, &stepError{
+				err:  fmt.Errorf("%s would not tolerate %s=%s:%s, so they could not run on the tainted GPU nodes", check.what, plan.TaintKey, plan.TaintValue, plan.TaintEffect),
+				hint: "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to that list (setting it replaces the default), or install with --no-taint",
+			}
+		}
+	}
+
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	gpu := map[string]bool{}
+	for _, n := range x.gpuNodes {
+		gpu[n] = true
+	}
+	var open []string
+	var gpuNodeObjs []corev1.Node
+	for _, n := range nodes.Items {
+		if gpu[n.Name] {
+			gpuNodeObjs = append(gpuNodeObjs, n)
+			continue
+		}
+		if !n.Spec.Unschedulable && !isControlPlane(&n) && !hasBlockingTaint(n.Spec.Taints) {
+			open = append(open, n.Name)
+		}
+	}
+	var msgs []string
+	changed := false
+	if len(open) == 0 {
+		if !s.Safety.TolerationsPlanned {
+			x.extraValues[s.Safety.OperatorRelease] = s.Safety.OperatorValues
+			if s.Safety.NFDRelease != "" {
+				x.extraValues[s.Safety.NFDRelease] = s.Safety.NFDValues
+				// NFD is already installed: apply its release again with the tolerations.
+				if nfd := x.plan.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" {
+					out, err := x.release(ctx, nfd)
+					if err != nil {
+						return stepOutcome{}, err
+					}
+					changed = out.changed
+				}
+			}
+		}
+		msgs = append(msgs, "every schedulable worker is a GPU node: the operator and NFD master/gc tolerate the taint")
+	} else {
+		msgs = append(msgs, fmt.Sprintf("%d schedulable non-GPU workers remain for everything else", len(open)))
+	}
+
+	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	var stranded []string
+	for _, d := range dss.Items {
+		spec := d.Spec.Template.Spec
+		if taint.Tolerates(spec.Tolerations, gpuTaint) || !selectsAny(spec.NodeSelector, gpuNodeObjs) {
+			continue
+		}
+		stranded = append(stranded, d.Namespace+"/"+d.Name)
+	}
+	if len(stranded) > 0 {
+		x.sink.Event(Event{Time: time.Now(), Type: Warning,
+			Message: fmt.Sprintf("DaemonSets that run on GPU nodes but do not tolerate the taint: %s; their running pods stay, but new ones will not be scheduled on GPU nodes", strings.Join(stranded, ", ")),
+			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
+		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
+	}
+	return stepOutcome{message: strings.Join(msgs, "; "), changed: changed}, nil
+}
+
+// tolerationsAt reads a tolerations list from values; set is false when the values leave the chart's
+// default in place.
+func tolerationsAt(values map[string]any, path ...string) (tols []corev1.Toleration, set bool, err error) {
+	var cur any = values
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false, nil
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false, nil
+		}
+	}
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return nil, true, err
+	}
+	if err := json.Unmarshal(b, &tols); err != nil {
+		return nil, true, fmt.Errorf("values %s: %w", strings.Join(path, "."), err)
+	}
+	return tols, true, nil
+}
+
+func isControlPlane(n *corev1.Node) bool {
+	_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
+	_, master := n.Labels["node-role.kubernetes.io/master"]
+	return cp || master
+}
+
+// hasBlockingTaint: a NoSchedule or NoExecute taint other than the GPU one keeps ordinary pods off.
+func hasBlockingTaint(taints []corev1.Taint) bool {
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+func selectsAny(nodeSelector map[string]string, nodes []corev1.Node) bool {
+	sel := labels.SelectorFromSet(nodeSelector)
+	for _, n := range nodes {
+		if sel.Matches(labels.Set(n.Labels)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/profile"
+	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+// TaintNodes taints the GPU nodes detection finds with nvidia.com/gpu=present:NoSchedule, recording
+// what it adds so UntaintNodes removes exactly that.
+type TaintNodes struct {
+	Clients *kube.Clients
+	DryRun  bool
+	// OnNode reports each node's outcome as it happens.
+	OnNode func(taint.NodeResult)
+}
+
+// Run taints and returns the per-node result.
+func (t *TaintNodes) Run(ctx context.Context) (taint.Result, error) {
+	det, err := (&Detect{Clients: t.Clients}).Run(ctx)
+	if err != nil {
+		return taint.Result{}, err
+	}
+	var nodes []string
+	for _, n := range det.GPUNodes {
+		nodes = append(nodes, n.Name)
+	}
+	if len(nodes) == 0 {
+		return taint.Result{}, fmt.Errorf("no GPU nodes found (no nvidia.com/gpu capacity, NFD PCI label or cloud accelerator label): nothing to taint")
+	}
+	return (&taint.Taint{Client: t.Clients.Kube, Taint: taint.GPUTaint, DryRun: t.DryRun, OnNode: t.OnNode}).Run(ctx, nodes)
+}
+
+// UntaintNodes removes the taints gpuctl added, and only those, from every node that records any.
+type UntaintNodes struct {
+	Clients *kube.Clients
+	DryRun  bool
+	OnNode  func(taint.NodeResult)
+}
+
+// Run untaints.
+func (u *UntaintNodes) Run(ctx context.Context) (taint.Result, error) {
+	return (&taint.Untaint{Client: u.Clients.Kube, DryRun: u.DryRun, OnNode: u.OnNode}).Run(ctx, nil)
+}
+
+// Template renders every chart, in install order, with the values an install would use: the namespace
+// and platform prerequisites first, then each chart with its CRDs. With a Profile it needs no cluster
+// (the distribution is taken to be the profile's); without one it detects the cluster.
+type Template struct {
+	// Clients is needed only when Profile is empty.
+	Clients     *kube.Clients
+	Namespace   string
+	Options     InstallOptions
+	KubeVersion string
+}
+
+// Run returns the rendered manifests and the plan they came from.
+func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
+	var det *detect.Result
+	if t.Options.Profile != "" {
+		if _, err := profile.Get(t.Options.Profile); err != nil {
+			return "", nil, err
+		}
+		det = &detect.Result{Distribution: detect.Candidate{Name: t.Options.Profile, Fallback: true}}
+	} else {
+		if t.Clients == nil {
+			return "", nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
+		}
+		d, err := (&Detect{Clients: t.Clients}).Run(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		det = d
+	}
+	ns := t.Namespace
+	if ns == "" {
+		ns = "gpu-operator"
+	}
+	i := &Install{Clients: &kube.Clients{Namespace: ns}}
+	p, err := i.buildPlan(det, t.Options)
+	if err != nil {
+		return "", nil, err
+	}
+	var b strings.Builder
+	for _, s := range p.Steps {
+		if s.Skip != "" {
+			continue
+		}
+		switch s.Kind {
+		case plan.KindObjects:
+			for _, o := range s.Objects {
+				y, err := yamlDoc(o)
+				if err != nil {
+					return "", nil, err
+				}
+				fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
+			}
+		case plan.KindRelease:
+			ch, err := loadChart(s.Release.Chart)
+			if err != nil {
+				return "", nil, err
+			}
+			out, err := (&release.Render{Name: s.Release.Name, Namespace: ns, Chart: ch, Values: s.Release.Values, KubeVersion: t.KubeVersion, IncludeCRDs: true}).Run(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			b.WriteString(out)
+		}
+	}
+	return b.String(), p, nil
+}
+
+// GPUTaint is the taint gpuctl manages, for callers that print it.
+func GPUTaint() corev1.Taint { return taint.GPUTaint }

@@ -1,0 +1,62 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// PrintPlan prints a Plan for people: what was detected, the steps in order, and the values each
+// release gets with where they came from.
+func PrintPlan(w io.Writer, p *plan.Plan, style Style) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "%s %s (%s)\n", style.paint(ansiBold, "Distribution:"), p.Distribution, p.DistributionWhy)
+	fmt.Fprintf(b, "%s %s (%s)\n", style.paint(ansiBold, "Profile:     "), p.Profile, p.ProfileWhy)
+	fmt.Fprintf(b, "%s %s\n", style.paint(ansiBold, "Namespace:   "), p.Namespace)
+	gpu := "none known yet (NFD will find them)"
+	if len(p.GPUNodes) > 0 {
+		gpu = strings.Join(p.GPUNodes, ", ")
+	}
+	fmt.Fprintf(b, "%s %s\n", style.paint(ansiBold, "GPU nodes:   "), gpu)
+	for _, w := range p.Warnings {
+		fmt.Fprintf(b, "%s %s\n", style.warn(), w)
+	}
+	fmt.Fprintf(b, "\n%s\n", style.paint(ansiBold, "Steps:"))
+	for i, s := range p.Steps {
+		line := fmt.Sprintf("%2d. %s", i+1, s.Title)
+		if s.Skip != "" {
+			line = style.paint(ansiDim, line+"  (skipped: "+s.Skip+")")
+		}
+		fmt.Fprintln(b, line)
+		if s.Why != "" && s.Skip == "" {
+			fmt.Fprintf(b, "    %s\n", style.paint(ansiDim, s.Why))
+		}
+	}
+	for _, s := range p.Steps {
+		if s.Release == nil || s.Skip != "" {
+			continue
+		}
+		r := s.Release
+		fmt.Fprintf(b, "\n%s %s (chart %s %s)\n", style.paint(ansiBold, "Values for release"), r.Name, r.Chart, r.ChartVersion)
+		var sources []string
+		for _, l := range r.Layers {
+			if len(l.Values) > 0 {
+				sources = append(sources, l.Source)
+			}
+		}
+		fmt.Fprintf(b, "  from (lowest precedence first): %s\n", strings.Join(sources, " < "))
+		y, err := yaml.Marshal(r.Values)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+			fmt.Fprintf(b, "  %s\n", l)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
