@@ -171,8 +171,12 @@ func TestNFDStandInLabelsNodesLikeNFD(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
+			// The stand-in labels node by node: wait until every node is done, not just the GPU ones.
 			for _, n := range nodes.Items {
 				if slices.Contains(gpu, n.Name) && (n.Labels[pciLabel] == "true") != want {
+					return false, nil
+				}
+				if (n.Labels["feature.node.kubernetes.io/kernel-version.full"] != "") != want {
 					return false, nil
 				}
 			}

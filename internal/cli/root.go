@@ -206,4 +206,3 @@ func outputFlag(value string, allowed ...string) error {
 	}
 	return usageError{fmt.Errorf("-o must be one of %s, not %q", strings.Join(allowed, ", "), value)}
 }
-
