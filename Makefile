@@ -1,16 +1,36 @@
 # Thin wrappers over Go commands; each line can be run by hand.
 GO        ?= go
 BIN       ?= bin
-SANDBOX   := $(GO) run ./e2e/cmd/sandbox
+SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo sandbox sandbox-down sandbox-tools lint fmt-check vet bench release-snapshot clean
+.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools lint fmt-check vet bench release-snapshot clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/gpuctl ./cmd/gpuctl
+
+$(BIN)/sandbox: FORCE
+	$(GO) build -o $(BIN)/sandbox ./e2e/cmd/sandbox
+
+FORCE:
+
+## demo: gpuctl's main job, end to end: a fresh GKE-flavoured sandbox with the real GPU operator
+## controller, then `gpuctl install` with no flags. The cluster keeps running for a look around.
+demo: build $(BIN)/sandbox
+	@$(SANDBOX) down --name demo
+	$(SANDBOX) up --name demo --distro gke --gpu-nodes 2 --cpu-nodes 1 --detach
+	@eval "$$($(SANDBOX) env --name demo)" && set -x && $(BIN)/gpuctl install && $(BIN)/gpuctl detect
+	@echo
+	@echo "The demo cluster keeps running. To look around:"
+	@echo "  eval \"\$$($(SANDBOX) env --name demo)\"   # then kubectl or $(BIN)/gpuctl against it"
+	@echo "  $(BIN)/gpuctl install --dry-run          # the plan: a second install changes nothing"
+	@echo "  make demo-down                          # stop it"
+
+demo-down: $(BIN)/sandbox
+	$(SANDBOX) down --name demo
 
 ## test: everything CI runs — static checks, unit tests, then the e2e suites on the sandbox.
 test: lint test-unit e2e
@@ -24,14 +44,14 @@ e2e: sandbox-tools
 	$(GO) test -race -timeout $(E2E_TIMEOUT) ./e2e/...
 
 ## sandbox-tools: build (or find in the cache) the sandbox's programs, with progress.
-sandbox-tools:
+sandbox-tools: $(BIN)/sandbox
 	$(SANDBOX) tools
 
 ## sandbox: a gke-flavoured sandbox in the background; prints the KUBECONFIG to use.
-sandbox:
+sandbox: $(BIN)/sandbox
 	$(SANDBOX) up --distro gke --detach
 
-sandbox-down:
+sandbox-down: $(BIN)/sandbox
 	$(SANDBOX) down
 
 lint: vet fmt-check

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// gpuctl runs the real command line in-process against a sandbox and returns its exit code, stdout
+// and stderr.
+func gpuctl(t *testing.T, c *sandbox.Cluster, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append([]string{"--kubeconfig", c.Kubeconfig, "--progress", "plain"}, args...)
+	env := func(string) string { return "" }
+	code := cli.Run(context.Background(), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, args, env)
+	t.Logf("gpuctl %s → exit %d\n%s", strings.Join(args[4:], " "), code, errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+func taintsByNode(t *testing.T, c *sandbox.Cluster) map[string][]corev1.Taint {
+	t.Helper()
+	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]corev1.Taint{}
+	for _, n := range nodes.Items {
+		var ts []corev1.Taint
+		for _, taint := range n.Spec.Taints {
+			taint.TimeAdded = nil
+			ts = append(ts, taint)
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Key+string(ts[i].Effect) < ts[j].Key+string(ts[j].Effect) })
+		out[n.Name] = ts
+	}
+	return out
+}
+
+// TestInstallWithNoFlags is the tool's main job on four platforms: detect, install NFD then the
+// operator, and end with the real operator's ClusterPolicy Reconciled and every GPU node validated.
+func TestInstallWithNoFlags(t *testing.T) {
+	for _, tc := range []struct {
+		distro, profile string
+	}{
+		{"gke", "gke"},
+		{"rke2", "rke2"},
+		{"tkgs", "tkgs"},
+		{"kubeadm", "kubeadm"},
+	} {
+		t.Run(tc.distro, func(t *testing.T) {
+			c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: tc.distro, GPUNodes: 2, CPUNodes: 1}})
+			ctx := t.Context()
+			var gpuNodes []string
+			for _, n := range c.Nodes {
+				if n.Hardware.GPUs > 0 {
+					gpuNodes = append(gpuNodes, n.Node.Name)
+				}
+			}
+			sort.Strings(gpuNodes)
+			before := taintsByNode(t, c)
+
+			code, stdout, stderr := gpuctl(t, c, "install", "-o", "json")
+			if code != 0 {
+				t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
+			}
+			var res engine.InstallResult
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("install -o json: %v\n%s", err, stdout)
+			}
+
+			t.Run("it detects the distribution and picks its profile", func(t *testing.T) {
+				if res.Detection.Distribution.Name != tc.distro {
+					t.Errorf("detected %s, want %s", res.Detection.Distribution.Name, tc.distro)
+				}
+				if res.Plan.Profile != tc.profile {
+					t.Errorf("profile %s, want %s", res.Plan.Profile, tc.profile)
+				}
+			})
+
+			t.Run("NFD is installed before the operator, and every step succeeded", func(t *testing.T) {
+				var order []string
+				for _, s := range res.Steps {
+					if s.Outcome == engine.StepFailed {
+						t.Errorf("step %s failed: %s", s.ID, s.Message)
+					}
+					order = append(order, s.ID)
+				}
+				nfd, op := slices.Index(order, "release-node-feature-discovery"), slices.Index(order, "release-gpu-operator")
+				if nfd < 0 || op < 0 || nfd > op {
+					t.Errorf("step order %v", order)
+				}
+			})
+
+			t.Run("every GPU node is validated", func(t *testing.T) {
+				if !slices.Equal(res.GPUNodes, gpuNodes) {
+					t.Errorf("validated %v, want %v", res.GPUNodes, gpuNodes)
+				}
+				pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ready []string
+				for _, p := range pods.Items {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+							ready = append(ready, p.Spec.NodeName)
+						}
+					}
+				}
+				sort.Strings(ready)
+				if !slices.Equal(ready, gpuNodes) {
+					t.Errorf("Ready validators on %v, want %v", ready, gpuNodes)
+				}
+			})
+
+			t.Run("the real operator reports the ClusterPolicy ready and Reconciled", func(t *testing.T) {
+				dyn := dynamic.NewForConfigOrDie(c.Config)
+				cp, err := dyn.Resource(schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}).Get(ctx, "cluster-policy", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if state, _, _ := unstructured.NestedString(cp.Object, "status", "state"); state != "ready" {
+					t.Errorf("state %q", state)
+				}
+				conds, _, _ := unstructured.NestedSlice(cp.Object, "status", "conditions")
+				found := false
+				for _, cnd := range conds {
+					m := cnd.(map[string]any)
+					found = found || (m["type"] == "Ready" && m["reason"] == "Reconciled" && m["status"] == "True")
+				}
+				if !found {
+					t.Errorf("no Ready/Reconciled condition: %v", conds)
+				}
+			})
+
+			t.Run("Helm lists both releases with the values gpuctl chose", func(t *testing.T) {
+				flags := genericclioptions.NewConfigFlags(false)
+				flags.KubeConfig = &c.Kubeconfig
+				rc, err := release.New(flags, "gpu-operator", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, name := range []string{"node-feature-discovery", "gpu-operator"} {
+					rel, err := rc.Last(name)
+					if err != nil || rel == nil {
+						t.Fatalf("release %s: %v", name, err)
+					}
+					if rel.Status != "deployed" || rel.Revision != 1 {
+						t.Errorf("release %s: %s revision %d", name, rel.Status, rel.Revision)
+					}
+					step := res.Plan.Step("release-" + name)
+					if step == nil || step.Release == nil {
+						t.Fatalf("plan has no release step for %s", name)
+					}
+					if !reflect.DeepEqual(normalize(t, rel.Values), normalize(t, step.Release.Values)) {
+						t.Errorf("release %s values %v, plan chose %v", name, rel.Values, step.Release.Values)
+					}
+				}
+			})
+
+			t.Run("a second install changes nothing", func(t *testing.T) {
+				code, stdout, stderr := gpuctl(t, c, "install", "-o", "json")
+				if code != 0 {
+					t.Fatalf("second install exited %d:\n%s", code, stderr)
+				}
+				var again engine.InstallResult
+				if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+					t.Fatal(err)
+				}
+				if again.Changed {
+					t.Errorf("second install changed something: %+v", again.Steps)
+				}
+				for _, r := range again.Releases {
+					if r.Revision != 1 {
+						t.Errorf("release %s is at revision %d after a no-op install", r.Name, r.Revision)
+					}
+				}
+			})
+
+			t.Run("untaint restores every node's original taints exactly", func(t *testing.T) {
+				if code, _, stderr := gpuctl(t, c, "untaint"); code != 0 {
+					t.Fatalf("untaint exited %d: %s", code, stderr)
+				}
+				after := taintsByNode(t, c)
+				if !reflect.DeepEqual(before, after) {
+					t.Errorf("taints before install:\n%v\nafter untaint:\n%v", before, after)
+				}
+			})
+		})
+	}
+}
+
+func normalize(t *testing.T, v map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// On OpenShift gpuctl must not pretend: NVIDIA supports only OLM there, which gpuctl does not do yet.
+func TestInstallRefusesOpenShiftWithoutTouchingIt(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "openshift", GPUNodes: 1, CPUNodes: 1}, NoOperator: true})
+	code, _, stderr := gpuctl(t, c, "install")
+	if code != cli.ExitUnsupported {
+		t.Errorf("exit %d, want %d", code, cli.ExitUnsupported)
+	}
+	if !strings.Contains(stderr, "OLM") || !strings.Contains(stderr, "Nothing was changed") {
+		t.Errorf("message does not explain: %s", stderr)
+	}
+	if _, err := c.Kube.CoreV1().Namespaces().Get(t.Context(), "gpu-operator", metav1.GetOptions{}); err == nil {
+		t.Error("namespace gpu-operator was created")
+	}
+}
