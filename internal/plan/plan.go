@@ -142,3 +142,6 @@ func (p *Plan) Step(id string) *Step {
 	}
 	return nil
 }
+
+// String is the Go duration form.
+func (d Duration) String() string { return time.Duration(d).String() }

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, args, func(k string) string { return env[k] })
+	return code, out.String(), errOut.String()
+}
+
+func TestOfflineCommands(t *testing.T) {
+	t.Run("profiles list names every profile with its description and marks the default", func(t *testing.T) {
+		code, out, _ := run(t, nil, "profiles", "list")
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		for _, want := range []string{"kubeadm (default)", "gke", "rke2", "tkgs", "openshift", "Google Kubernetes Engine"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("profiles list lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("profiles show prints the profile with its comments", func(t *testing.T) {
+		code, out, _ := run(t, nil, "profiles", "show", "rke2")
+		if code != 0 || !strings.Contains(out, "CONTAINERD_SOCKET") || !strings.Contains(out, "#") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("profiles show of an unknown profile is a usage error naming the valid ones", func(t *testing.T) {
+		code, _, errOut := run(t, nil, "profiles", "show", "nope")
+		if code != ExitUsage || !strings.Contains(errOut, "kubeadm") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("template with a profile renders every chart in install order without a cluster", func(t *testing.T) {
+		code, out, errOut := run(t, nil, "template", "--profile", "gke", "--kube-version", "1.33", "--kubeconfig", "/nonexistent",
+			"--set", "driver.version=999.1")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		ns := strings.Index(out, "kind: Namespace")
+		quota := strings.Index(out, "kind: ResourceQuota")
+		nfd := strings.Index(out, "nfd-worker")
+		policy := strings.Index(out, "kind: ClusterPolicy\n")
+		if ns < 0 || quota < ns || nfd < quota || policy < nfd {
+			t.Errorf("order: namespace %d, quota %d, NFD %d, ClusterPolicy %d", ns, quota, nfd, policy)
+		}
+		for _, want := range []string{"name: clusterpolicies.nvidia.com", "pod-security.kubernetes.io/enforce: privileged", "999.1", "/home/kubernetes/bin/nvidia"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("template output lacks %q", want)
+			}
+		}
+	})
+
+	t.Run("version names the embedded charts", func(t *testing.T) {
+		code, out, _ := run(t, nil, "version")
+		if code != 0 || !strings.Contains(out, "chart gpu-operator 26.7.0 (app v26.7.0)") || !strings.Contains(out, "chart node-feature-discovery") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("a wrong output format is a usage error", func(t *testing.T) {
+		code, _, errOut := run(t, nil, "detect", "-o", "xml")
+		if code != ExitUsage || !strings.Contains(errOut, "-o must be one of") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+
+	t.Run("an unknown command is a usage error", func(t *testing.T) {
+		if code, _, _ := run(t, nil, "instal"); code != ExitUsage {
+			t.Errorf("exit %d", code)
+		}
+	})
+}
+
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("profile: rke2\nkube-version: \"1.33\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	render := func(t *testing.T, env map[string]string, args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, env, append([]string{"template", "--config", cfg}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		return out
+	}
+	t.Run("the config file fills flags the user did not set", func(t *testing.T) {
+		if out := render(t, nil); !strings.Contains(out, "/run/k3s/containerd/containerd.sock") {
+			t.Error("profile rke2 from the config file not used")
+		}
+	})
+	t.Run("GPUCTL_* environment variables win over the config file", func(t *testing.T) {
+		if out := render(t, map[string]string{"GPUCTL_PROFILE": "gke"}); !strings.Contains(out, "/home/kubernetes/bin/nvidia") {
+			t.Error("GPUCTL_PROFILE=gke not used")
+		}
+	})
+	t.Run("flags win over both", func(t *testing.T) {
+		out := render(t, map[string]string{"GPUCTL_PROFILE": "gke"}, "--profile", "kubeadm")
+		if strings.Contains(out, "/home/kubernetes/bin/nvidia") || strings.Contains(out, "/run/k3s/") {
+			t.Error("--profile kubeadm did not win")
+		}
+	})
+	t.Run("the chart's Kubernetes range is enforced for the version the config file names", func(t *testing.T) {
+		old := filepath.Join(dir, "old.yaml")
+		if err := os.WriteFile(old, []byte("profile: kubeadm\nkube-version: \"1.31\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := run(t, nil, "template", "--config", old); code == 0 || !strings.Contains(errOut, "kubeVersion") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("a broken config file is a usage error", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(bad, []byte("profile: [\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := run(t, nil, "template", "--config", bad); code != ExitUsage {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+}

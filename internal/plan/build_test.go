@@ -1,0 +1,288 @@
+package plan
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/profile"
+)
+
+var testCharts = map[string]ChartInfo{
+	NFDRelease:      {Name: "node-feature-discovery", Version: "0.19.0", AppVersion: "v0.19.0"},
+	OperatorRelease: {Name: "gpu-operator", Version: "26.7.0", AppVersion: "v26.7.0"},
+}
+
+// fakeProfiles stands in for the embedded profiles, so these tests pin the planner's behaviour, not
+// the profiles' contents (package profile tests those).
+func fakeProfiles(name string) (profile.Profile, error) {
+	ps := map[string]profile.Profile{
+		"kubeadm": {Name: "kubeadm", Values: map[string]any{"driver": map[string]any{"enabled": true}, "toolkit": map[string]any{"enabled": true}},
+			NFD: map[string]any{"worker": map[string]any{"config": "x"}}},
+		"gke": {Name: "gke", Values: map[string]any{
+			"driver":       map[string]any{"enabled": false},
+			"hostPaths":    map[string]any{"driverInstallDir": "/home/kubernetes/bin/nvidia"},
+			"extraObjects": []any{map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": map[string]any{"name": "gpu-operator-quota"}}},
+		}, NFD: map[string]any{}},
+		"rke2": {Name: "rke2", Values: map[string]any{"toolkit": map[string]any{"env": []any{map[string]any{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"}}}}, NFD: map[string]any{}},
+	}
+	p, ok := ps[name]
+	if !ok {
+		return p, errors.New("no profile " + name)
+	}
+	return p, nil
+}
+
+func detection(distro string, mutate ...func(*detect.Result)) *detect.Result {
+	r := &detect.Result{
+		Distribution: detect.Candidate{Name: distro, Confidence: 95, Evidence: []detect.Evidence{{Signal: "label", Value: "x=y"}}},
+		GPUNodes:     []detect.GPUNode{{Name: "gpu-b"}, {Name: "gpu-a"}},
+		Scheduling:   detect.Scheduling{GPUWorkers: []string{"gpu-a", "gpu-b"}, OpenWorkers: []string{"cpu-1"}},
+	}
+	for _, m := range mutate {
+		m(r)
+	}
+	return r
+}
+
+func build(t *testing.T, det *detect.Result, o Options) *Plan {
+	t.Helper()
+	p, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: testCharts, Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func at(m map[string]any, path ...string) any {
+	var cur any = m
+	for _, p := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[p]
+	}
+	return cur
+}
+
+func stepIDs(p *Plan) []string {
+	var ids []string
+	for _, s := range p.Steps {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func TestBuild(t *testing.T) {
+	t.Run("steps come in dependency order: namespace, prerequisites, CRDs, NFD, label wait, safety, taint, operator, waits", func(t *testing.T) {
+		p := build(t, detection("kubeadm"), Options{})
+		want := []string{"namespace", "prerequisites", "crds", "release-node-feature-discovery", "wait-nfd", "safety", "taint",
+			"release-gpu-operator", "wait-operator", "wait-validators", "wait-allocatable", "wait-clusterpolicy"}
+		if got := stepIDs(p); !reflect.DeepEqual(got, want) {
+			t.Errorf("steps %v\nwant  %v", got, want)
+		}
+		if p.Namespace != "gpu-operator" || p.Timeout.String() != "20m0s" {
+			t.Errorf("defaults: namespace %q timeout %s", p.Namespace, p.Timeout)
+		}
+		if !reflect.DeepEqual(p.GPUNodes, []string{"gpu-a", "gpu-b"}) {
+			t.Errorf("GPU nodes %v, want sorted", p.GPUNodes)
+		}
+	})
+
+	t.Run("the namespace allows privileged pods", func(t *testing.T) {
+		ns := build(t, detection("kubeadm"), Options{Namespace: "gpus"}).Step("namespace").Objects[0]
+		if at(ns, "metadata", "name") != "gpus" || at(ns, "metadata", "labels").(map[string]any)["pod-security.kubernetes.io/enforce"] != "privileged" {
+			t.Errorf("namespace object %v", ns)
+		}
+	})
+
+	t.Run("values layer chart defaults < profile < detected facts < files < --set", func(t *testing.T) {
+		p := build(t, detection("kubeadm", func(r *detect.Result) {
+			for i := range r.GPUNodes {
+				r.GPUNodes[i].HostDriver = "nvidia.com/gpu.deploy.driver=pre-installed"
+			}
+		}), Options{
+			Files: []Layer{
+				{Source: "a.yaml", Values: map[string]any{"driver": map[string]any{"enabled": true, "version": "1"}, "toolkit": map[string]any{"enabled": false}}},
+				{Source: "b.yaml", Values: map[string]any{"driver": map[string]any{"version": "2"}}},
+			},
+			Set: map[string]any{"driver": map[string]any{"version": "3"}},
+		})
+		r := p.Step("release-gpu-operator").Release
+		// The fact (host driver everywhere) beat the profile's driver.enabled=true; a.yaml beat the fact.
+		if at(r.Values, "driver", "enabled") != true || at(r.Values, "driver", "version") != "3" || at(r.Values, "toolkit", "enabled") != false {
+			t.Errorf("values %v", r.Values)
+		}
+		var sources []string
+		for _, l := range r.Layers {
+			sources = append(sources, l.Source)
+		}
+		if len(sources) != 5 || sources[0] != "profile kubeadm" || !strings.HasPrefix(sources[1], "detected: ") || sources[2] != "file a.yaml" || sources[4] != "--set" {
+			t.Errorf("layers %v", sources)
+		}
+		if facts := r.Layers[1].Values; at(facts, "driver", "enabled") != false {
+			t.Errorf("facts layer %v lacks driver.enabled=false", facts)
+		}
+	})
+
+	t.Run("the node-feature-discovery section of every layer goes to the NFD release only", func(t *testing.T) {
+		p := build(t, detection("kubeadm"), Options{Set: map[string]any{"node-feature-discovery": map[string]any{"gc": map[string]any{"enable": false}}}})
+		op, nfd := p.Step("release-gpu-operator").Release.Values, p.Step("release-node-feature-discovery").Release.Values
+		if _, leaked := op["node-feature-discovery"]; leaked {
+			t.Error("the operator release got the NFD section")
+		}
+		if at(nfd, "gc", "enable") != false || at(nfd, "worker", "config") != "x" {
+			t.Errorf("NFD values %v", nfd)
+		}
+		if at(op, "nfd", "enabled") != false {
+			t.Error("the operator chart must not deploy its own NFD: gpuctl installs NFD as a release")
+		}
+	})
+
+	t.Run("profile objects become prerequisites in the install namespace and leave the chart values", func(t *testing.T) {
+		p := build(t, detection("gke"), Options{})
+		pre := p.Step("prerequisites")
+		if pre.Skip != "" || len(pre.Objects) != 1 || at(pre.Objects[0], "metadata", "namespace") != "gpu-operator" {
+			t.Errorf("prerequisites %+v", pre)
+		}
+		if _, has := p.Step("release-gpu-operator").Release.Values["extraObjects"]; has {
+			t.Error("extraObjects left in the chart values: Helm would fight gpuctl over the quota")
+		}
+		if p.Profile != "gke" || p.ProfileWhy != "detected gke" {
+			t.Errorf("profile %s (%s)", p.Profile, p.ProfileWhy)
+		}
+	})
+
+	t.Run("a distribution without a profile of its own gets kubeadm and says so", func(t *testing.T) {
+		p := build(t, detection("eks"), Options{})
+		if p.Profile != "kubeadm" || !strings.Contains(p.ProfileWhy, "no profile for eks") {
+			t.Errorf("profile %s (%s)", p.Profile, p.ProfileWhy)
+		}
+		if p.Step("prerequisites").Skip == "" {
+			t.Error("kubeadm needs no prerequisites, yet the step is not skipped")
+		}
+	})
+
+	t.Run("an explicit profile wins but a disagreement with detection is a warning", func(t *testing.T) {
+		p := build(t, detection("gke"), Options{Profile: "rke2"})
+		if p.Profile != "rke2" || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "looks like gke") {
+			t.Errorf("profile %s warnings %v", p.Profile, p.Warnings)
+		}
+	})
+
+	t.Run("when every worker is a GPU node the operator and NFD master/gc tolerate the taint", func(t *testing.T) {
+		p := build(t, detection("kubeadm", func(r *detect.Result) { r.Scheduling.AllWorkersGPU, r.Scheduling.OpenWorkers = true, nil }), Options{})
+		op := p.Step("release-gpu-operator").Release.Values
+		tols, _ := at(op, "operator", "tolerations").([]any)
+		if len(tols) != 2 || at(tols[1].(map[string]any), "key") != "nvidia.com/gpu" {
+			t.Errorf("operator tolerations %v", tols)
+		}
+		nfd := p.Step("release-node-feature-discovery").Release.Values
+		if at(nfd, "master", "tolerations") == nil || at(nfd, "gc", "tolerations") == nil {
+			t.Errorf("NFD values %v lack master/gc tolerations", nfd)
+		}
+		if !p.Step("safety").Safety.TolerationsPlanned {
+			t.Error("safety step does not know the tolerations are planned")
+		}
+	})
+
+	t.Run("with schedulable CPU workers nothing tolerates the taint that need not", func(t *testing.T) {
+		p := build(t, detection("kubeadm"), Options{})
+		if at(p.Step("release-gpu-operator").Release.Values, "operator", "tolerations") != nil {
+			t.Error("operator tolerations added although CPU workers remain")
+		}
+		if s := p.Step("safety").Safety; s.TolerationsPlanned || s.OperatorValues == nil || s.NFDValues == nil {
+			t.Errorf("safety %+v: the runtime fallback values must be there", s)
+		}
+	})
+
+	t.Run("--no-taint skips the safety check and the taint", func(t *testing.T) {
+		p := build(t, detection("kubeadm", func(r *detect.Result) { r.Scheduling.AllWorkersGPU = true }), Options{NoTaint: true})
+		if p.Step("taint").Skip == "" || p.Step("safety").Skip == "" {
+			t.Error("taint or safety not skipped")
+		}
+		if at(p.Step("release-gpu-operator").Release.Values, "operator", "tolerations") != nil {
+			t.Error("tolerations added although nothing is tainted")
+		}
+	})
+
+	t.Run("an NFD someone else installed is used, not installed again", func(t *testing.T) {
+		p := build(t, detection("kubeadm", func(r *detect.Result) {
+			r.Existing.NFD = detect.NFDInstall{Present: true, Namespaces: []string{"node-feature-discovery"}}
+		}), Options{})
+		s := p.Step("release-node-feature-discovery")
+		if s.Skip == "" || s.Release != nil || !strings.Contains(s.Skip, "node-feature-discovery") {
+			t.Errorf("NFD step %+v", s)
+		}
+		if got := p.Step("crds").Charts; !reflect.DeepEqual(got, []string{"gpu-operator"}) {
+			t.Errorf("CRDs of %v; NFD's CRDs belong to the other install", got)
+		}
+	})
+
+	t.Run("gpuctl's own NFD release from an earlier run is applied again", func(t *testing.T) {
+		p := build(t, detection("kubeadm", func(r *detect.Result) {
+			r.Existing.NFD = detect.NFDInstall{Present: true, Helm: &detect.HelmRelease{Name: NFDRelease, Namespace: "gpu-operator"}}
+		}), Options{})
+		if s := p.Step("release-node-feature-discovery"); s.Skip != "" {
+			t.Errorf("own NFD skipped: %s", s.Skip)
+		}
+	})
+}
+
+func TestBuildRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		det         *detect.Result
+		want        string
+		unsupported bool
+	}{
+		{"OpenShift, which NVIDIA supports only through OLM", detection("openshift"), "OLM", true},
+		{"GKE Autopilot", detection("gke", func(r *detect.Result) { r.Autopilot = &detect.Finding{Detected: true} }), "Autopilot", true},
+		{"a cluster with another tool's GPU operator", detection("kubeadm", func(r *detect.Result) {
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: "nvidia-gpu-operator", Namespace: "nvidia"}}
+		}), "Helm release nvidia/nvidia-gpu-operator", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build(Input{Detection: tc.det, Profile: fakeProfiles, Charts: testCharts})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one mentioning %q", err, tc.want)
+			}
+			if errors.Is(err, ErrUnsupported) != tc.unsupported {
+				t.Errorf("errors.Is(err, ErrUnsupported) = %v", !tc.unsupported)
+			}
+		})
+	}
+	t.Run("gpuctl's own operator release is upgraded, not refused", func(t *testing.T) {
+		det := detection("kubeadm", func(r *detect.Result) {
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: OperatorRelease, Namespace: "gpu-operator"}}
+		})
+		if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: testCharts}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		dst, src, out map[string]any
+	}{
+		{"maps merge key by key", map[string]any{"a": map[string]any{"x": 1, "y": 2}}, map[string]any{"a": map[string]any{"y": 3}}, map[string]any{"a": map[string]any{"x": 1, "y": 3}}},
+		{"lists are replaced, as Helm does", map[string]any{"l": []any{1, 2}}, map[string]any{"l": []any{3}}, map[string]any{"l": []any{3}}},
+		{"null deletes a key", map[string]any{"a": 1, "b": 2}, map[string]any{"a": nil}, map[string]any{"b": 2}},
+		{"a scalar replaces a map", map[string]any{"a": map[string]any{"x": 1}}, map[string]any{"a": "s"}, map[string]any{"a": "s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := clone(tc.dst)
+			if got := merge(tc.dst, tc.src); !reflect.DeepEqual(got, tc.out) {
+				t.Errorf("got %v, want %v", got, tc.out)
+			}
+			if !reflect.DeepEqual(tc.dst, before) {
+				t.Error("merge modified its input")
+			}
+		})
+	}
+}
