@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	gpurelease "github.com/gpuctl/gpuctl/internal/release"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,7 @@ func capabilities(t *testing.T, extra ...string) *common.Capabilities {
 
 func mustLoad(t *testing.T, name string) *chart.Chart {
 	t.Helper()
-	c, err := Load(name)
+	c, err := gpurelease.LoadChart(FS, name)
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}
@@ -288,7 +289,7 @@ func TestEmbeddedChartsLoadWithTheirMetadata(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Load("no-such-chart"); err == nil {
+	if _, err := gpurelease.LoadChart(FS, "no-such-chart"); err == nil {
 		t.Error("Load of an unknown chart succeeded")
 	}
 }

@@ -235,3 +235,23 @@ func TestInstallRefusesOpenShiftWithoutTouchingIt(t *testing.T) {
 		t.Error("namespace gpu-operator was created")
 	}
 }
+
+// When the GPU stack does not come up, gpuctl says what is stuck and why, and exits with
+// ExitNotReady. Here the operator's pod runs but no controller does (the sandbox's follower is off),
+// so no node is ever labelled nvidia.com/gpu.present and no validator appears.
+func TestInstallThatTimesOutSaysWhatIsStuck(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
+	code, _, stderr := gpuctl(t, c, "install", "--timeout", "45s")
+	if code != cli.ExitNotReady {
+		t.Fatalf("exit %d, want %d (not ready)", code, cli.ExitNotReady)
+	}
+	for _, want := range []string{
+		"FAILED Wait for the validator on every GPU node",
+		"not ready",
+		"hint:",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+}
