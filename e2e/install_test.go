@@ -255,3 +255,8 @@ func TestInstallThatTimesOutSaysWhatIsStuck(t *testing.T) {
 		}
 	}
 }
+
+func dynamicClient(t *testing.T, c *sandbox.Cluster) dynamic.Interface {
+	t.Helper()
+	return dynamic.NewForConfigOrDie(c.Config)
+}

@@ -273,13 +273,9 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 					ServiceAccountName: "gpu-operator",
 					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					Containers: []corev1.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v25.10.0",
-						// The operator falls back to these for images the ClusterPolicy leaves unset (research §3);
-						// the follower must pass them through as the pod would see them.
-						Env: []corev1.EnvVar{
-							{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-							{Name: "DRIVER_MANAGER_IMAGE", Value: "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
-							{Name: "VALIDATOR_IMAGE", Value: "nvcr.io/nvidia/gpu-operator:v25.10.0"},
-						}}},
+						// The sample ClusterPolicy sets no images: like NVIDIA's bundle, the Deployment names them
+						// in its environment, which the follower must pass through as the pod would see it.
+						Env: operatorImageEnv("v25.10.0")}},
 				},
 			},
 		},
@@ -567,4 +563,46 @@ func TestKilledTestBinaryLeavesNoOrphans(t *testing.T) {
 	_ = cmd.Wait()
 	assertGone(t, pids)
 	_ = os.RemoveAll(dir) // nobody ran Stop
+}
+
+// Users minted by the sandbox are real identities to RBAC: nothing until granted, then exactly the
+// grant — what gpuctl's permission checks are tested with.
+func TestMintedUsersHaveOnlyWhatRBACGrants(t *testing.T) {
+	c := StartT(t, Options{Scenario: Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 0}, NoOperator: true})
+	ctx := t.Context()
+	path, cfg, err := c.NewUser("alice", "platform-team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no kubeconfig for alice: %v", err)
+	}
+	alice := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := alice.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("alice listed nodes without any grant: %v", err)
+	}
+	// Grant the group read access to nodes, nothing else.
+	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "platform-team-node-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "node-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "platform-team", APIGroup: "rbac.authorization.k8s.io"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := alice.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("alice cannot list nodes after the group was granted it: %v", err)
+	}
+	if _, err := alice.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); err == nil {
+		t.Error("alice created a namespace, which nothing granted")
+	}
 }

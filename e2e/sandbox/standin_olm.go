@@ -1126,29 +1126,7 @@ func gpuOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolera
 	selector := map[string]string{"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}
 	podLabels := maps.Clone(selector)
 	podLabels["nvidia.com/gpu-driver-upgrade-drain.skip"] = "true"
-	env := []corev1.EnvVar{{
-		Name:      "OPERATOR_NAMESPACE",
-		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
-	}}
-	for _, kv := range [][2]string{
-		{"VALIDATOR_IMAGE", "nvcr.io/nvidia/gpu-operator:" + tag},
-		{"GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
-		{"CONTAINER_TOOLKIT_IMAGE", "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0"},
-		{"DCGM_IMAGE", "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"},
-		{"DCGM_EXPORTER_IMAGE", "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless"},
-		{"DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
-		{"DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"},
-		{"DRIVER_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
-		{"MIG_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0"},
-		{"VFIO_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
-		{"SANDBOX_DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0"},
-		{"VGPU_DEVICE_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0"},
-		{"GDS_IMAGE", "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4"},
-		{"GDRCOPY_IMAGE", "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6"},
-		{"CC_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.4.3"},
-	} {
-		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
-	}
+	env := operatorImageEnv(tag)
 	return olmStrategy{
 		ClusterPermissions: []olmPermission{{ServiceAccountName: "gpu-operator", Rules: rules}},
 		Deployments: []olmStrategyDeployment{{
@@ -1392,4 +1370,34 @@ func nfdMasterDeployment(m metav1.ObjectMeta, image string) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// operatorImageEnv is the operator container's environment in NVIDIA's bundle: its namespace, and the
+// operand images as <COMPONENT>_IMAGE variables, which the operator falls back to for images a
+// ClusterPolicy leaves unset (research §3). tag is the operator's own image tag.
+func operatorImageEnv(tag string) []corev1.EnvVar {
+	env := []corev1.EnvVar{{
+		Name:      "OPERATOR_NAMESPACE",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
+	}}
+	for _, kv := range [][2]string{
+		{"VALIDATOR_IMAGE", "nvcr.io/nvidia/gpu-operator:" + tag},
+		{"GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
+		{"CONTAINER_TOOLKIT_IMAGE", "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0"},
+		{"DCGM_IMAGE", "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"},
+		{"DCGM_EXPORTER_IMAGE", "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless"},
+		{"DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
+		{"DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"},
+		{"DRIVER_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
+		{"MIG_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0"},
+		{"VFIO_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
+		{"SANDBOX_DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0"},
+		{"VGPU_DEVICE_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0"},
+		{"GDS_IMAGE", "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4"},
+		{"GDRCOPY_IMAGE", "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6"},
+		{"CC_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.4.3"},
+	} {
+		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	return env
 }
