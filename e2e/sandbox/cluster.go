@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,7 +422,7 @@ func (c *Cluster) waitNodesReady(ctx context.Context, timeout time.Duration) err
 	})
 	if err != nil {
 		var notReady []string
-		for _, name := range sortedKeys(want) {
+		for _, name := range slices.Sorted(maps.Keys(want)) {
 			if !want[name] {
 				notReady = append(notReady, name)
 			}

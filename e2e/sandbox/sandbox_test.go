@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func waitPods(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, se
 	pods := map[string]corev1.Pod{}
 	list := func() []corev1.Pod {
 		var out []corev1.Pod
-		for _, k := range sortedKeys(pods) {
+		for _, k := range slices.Sorted(maps.Keys(pods)) {
 			out = append(out, pods[k])
 		}
 		return out

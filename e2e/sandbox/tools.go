@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -400,13 +399,3 @@ func (t *tailBuffer) add(line string) {
 }
 
 func (t *tailBuffer) String() string { return strings.Join(t.lines, "\n") }
-
-// sortedKeys is for deterministic iteration in messages.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

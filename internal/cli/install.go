@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
@@ -71,12 +72,17 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Profile, "profile", "", "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
-	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file in the gpu-operator chart's keys (NFD under node-feature-discovery:); repeatable, later wins")
-	f.StringArrayVar(&o.Set, "set", nil, "set a value (Helm syntax, e.g. driver.enabled=false); repeatable, wins over -f")
+	addValuesFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
 	return cmd
+}
+
+// addValuesFlags adds the flags that choose values: --profile, -f and --set.
+func addValuesFlags(f *pflag.FlagSet, o *engine.InstallOptions, profileHelp string) {
+	f.StringVar(&o.Profile, "profile", "", profileHelp)
+	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file in the gpu-operator chart's keys (NFD under node-feature-discovery:); repeatable, later wins")
+	f.StringArrayVar(&o.Set, "set", nil, "set a value (Helm syntax, e.g. driver.enabled=false); repeatable, wins over -f")
 }

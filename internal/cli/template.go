@@ -36,9 +36,7 @@ works offline (use --kube-version for the cluster's version); without it, it det
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Profile, "profile", "", "values profile; with it no cluster is needed")
-	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file (repeatable)")
-	f.StringArrayVar(&o.Set, "set", nil, "set a value (repeatable)")
+	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "render as for an install without the taint")
 	f.StringVar(&kubeVersion, "kube-version", "", "Kubernetes version for the charts' capabilities (offline)")
 	return cmd

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -194,7 +195,7 @@ func missingFields(have, want *apiextensionsv1.CustomResourceDefinition) []strin
 		schemaPaths(wv.Schema.OpenAPIV3Schema, hv.Name, accepted, open)
 		theirs := map[string]bool{}
 		schemaPaths(hv.Schema.OpenAPIV3Schema, hv.Name, theirs, map[string]bool{})
-		for _, p := range sortedKeys(theirs) {
+		for _, p := range slices.Sorted(maps.Keys(theirs)) {
 			if !accepted[p] && !coveredByOpen(p, open) {
 				missing = append(missing, p)
 			}
@@ -237,7 +238,7 @@ func otherManagers(obj *apiextensionsv1.CustomResourceDefinition) []string {
 			seen[m.Manager] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // WaitCRDEstablished waits, with a watch, until the API server serves the CRD.
@@ -281,15 +282,6 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"encoding/json"
-	"maps"
-	"sort"
 )
 
 // nfdSection is the key under which profiles, -f files and --set hold values for the NFD chart. It is
@@ -89,13 +87,4 @@ func normalized(v map[string]any) map[string]any {
 		return v
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range maps.Keys(m) {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
