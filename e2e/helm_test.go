@@ -9,6 +9,7 @@ import (
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/charts"
@@ -43,6 +44,7 @@ func TestChartsInstallWithPlainHelm(t *testing.T) {
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace, in.CreateNamespace = name, ns, true
 		in.Timeout = time.Minute
+		in.WaitStrategy = kube.HookOnlyStrategy // `helm install` without --wait
 		if _, err := in.RunWithContext(ctx, ch, nil); err != nil {
 			t.Fatalf("helm install %s: %v", name, err)
 		}

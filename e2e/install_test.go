@@ -133,7 +133,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 
 			t.Run("the real operator reports the ClusterPolicy ready and Reconciled", func(t *testing.T) {
 				dyn := dynamic.NewForConfigOrDie(c.Config)
-				cp, err := dyn.Resource(schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}).Get(ctx, "cluster-policy", metav1.GetOptions{})
+				cp, err := dyn.Resource(clusterPolicies).Get(ctx, "cluster-policy", metav1.GetOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -248,13 +248,16 @@ func TestInstallThatTimesOutSaysWhatIsStuck(t *testing.T) {
 	for _, want := range []string{
 		"FAILED Wait for the validator on every GPU node",
 		"not ready",
-		"hint:",
+		"ClusterPolicy cluster-policy: no status: the operator has not reconciled it",
+		"hint: the GPU operator has labelled no node nvidia.com/gpu.present=true",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
 }
+
+var clusterPolicies = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
 
 func dynamicClient(t *testing.T, c *sandbox.Cluster) dynamic.Interface {
 	t.Helper()

@@ -90,6 +90,19 @@ func (x *executor) run(ctx context.Context) error {
 				}
 				ev.Detail = stuck.Report.String()
 			}
+			switch s.Kind {
+			case plan.KindWaitValidators, plan.KindWaitAllocatable, plan.KindWaitPolicy:
+				if !errors.Is(err, context.Canceled) {
+					detail, hint := x.operatorDiagnosis(ctx)
+					if ev.Detail != "" {
+						ev.Detail = strings.TrimRight(ev.Detail, "\n") + "\n"
+					}
+					ev.Detail = strings.TrimRight(ev.Detail+detail, "\n")
+					if hint != "" {
+						ev.Hint = hint
+					}
+				}
+			}
 			if errors.Is(err, context.Canceled) {
 				ev.Err = "interrupted"
 				ev.Hint = "run gpuctl install again: it continues where it stopped and recovers an interrupted Helm release"
