@@ -72,7 +72,7 @@ func (p *Progress) Event(e engine.Event) {
 		ev := e
 		p.current = &ev
 		if !p.style.TTY {
-			p.line("%s %s …", p.counter(e), e.Title)
+			p.line("%s%s …", p.counter(e), e.Title)
 		}
 	case engine.StepProgress:
 		if p.current != nil && p.current.Step == e.Step {
@@ -81,7 +81,7 @@ func (p *Progress) Event(e engine.Event) {
 		// Plain output prints progress only when it says something new, so CI logs stay short.
 		if !p.style.TTY && e.Message != "" && p.lastMsg[e.Step] != e.Message {
 			p.lastMsg[e.Step] = e.Message
-			p.line("%s   %s", p.counter(e), e.Message)
+			p.line("%s  %s", p.counter(e), e.Message)
 		}
 	case engine.StepSucceeded, engine.StepSkipped, engine.StepFailed:
 		p.current = nil
@@ -96,7 +96,7 @@ func (p *Progress) Event(e engine.Event) {
 		if e.Message != "" {
 			msg += ": " + e.Message
 		}
-		p.line("%s %s %s", p.counter(e), mark, msg)
+		p.line("%s%s %s", p.counter(e), mark, msg)
 		if e.Type == engine.StepFailed {
 			if e.Err != "" {
 				p.line("    %s", e.Err)
@@ -123,13 +123,13 @@ func (p *Progress) counter(e engine.Event) string {
 		return ""
 	}
 	width := len(fmt.Sprint(e.Count))
-	return p.style.paint(ansiDim, fmt.Sprintf("[%*d/%d]", width, e.Index, e.Count))
+	return p.style.paint(ansiDim, fmt.Sprintf("[%*d/%d]", width, e.Index, e.Count)) + " "
 }
 
 // line prints a finished line, clearing the spinner's line first on a terminal.
 func (p *Progress) line(format string, args ...any) {
 	p.clearSpinner()
-	fmt.Fprintln(p.w, strings.TrimLeft(fmt.Sprintf(format, args...), " "))
+	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
 func (p *Progress) block(text string) {
@@ -164,7 +164,7 @@ func (p *Progress) spin() {
 				if p.current.Message != "" {
 					text += ": " + p.current.Message
 				}
-				fmt.Fprintf(p.w, "\r\x1b[2K%s %s %s", p.counter(*p.current), p.style.paint(ansiBold, spinnerFrames[p.frame]), text)
+				fmt.Fprintf(p.w, "\r\x1b[2K%s%s %s", p.counter(*p.current), p.style.paint(ansiBold, spinnerFrames[p.frame]), text)
 				p.lineOpen = true
 			}
 			p.mu.Unlock()
