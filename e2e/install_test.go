@@ -27,9 +27,15 @@ import (
 // and stderr.
 func gpuctl(t *testing.T, c *sandbox.Cluster, args ...string) (int, string, string) {
 	t.Helper()
+	return gpuctlEnv(t, c, nil, args...)
+}
+
+// gpuctlEnv is gpuctl with an environment (GPUCTL_* settings, secrets in variables).
+func gpuctlEnv(t *testing.T, c *sandbox.Cluster, environ map[string]string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	args = append([]string{"--kubeconfig", c.Kubeconfig, "--progress", "plain"}, args...)
-	env := func(string) string { return "" }
+	env := func(k string) string { return environ[k] }
 	code := cli.Run(context.Background(), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, args, env)
 	t.Logf("gpuctl %s → exit %d\n%s", strings.Join(args[4:], " "), code, errOut.String())
 	return code, out.String(), errOut.String()
@@ -76,8 +82,12 @@ func TestInstallWithNoFlags(t *testing.T) {
 			}
 			sort.Strings(gpuNodes)
 			before := taintsByNode(t, c)
+			var env map[string]string
+			if tc.distro == "tkgs" {
+				env = nvaieInputs(t)
+			}
 
-			code, stdout, stderr := gpuctl(t, c, "install", "-o", "json")
+			code, stdout, stderr := gpuctlEnv(t, c, env, "install", "-o", "json")
 			if code != 0 {
 				t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
 			}
@@ -176,8 +186,14 @@ func TestInstallWithNoFlags(t *testing.T) {
 				}
 			})
 
+			if tc.distro == "tkgs" {
+				t.Run("the NVAIE secrets exist and the NGC key is nowhere else", func(t *testing.T) {
+					assertNVAIESecrets(t, c, env, stdout+stderr)
+				})
+			}
+
 			t.Run("a second install changes nothing", func(t *testing.T) {
-				code, stdout, stderr := gpuctl(t, c, "install", "-o", "json")
+				code, stdout, stderr := gpuctlEnv(t, c, env, "install", "-o", "json")
 				if code != 0 {
 					t.Fatalf("second install exited %d:\n%s", code, stderr)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -35,7 +36,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 				return err
 			}
 			defer progress.Close()
-			res, err := (&engine.Install{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
+			res, err := (&engine.Install{Clients: clients, Options: o, Sink: progress, Stdin: streams.In, Getenv: getenv}).Run(cmd.Context())
 			progress.Close()
 			if o.DryRun && res != nil && res.Plan != nil && err == nil {
 				switch output {
@@ -77,7 +78,18 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
+	addLicensingFlags(f, &o.Licensing)
 	return cmd
+}
+
+// addLicensingFlags adds the NVIDIA AI Enterprise inputs. The NGC API key is taken from a file,
+// standard input or an environment variable, never from a flag's value, which would land in shell
+// history and process listings.
+func addLicensingFlags(f *pflag.FlagSet, l *plan.Licensing) {
+	f.StringVar(&l.NLSTokenFile, "nls-token-file", "", "NVIDIA AI Enterprise: the NLS client configuration token file (client_configuration_token.tok)")
+	f.StringVar(&l.GriddConfFile, "gridd-conf-file", "", "NVIDIA AI Enterprise: the gridd.conf file (may be empty)")
+	f.StringVar(&l.NGCAPIKeyFile, "ngc-api-key-file", "", "NVIDIA AI Enterprise: file holding the NGC API key, or - for standard input")
+	f.StringVar(&l.NGCAPIKeyEnv, "ngc-api-key-env", "NGC_API_KEY", "NVIDIA AI Enterprise: environment variable holding the NGC API key")
 }
 
 // addValuesFlags adds the flags that choose values: --profile, -f and --set.

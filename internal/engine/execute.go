@@ -30,9 +30,12 @@ type executor struct {
 	gpuNodes []string
 	// extraValues are merged over a release step's values at run time (tolerations the safety check adds).
 	extraValues map[string]map[string]any
-	results     []StepResult
-	changed     bool
-	releases    *release.Client
+	// secrets are the Secret objects of KindSecrets steps, read before the run (their contents never
+	// reach an event).
+	secrets  []map[string]any
+	results  []StepResult
+	changed  bool
+	releases *release.Client
 }
 
 // stepOutcome is what one step reports when it ends well.
@@ -130,6 +133,8 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 	switch s.Kind {
 	case plan.KindObjects:
 		return x.objects(ctx, s)
+	case plan.KindSecrets:
+		return x.objects(ctx, &plan.Step{Objects: x.secrets})
 	case plan.KindCRDs:
 		return x.crds(ctx, s)
 	case plan.KindRelease:

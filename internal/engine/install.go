@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -27,6 +28,8 @@ type InstallOptions struct {
 	// DryRun builds and returns the Plan without changing anything.
 	DryRun  bool
 	Timeout time.Duration
+	// Licensing names the NVIDIA AI Enterprise inputs (files, standard input, an environment variable).
+	Licensing plan.Licensing
 }
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
@@ -38,6 +41,9 @@ type Install struct {
 	// Confirm, if set, is called with the Plan before anything changes; returning false stops the
 	// run with ErrNotConfirmed (the wizard shows the plan this way).
 	Confirm func(*plan.Plan) bool
+	// Stdin and Getenv supply secret inputs given as "-" or as an environment variable's name.
+	Stdin  io.Reader
+	Getenv func(string) string
 }
 
 // ErrNotConfirmed is returned when Confirm declined the Plan.
@@ -96,10 +102,15 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 	if o.DryRun {
 		return res, nil
 	}
+	// Secret inputs are read now: a missing or empty one must fail before the first write.
+	secrets, err := i.secretMaterial(p)
+	if err != nil {
+		return res, err
+	}
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
 	}
-	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes}
+	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets}
 	err = x.run(ctx)
 	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
 	if rc, rerr := release.New(i.Clients.Getter, p.Namespace, nil); rerr == nil {
@@ -136,7 +147,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		Charts:    infos,
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
-			NoTaint: o.NoTaint, Timeout: o.Timeout,
+			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing,
 		},
 	})
 }

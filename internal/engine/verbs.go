@@ -85,8 +85,13 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 	if ns == "" {
 		ns = "gpu-operator"
 	}
+	// Rendering needs no secret material: name the inputs so the plan builds, and read none.
+	o := t.Options
+	if o.Licensing == (plan.Licensing{}) {
+		o.Licensing = plan.Licensing{NLSTokenFile: "(read at install)", GriddConfFile: "(read at install)", NGCAPIKeyEnv: "(read at install)"}
+	}
 	i := &Install{Clients: &kube.Clients{Namespace: ns}}
-	p, err := i.buildPlan(det, t.Options)
+	p, err := i.buildPlan(det, o)
 	if err != nil {
 		return "", nil, err
 	}

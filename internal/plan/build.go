@@ -52,6 +52,8 @@ type Options struct {
 	NoTaint bool
 	// Timeout bounds the run (default 20m).
 	Timeout time.Duration
+	// Licensing names the NVAIE inputs (TKGS/VKS with vGPU).
+	Licensing Licensing
 }
 
 // Input is everything Build reads.
@@ -158,6 +160,12 @@ func Build(in Input) (*Plan, error) {
 		prereq.Skip = "the " + prof.Name + " profile needs none"
 	}
 	add(prereq)
+
+	licensing, err := secretsStep(opRelease.Values, o.Namespace, o.Licensing)
+	if err != nil {
+		return nil, err
+	}
+	add(licensing)
 
 	crds := Step{ID: "crds", Kind: KindCRDs, Title: "CRDs (server-side apply)",
 		Why: "Helm installs a chart's CRDs once and never upgrades them; stale CRDs reject new ClusterPolicy fields"}

@@ -56,17 +56,6 @@ func build(t *testing.T, det *detect.Result, o Options) *Plan {
 	return p
 }
 
-func at(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
 
 func stepIDs(p *Plan) []string {
 	var ids []string
@@ -79,7 +68,7 @@ func stepIDs(p *Plan) []string {
 func TestBuild(t *testing.T) {
 	t.Run("steps come in dependency order: namespace, prerequisites, CRDs, NFD, label wait, safety, taint, operator, waits", func(t *testing.T) {
 		p := build(t, detection("kubeadm"), Options{})
-		want := []string{"namespace", "prerequisites", "crds", "release-node-feature-discovery", "wait-nfd", "safety", "taint",
+		want := []string{"namespace", "prerequisites", "licensing", "crds", "release-node-feature-discovery", "wait-nfd", "safety", "taint",
 			"release-gpu-operator", "wait-operator", "wait-validators", "wait-allocatable", "wait-clusterpolicy"}
 		if got := stepIDs(p); !reflect.DeepEqual(got, want) {
 			t.Errorf("steps %v\nwant  %v", got, want)
@@ -285,4 +274,49 @@ func TestMerge(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLicensing(t *testing.T) {
+	nvaie := map[string]any{"driver": map[string]any{
+		"repository": "nvcr.io/nvaie", "imagePullSecrets": []any{"ngc-secret"},
+		"licensingConfig": map[string]any{"secretName": "licensing-config"},
+	}}
+	full := Licensing{NLSTokenFile: "/t/token.tok", GriddConfFile: "/t/gridd.conf", NGCAPIKeyEnv: "NGC_API_KEY"}
+	t.Run("values that name the NVAIE secrets get both, from the named inputs", func(t *testing.T) {
+		p := build(t, detection("kubeadm"), Options{Set: nvaie, Licensing: full})
+		s := p.Step("licensing")
+		if s.Skip != "" || len(s.Secrets) != 2 {
+			t.Fatalf("step %+v", s)
+		}
+		lic, pull := s.Secrets[0], s.Secrets[1]
+		if lic.Name != "licensing-config" || !reflect.DeepEqual(lic.Keys, []string{"client_configuration_token.tok", "gridd.conf"}) || lic.Files[0] != "/t/token.tok" {
+			t.Errorf("licensing secret %+v", lic)
+		}
+		if pull.Name != "ngc-secret" || pull.Type != "kubernetes.io/dockerconfigjson" || pull.Files[0] != "env NGC_API_KEY" || pull.Server != "nvcr.io/nvaie" {
+			t.Errorf("pull secret %+v", pull)
+		}
+	})
+	t.Run("a key file wins over the environment, and - means standard input", func(t *testing.T) {
+		lic := full
+		lic.NGCAPIKeyFile = "-"
+		if src := build(t, detection("kubeadm"), Options{Set: nvaie, Licensing: lic}).Step("licensing").Secrets[1].Files[0]; src != "stdin" {
+			t.Errorf("source %q", src)
+		}
+	})
+	t.Run("missing inputs stop the plan before anything runs, naming each", func(t *testing.T) {
+		_, err := Build(Input{Detection: detection("kubeadm"), Profile: fakeProfiles, Charts: testCharts, Options: Options{Set: nvaie}})
+		if !errors.Is(err, ErrMissingLicense) {
+			t.Fatalf("err %v", err)
+		}
+		for _, want := range []string{"--nls-token-file", "--gridd-conf-file", "NGC API key"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q does not name %s", err, want)
+			}
+		}
+	})
+	t.Run("without NVAIE values the step is skipped and needs nothing", func(t *testing.T) {
+		if s := build(t, detection("kubeadm"), Options{}).Step("licensing"); s.Skip == "" || len(s.Secrets) != 0 {
+			t.Errorf("step %+v", s)
+		}
+	})
 }

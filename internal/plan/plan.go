@@ -11,6 +11,8 @@ type Kind string
 const (
 	// KindObjects server-side applies Objects (the namespace, platform prerequisites).
 	KindObjects Kind = "objects"
+	// KindSecrets creates Secrets from local inputs the engine reads (NVAIE licensing).
+	KindSecrets Kind = "secrets"
 	// KindCRDs server-side applies the CRDs of the named charts, never downgrading.
 	KindCRDs Kind = "crds"
 	// KindRelease installs or upgrades a Helm release of an embedded chart.
@@ -63,6 +65,8 @@ type Step struct {
 
 	// Objects for KindObjects, as plain maps (Kubernetes objects).
 	Objects []map[string]any `json:"objects,omitempty"`
+	// Secrets for KindSecrets: what to create and from which inputs (never the contents).
+	Secrets []SecretSpec `json:"secrets,omitempty"`
 	// Charts for KindCRDs: the embedded charts whose crds/ are applied.
 	Charts []string `json:"charts,omitempty"`
 	// Release for KindRelease.
