@@ -75,6 +75,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	f := cmd.Flags()
 	addValuesFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
+	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to install: v26.7.0 (default), v26.3.3 or v25.10.1")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")

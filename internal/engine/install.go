@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -30,6 +31,8 @@ type InstallOptions struct {
 	Timeout time.Duration
 	// Licensing names the NVIDIA AI Enterprise inputs (files, standard input, an environment variable).
 	Licensing plan.Licensing
+	// OperatorVersion selects an operator release from the bundle catalog ("" = the charts' own).
+	OperatorVersion string
 }
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
@@ -141,10 +144,20 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 	if err != nil {
 		return nil, err
 	}
+	b, err := bundle.Get(o.OperatorVersion)
+	if err != nil {
+		return nil, err
+	}
+	var bv *plan.BundleValues
+	if !b.Default {
+		// The charts' defaults are the default bundle's; another bundle pins its images above them.
+		bv = &plan.BundleValues{Version: b.Version, Operator: b.Values(), NFD: b.NFDValues()}
+	}
 	return plan.Build(plan.Input{
 		Detection: det,
 		Profile:   profile.Get,
 		Charts:    infos,
+		Bundle:    bv,
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing,

@@ -62,8 +62,17 @@ type Input struct {
 	// Profile looks a profile up by name (profile.Get).
 	Profile func(name string) (profile.Profile, error)
 	// Charts are the embedded charts by name.
-	Charts  map[string]ChartInfo
+	Charts map[string]ChartInfo
+	// Bundle is the operator release to install when it is not the charts' own (--operator-version):
+	// its image pins become the lowest layer above the chart defaults.
+	Bundle  *BundleValues
 	Options Options
+}
+
+// BundleValues are an operator release's image pins (internal/bundle).
+type BundleValues struct {
+	Version       string
+	Operator, NFD map[string]any
 }
 
 // Build makes the install Plan.
@@ -114,8 +123,15 @@ func Build(in Input) (*Plan, error) {
 	// Platform objects in the profile (extraObjects, e.g. GKE's ResourceQuota) are applied by gpuctl
 	// before NFD, which needs them too; Helm must not also own them.
 	delete(opValues, "extraObjects")
-	opLayers := []Layer{{Source: "profile " + prof.Name, Values: normalized(opValues)}}
-	nfdLayers := []Layer{{Source: "profile " + prof.Name, Values: normalized(nfdValues)}}
+	var opLayers, nfdLayers []Layer
+	if b := in.Bundle; b != nil {
+		opLayers = append(opLayers, Layer{Source: "operator bundle " + b.Version, Values: normalized(b.Operator)})
+		if len(b.NFD) > 0 {
+			nfdLayers = append(nfdLayers, Layer{Source: "operator bundle " + b.Version, Values: normalized(b.NFD)})
+		}
+	}
+	opLayers = append(opLayers, Layer{Source: "profile " + prof.Name, Values: normalized(opValues)})
+	nfdLayers = append(nfdLayers, Layer{Source: "profile " + prof.Name, Values: normalized(nfdValues)})
 
 	opFacts, nfdFacts, why := facts(det, o)
 	opLayers = append(opLayers, Layer{Source: "detected: " + strings.Join(why, "; "), Values: normalized(opFacts)})
@@ -208,7 +224,11 @@ func Build(in Input) (*Plan, error) {
 		taintStep.Skip = "--no-taint"
 	}
 	add(taintStep)
-	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opChart.AppVersion,
+	opVersion := opChart.AppVersion
+	if in.Bundle != nil {
+		opVersion = in.Bundle.Version
+	}
+	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opVersion,
 		Why: "the operator reconciles the ClusterPolicy into driver, toolkit, device plugin and validator DaemonSets", Release: opRelease})
 	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
 	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",

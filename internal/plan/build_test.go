@@ -146,8 +146,8 @@ func TestBuild(t *testing.T) {
 	})
 
 	t.Run("a distribution without a profile of its own gets kubeadm and says so", func(t *testing.T) {
-		p := build(t, detection("eks"), Options{})
-		if p.Profile != "kubeadm" || !strings.Contains(p.ProfileWhy, "no profile for eks") {
+		p := build(t, detection("nkp"), Options{})
+		if p.Profile != "kubeadm" || !strings.Contains(p.ProfileWhy, "no profile for nkp") {
 			t.Errorf("profile %s (%s)", p.Profile, p.ProfileWhy)
 		}
 		if p.Step("prerequisites").Skip == "" {
@@ -319,4 +319,21 @@ func TestLicensing(t *testing.T) {
 			t.Errorf("step %+v", s)
 		}
 	})
+}
+
+func TestBundleLayer(t *testing.T) {
+	in := Input{Detection: detection("kubeadm"), Profile: fakeProfiles, Charts: testCharts,
+		Bundle: &BundleValues{Version: "v26.3.3", Operator: map[string]any{"driver": map[string]any{"version": "580.126.20", "enabled": false}}}}
+	p, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Step("release-gpu-operator")
+	if s.Release.Layers[0].Source != "operator bundle v26.3.3" || !strings.Contains(s.Title, "v26.3.3") {
+		t.Errorf("first layer %q, title %q", s.Release.Layers[0].Source, s.Title)
+	}
+	// The bundle pins images; the profile (driver.enabled=true) still wins over it.
+	if at(s.Release.Values, "driver", "version") != "580.126.20" || at(s.Release.Values, "driver", "enabled") != true {
+		t.Errorf("values %v", s.Release.Values)
+	}
 }
