@@ -27,6 +27,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	nfdChart = "node-feature-discovery"
 	gpuChart = "gpu-operator"
+	// installerChart is the optional chart of Google's driver installer for GKE (Optional()).
+	installerChart = "gke-driver-installer"
 	// nfdSection is the key of a GPU Operator values file whose contents are the NFD release's values
 	// (research §8); every other key belongs to the gpu-operator release.
 	nfdSection = "node-feature-discovery"
@@ -36,6 +38,17 @@ const (
 var release = map[string]common.ReleaseOptions{
 	nfdChart: {Name: "node-feature-discovery", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
 	gpuChart: {Name: "gpu-operator", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
+	// In the operator namespace, where the gke profile's ResourceQuota admits system-node-critical pods.
+	installerChart: {Name: "gke-driver-installer", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
+}
+
+// installerCases are the golden renders of the GKE driver installer, one per node image.
+var installerCases = []struct {
+	name string
+	vals map[string]any
+}{
+	{"cos", map[string]any{"variant": "cos"}},
+	{"ubuntu", map[string]any{"variant": "ubuntu"}},
 }
 
 // capabilities is a Kubernetes 1.33 cluster (the floor of GPU Operator v26.7.0, research §10) serving
@@ -322,6 +335,14 @@ func TestRenderMatchesGolden(t *testing.T) {
 				checkStandardLabels(t, ch.name, objs)
 				checkCustomResources(t, crds, objs)
 			}
+		})
+	}
+	for _, ic := range installerCases {
+		used[goldenPath(installerChart, ic.name)] = true
+		t.Run(installerChart+"/"+ic.name, func(t *testing.T) {
+			manifests := mustRender(t, installerChart, ic.vals, capabilities(t))
+			checkGolden(t, goldenPath(installerChart, ic.name), joined(manifests))
+			checkStandardLabels(t, installerChart, objects(t, manifests))
 		})
 	}
 	// A golden file without a case is a leftover that no longer tests anything.
@@ -682,6 +703,9 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 		{"a PCI label field NFD does not know", nfdChart, `worker: {config: {sources: {pci: {deviceLabelFields: [klass]}}}}`, "deviceLabelFields"},
 		{"a feature gate that is not a boolean", nfdChart, `featureGates: {NodeFeatureGroupAPI: "on"}`, "featureGates"},
 		{"a port out of range", nfdChart, `master: {port: 70000}`, "port"},
+		{"a GKE node image the installer does not know", installerChart, `variant: rhel`, "variant"},
+		{"a misspelt installer value", installerChart, `tolerration: []`, "tolerration"},
+		{"an extra node selector that overrides the variant's", installerChart, `nodeSelector: {cloud.google.com/gke-os-distribution: ubuntu}`, "nodeSelector"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -783,7 +807,7 @@ func TestHelmLintIsClean(t *testing.T) {
 	if err := os.CopyFS(dir, FS); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Names() {
+	for _, name := range append(Names(), Optional()...) {
 		t.Run(name, func(t *testing.T) {
 			res := lint.RunAll(filepath.Join(dir, name), nil, release[name].Namespace, lint.WithKubeVersion(kv))
 			for _, m := range res.Messages {
@@ -793,4 +817,158 @@ func TestHelmLintIsClean(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver checks the optional installer chart against
+// research §5 GKE and Google's installer manifests, for both node images.
+func TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver(t *testing.T) {
+	if got := Optional(); !slices.Equal(got, []string{installerChart}) {
+		t.Fatalf("Optional() = %v, want [%s]", got, installerChart)
+	}
+	c := mustLoad(t, installerChart)
+	if c.Schema == nil || !slices.ContainsFunc(c.Templates, func(f *common.File) bool { return f.Name == "templates/_helpers.tpl" }) {
+		t.Fatal("values.schema.json or templates/_helpers.tpl is not embedded")
+	}
+
+	tests := []struct {
+		variant, image string
+		hostPaths      []string
+		hostPID        bool
+	}{
+		{"cos", "cos-nvidia-installer:fixed",
+			[]string{"/", "/dev", "/etc/nvidia", "/home/kubernetes/bin/nvidia", "/home/kubernetes/bin/nvidia/vulkan/icd.d", "/var/lib/cos-tools"}, true},
+		{"ubuntu", "gke-nvidia-installer:fixed", []string{"/", "/boot", "/dev"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.variant+" nodes without a GKE driver get the preloaded "+tt.variant+" installer", func(t *testing.T) {
+			objs := objects(t, mustRender(t, installerChart, map[string]any{"variant": tt.variant}, capabilities(t)))
+			if len(objs) != 1 {
+				t.Fatalf("rendered %v, want one DaemonSet", kinds(objs))
+			}
+			pod := field[map[string]any](find(t, objs, "DaemonSet", "gke-driver-installer"), "spec", "template", "spec")
+
+			if got := field[string](pod, "nodeSelector", "cloud.google.com/gke-os-distribution"); got != tt.variant {
+				t.Errorf("nodeSelector gke-os-distribution = %q, want %s", got, tt.variant)
+			}
+			terms := field[[]any](pod, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+			sawNoLabel := false
+			for _, term := range terms {
+				ops, vals := map[string]string{}, map[string][]any{}
+				for _, e := range field[[]any](term, "matchExpressions") {
+					ops[field[string](e, "key")] = field[string](e, "operator")
+					vals[field[string](e, "key")] = field[[]any](e, "values")
+				}
+				if ops["cloud.google.com/gke-accelerator"] != "Exists" {
+					t.Errorf("term %v does not require cloud.google.com/gke-accelerator", term)
+				}
+				switch op := ops["cloud.google.com/gke-gpu-driver-version"]; {
+				case op == "DoesNotExist":
+					sawNoLabel = true
+				case op == "In" && slices.Equal(vals["cloud.google.com/gke-gpu-driver-version"], []any{"disabled"}):
+				default:
+					t.Errorf("term %v would run on nodes GKE installs a driver on", term)
+				}
+			}
+			if !sawNoLabel {
+				t.Errorf("no term matches nodes without cloud.google.com/gke-gpu-driver-version (research §5 GKE)")
+			}
+
+			if pod["priorityClassName"] != "system-node-critical" {
+				t.Errorf("priorityClassName %v", pod["priorityClassName"])
+			}
+			tolerates := func(key string) bool {
+				return slices.ContainsFunc(field[[]any](pod, "tolerations"), func(tol any) bool {
+					return field[string](tol, "key") == key && field[string](tol, "operator") == "Exists" && field[string](tol, "effect") == "NoSchedule"
+				})
+			}
+			if !tolerates("nvidia.com/gpu") || !tolerates("") {
+				t.Errorf("tolerations %v, want nvidia.com/gpu and every NoSchedule taint", pod["tolerations"])
+			}
+			if got, _ := pod["hostPID"].(bool); got != tt.hostPID {
+				t.Errorf("hostPID = %v, want %v", got, tt.hostPID)
+			}
+
+			installer := field[map[string]any](pod, "initContainers", 0)
+			if installer["image"] != tt.image || installer["imagePullPolicy"] != "Never" || !field[bool](installer, "securityContext", "privileged") {
+				t.Errorf("installer image %v (%v), privileged %v; want the preloaded %s, never pulled, privileged",
+					installer["image"], installer["imagePullPolicy"], field[bool](installer, "securityContext", "privileged"), tt.image)
+			}
+			var paths []string
+			for _, v := range field[[]any](pod, "volumes") {
+				paths = append(paths, field[string](v, "hostPath", "path"))
+			}
+			slices.Sort(paths)
+			if !slices.Equal(paths, tt.hostPaths) {
+				t.Errorf("hostPath volumes %v, want %v", paths, tt.hostPaths)
+			}
+			if got := field[string](pod, "containers", 0, "image"); !strings.HasPrefix(got, "gke.gcr.io/pause:3.8@sha256:") {
+				t.Errorf("main container image %q, want GKE's pause image", got)
+			}
+		})
+	}
+
+	t.Run("the COS installer writes where the gke profile tells the operator to look", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join("..", "profiles", "gke.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gke := splitValues(t, "gke", data).gpu
+		objs := objects(t, mustRender(t, installerChart, map[string]any{"variant": "cos"}, capabilities(t)))
+		env := map[string]string{}
+		for _, e := range field[[]any](find(t, objs, "DaemonSet", "gke-driver-installer"), "spec", "template", "spec", "initContainers", 0, "env") {
+			env[field[string](e, "name")] = field[string](e, "value")
+		}
+		for _, path := range [][]any{{"hostPaths", "driverInstallDir"}, {"toolkit", "installDir"}} {
+			if want := field[string](gke, path...); env["NVIDIA_INSTALL_DIR_HOST"] != want {
+				t.Errorf("NVIDIA_INSTALL_DIR_HOST = %q, but the gke profile's %v is %q", env["NVIDIA_INSTALL_DIR_HOST"], path, want)
+			}
+		}
+	})
+
+	versionTests := []struct {
+		name string
+		vals string
+		want func(installer map[string]any) bool
+	}{
+		{"a COS driver version becomes the installer's --version flag", `{variant: cos, cos: {driverVersion: latest}}`, func(c map[string]any) bool {
+			return slices.Equal(field[[]any](c, "command"), []any{"/cos-gpu-installer", "install", "--version=latest"})
+		}},
+		{"without a COS driver version the image's own entrypoint runs", `{variant: cos}`, func(c map[string]any) bool {
+			return c["command"] == nil
+		}},
+		{"an Ubuntu driver version becomes NVIDIA_DRIVER_VERSION", `{variant: ubuntu, ubuntu: {driverVersion: "580.65.06"}}`, func(c map[string]any) bool {
+			return field[string](c, "env", 0, "name") == "NVIDIA_DRIVER_VERSION" && field[string](c, "env", 0, "value") == "580.65.06"
+		}},
+	}
+	for _, tt := range versionTests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tt.vals), &vals); err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, mustRender(t, installerChart, vals, capabilities(t)))
+			installer := field[map[string]any](find(t, objs, "DaemonSet", "gke-driver-installer"), "spec", "template", "spec", "initContainers", 0)
+			if !tt.want(installer) {
+				t.Errorf("installer container %v", installer)
+			}
+		})
+	}
+
+	t.Run("partition-gpus runs after the COS install unless turned off", func(t *testing.T) {
+		for _, on := range []bool{true, false} {
+			vals := map[string]any{"variant": "cos", "cos": map[string]any{"partitionGPUs": map[string]any{"enabled": on}}}
+			objs := objects(t, mustRender(t, installerChart, vals, capabilities(t)))
+			var names []string
+			for _, c := range field[[]any](find(t, objs, "DaemonSet", "gke-driver-installer"), "spec", "template", "spec", "initContainers") {
+				names = append(names, field[string](c, "name"))
+			}
+			want := []string{"nvidia-driver-installer"}
+			if on {
+				want = append(want, "partition-gpus")
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("partitionGPUs.enabled=%v: init containers %v, want %v", on, names, want)
+			}
+		}
+	})
 }

@@ -24,7 +24,7 @@ func loadChart(name string) (*chart.Chart, error) {
 // chartInfos describes the embedded charts for the plan.
 func chartInfos() (map[string]plan.ChartInfo, error) {
 	out := map[string]plan.ChartInfo{}
-	for _, name := range charts.Names() {
+	for _, name := range append(charts.Names(), charts.Optional()...) {
 		ch, err := loadChart(name)
 		if err != nil {
 			return nil, err

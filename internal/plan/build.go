@@ -22,6 +22,9 @@ const (
 	OperatorDeployment = "gpu-operator"
 )
 
+// GKEDriverInstaller is the chart of Google's driver installer DaemonSet (research §5 GKE).
+const GKEDriverInstaller = "gke-driver-installer"
+
 // GPU taint, as research §7 recommends: key = the resource name, matched by every NVIDIA toleration.
 const (
 	TaintKey    = "nvidia.com/gpu"
@@ -200,6 +203,9 @@ func Build(in Input) (*Plan, error) {
 	add(nfdStep)
 	add(Step{ID: "wait-nfd", Kind: KindWaitNFD, Title: "Wait for NFD to label the GPU nodes",
 		Why: "feature.node.kubernetes.io/pci-10de.present=true marks a node with an NVIDIA PCI device"})
+	for _, s := range gkeDriverInstallers(det, in.Charts[GKEDriverInstaller], o.Namespace, at(opRelease.Values, "driver", "enabled")) {
+		add(s)
+	}
 
 	safety := &Safety{
 		TolerationsPlanned: det.Scheduling.AllWorkersGPU && !o.NoTaint,
@@ -369,4 +375,40 @@ func describeNFD(n detect.NFDInstall) string {
 	default:
 		return fmt.Sprintf("%d nodes already carry NFD labels", n.LabelledNodes)
 	}
+}
+
+// gkeDriverInstallers: on GKE, where GKE installs no driver (no cloud.google.com/gke-gpu-driver-version
+// label) and the operator's driver container is off (NVIDIA's driver container does not support COS),
+// Google's installer DaemonSet puts the driver on the host — one release per node OS variant
+// (research §5 GKE, "Google driver installer" mode).
+func gkeDriverInstallers(det *detect.Result, chart ChartInfo, ns string, driverEnabled any) []Step {
+	if det.Distribution.Name != "gke" || driverEnabled != false || chart.Name == "" {
+		return nil
+	}
+	variants := map[string][]string{}
+	for _, n := range det.GPUNodes {
+		if n.HostDriver != "" {
+			continue
+		}
+		v := "cos"
+		if strings.Contains(strings.ToLower(n.OSImage), "ubuntu") {
+			v = "ubuntu"
+		}
+		variants[v] = append(variants[v], n.Name)
+	}
+	var steps []Step
+	for _, v := range []string{"cos", "ubuntu"} {
+		nodes := variants[v]
+		if len(nodes) == 0 {
+			continue
+		}
+		name := GKEDriverInstaller + "-" + v
+		values := map[string]any{"variant": v}
+		steps = append(steps, Step{ID: "release-" + name, Kind: KindRelease,
+			Title: "Install Google's NVIDIA driver installer (" + v + ")",
+			Why:   fmt.Sprintf("GKE installs no driver on %s, and the GPU operator's driver container does not support GKE's images", strings.Join(nodes, ", ")),
+			Release: &Release{Name: name, Namespace: ns, Chart: chart.Name, ChartVersion: chart.Version, Values: values,
+				Layers: []Layer{{Source: "detected: GPU nodes on " + v + " without a GKE-installed driver", Values: values}}}})
+	}
+	return steps
 }

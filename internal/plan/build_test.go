@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -336,4 +337,39 @@ func TestBundleLayer(t *testing.T) {
 	if at(s.Release.Values, "driver", "version") != "580.126.20" || at(s.Release.Values, "driver", "enabled") != true {
 		t.Errorf("values %v", s.Release.Values)
 	}
+}
+
+func TestGKEDriverInstaller(t *testing.T) {
+	charts := map[string]ChartInfo{}
+	for k, v := range testCharts {
+		charts[k] = v
+	}
+	charts[GKEDriverInstaller] = ChartInfo{Name: GKEDriverInstaller, Version: "0.1.0"}
+	plan := func(nodes ...detect.GPUNode) *Plan {
+		t.Helper()
+		det := detection("gke", func(r *detect.Result) { r.GPUNodes = nodes })
+		p, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("GPU nodes without a GKE-installed driver get Google's installer for their OS", func(t *testing.T) {
+		p := plan(detect.GPUNode{Name: "a", OSImage: "Container-Optimized OS from Google"}, detect.GPUNode{Name: "b", OSImage: "Ubuntu 22.04.5 LTS"})
+		cos, ubuntu := p.Step("release-gke-driver-installer-cos"), p.Step("release-gke-driver-installer-ubuntu")
+		if cos == nil || ubuntu == nil || cos.Release.Values["variant"] != "cos" || ubuntu.Release.Values["variant"] != "ubuntu" {
+			t.Fatalf("steps %v", stepIDs(p))
+		}
+		if ids := stepIDs(p); slices.Index(ids, "release-gke-driver-installer-cos") > slices.Index(ids, "release-gpu-operator") {
+			t.Errorf("the installer comes after the operator: %v", ids)
+		}
+	})
+	t.Run("where GKE installs the driver, no installer", func(t *testing.T) {
+		p := plan(detect.GPUNode{Name: "a", OSImage: "Container-Optimized OS from Google", HostDriver: "GKE installs the driver"})
+		for _, id := range stepIDs(p) {
+			if strings.Contains(id, "gke-driver-installer") {
+				t.Errorf("unexpected step %s", id)
+			}
+		}
+	})
 }

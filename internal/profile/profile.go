@@ -101,17 +101,13 @@ func Names() ([]string, error) {
 // ForDistribution names the profile for a distribution as package detect names it. exact is false
 // when the distribution has no profile of its own and gets the default.
 //
-// k3s shares RKE2's profile: both run the k3s containerd fork on /run/k3s/containerd/containerd.sock,
-// and that socket is the only setting either needs (research/gpu-operator.md §5 RKE2, §5 k3s).
-// EKS (Ubuntu AMIs) and AKS (--gpu-driver none pools) are served by NVIDIA's defaults (research §5);
-// MicroK8s and k0s need containerd paths of their own (research §5 MicroK8s, §9 #7) that no profile
-// carries yet, which is exactly what exact=false tells the caller.
+// Every distribution package detect knows has a profile of the same name (research/gpu-operator.md
+// §5, §9 #7): k3s has its own although it carries RKE2's one setting, so `gpuctl profiles` and the
+// plan name the platform that was found. Only names detect does not produce fall back to Default.
 func ForDistribution(distro string) (name string, exact bool) {
 	switch distro {
-	case "gke", "tkgs", "rke2", "openshift", "kubeadm":
+	case "gke", "eks", "aks", "tkgs", "rke2", "k3s", "microk8s", "k0s", "openshift", "kubeadm":
 		return distro, true
-	case "k3s":
-		return "rke2", true
 	default:
 		return Default, false
 	}

@@ -33,7 +33,7 @@ func TestEveryEmbeddedProfile(t *testing.T) {
 	for _, p := range all {
 		names = append(names, p.Name)
 	}
-	want := []string{"gke", "kubeadm", "openshift", "rke2", "tkgs"}
+	want := []string{"aks", "eks", "gke", "k0s", "k3s", "kubeadm", "microk8s", "openshift", "rke2", "tkgs"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("profiles = %v, want %v", names, want)
 	}
@@ -130,17 +130,55 @@ func TestProfilesCarryTheirPlatformFacts(t *testing.T) {
 			}
 			wantValue(t, p.NFD, "system-node-critical", "priorityClassName")
 		}},
-		{"rke2 sets only the k3s containerd socket and never the config.toml.tmpl path", func(t *testing.T, p Profile) {
-			env, _ := lookup(p.Values, "toolkit", "env").([]any)
-			if len(env) != 1 {
-				t.Fatalf("toolkit.env = %v, want exactly CONTAINERD_SOCKET", env)
+		{"rke2 sets only the k3s containerd socket and never the config.toml.tmpl path", onlyTheK3sSocket},
+		{"k3s sets only the k3s containerd socket and never the config.toml.tmpl path", onlyTheK3sSocket},
+		{"eks leaves driver and toolkit to the accelerated AMI", func(t *testing.T, p Profile) {
+			wantValue(t, p.Values, false, "driver", "enabled")
+			wantValue(t, p.Values, false, "toolkit", "enabled")
+			if env := lookup(p.Values, "toolkit", "env"); env != nil {
+				t.Errorf("toolkit.env = %v, want unset: the toolkit does not run", env)
 			}
-			wantEnv(t, p.Values, "CONTAINERD_SOCKET", "/run/k3s/containerd/containerd.sock", "toolkit", "env")
-			body := string(stripComments(p.Source))
-			for _, bad := range []string{"config.toml.tmpl", "CONTAINERD_CONFIG", "CONTAINERD_SET_AS_DEFAULT"} {
-				if strings.Contains(body, bad) {
-					t.Errorf("profile sets %s (research §9 #7: breaks RKE2 after reboot)", bad)
+			wantValue(t, p.NFD, "system-node-critical", "priorityClassName")
+		}},
+		{"aks leaves driver and toolkit to the AKS image and uses its nvidia-container-runtime handler", func(t *testing.T, p Profile) {
+			wantValue(t, p.Values, false, "driver", "enabled")
+			wantValue(t, p.Values, false, "toolkit", "enabled")
+			wantValue(t, p.Values, "nvidia-container-runtime", "operator", "runtimeClass")
+			// Only read on --gpu-driver none pools, where the toolkit runs (NVIDIA/aicr#1688).
+			wantEnv(t, p.Values, "RUNTIME_CONFIG_SOURCE", "file", "toolkit", "env")
+			for _, note := range []string{"--gpu-driver none", "managed GPU node pools"} {
+				if !strings.Contains(string(p.Source), note) {
+					t.Errorf("the comments do not mention %q (research §5 AKS)", note)
 				}
+			}
+		}},
+		{"microk8s points the toolkit at the snap's containerd under /var/snap/microk8s", func(t *testing.T, p Profile) {
+			wantValue(t, p.Values, true, "driver", "enabled")
+			wantValue(t, p.Values, true, "toolkit", "enabled")
+			wantEnv(t, p.Values, "CONTAINERD_CONFIG", "/var/snap/microk8s/current/args/containerd-template.toml", "toolkit", "env")
+			wantEnv(t, p.Values, "CONTAINERD_SOCKET", "/var/snap/microk8s/common/run/containerd.sock", "toolkit", "env")
+			wantEnv(t, p.Values, "RUNTIME_CONFIG_SOURCE", "file=/var/snap/microk8s/current/args/containerd.toml", "toolkit", "env")
+			env, _ := lookup(p.Values, "toolkit", "env").([]any)
+			if len(env) != 3 {
+				t.Errorf("toolkit.env = %v, want exactly NVIDIA's three MicroK8s settings (research §5)", env)
+			}
+			for _, e := range env {
+				v, _ := e.(map[string]any)["value"].(string)
+				if !strings.Contains(v, "/var/snap/microk8s/") {
+					t.Errorf("toolkit.env %v points outside /var/snap/microk8s", e)
+				}
+			}
+		}},
+		{"k0s points the toolkit at k0s's containerd socket and a containerd.d drop-in, read from files", func(t *testing.T, p Profile) {
+			wantValue(t, p.Values, true, "toolkit", "enabled")
+			wantEnv(t, p.Values, "CONTAINERD_CONFIG", "/etc/k0s/containerd.d/nvidia.toml", "toolkit", "env")
+			wantEnv(t, p.Values, "CONTAINERD_SOCKET", "/run/k0s/containerd.sock", "toolkit", "env")
+			wantEnv(t, p.Values, "RUNTIME_CONFIG_SOURCE", "file", "toolkit", "env")
+			if body := string(stripComments(p.Source)); strings.Contains(body, "/etc/k0s/containerd.toml") {
+				t.Errorf("profile points the toolkit at containerd.toml, which k0s generates and owns")
+			}
+			if !strings.Contains(string(p.Source), "Uncertain") {
+				t.Errorf("the comments do not flag what is unverified about k0s (k0s#6547)")
 			}
 		}},
 		{"tkgs pulls the vGPU guest driver from NVAIE with the NLS licensing Secret", func(t *testing.T, p Profile) {
@@ -185,7 +223,7 @@ func TestProfilesCarryTheirPlatformFacts(t *testing.T) {
 }
 
 func TestNFDSectionsLabelGPUsTheWayTheOperatorExpects(t *testing.T) {
-	for _, name := range []string{"kubeadm", "gke", "rke2", "tkgs"} {
+	for _, name := range []string{"kubeadm", "gke", "rke2", "tkgs", "eks", "aks", "microk8s", "k3s", "k0s"} {
 		t.Run(name+" tolerates the GPU taint and labels NVIDIA devices by vendor", func(t *testing.T) {
 			p, err := Get(name)
 			if err != nil {
@@ -215,11 +253,11 @@ func TestNFDSectionsLabelGPUsTheWayTheOperatorExpects(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	t.Run("an unknown name is an error listing the valid ones", func(t *testing.T) {
-		_, err := Get("eks")
+		_, err := Get("talos")
 		if err == nil {
-			t.Fatal("Get(eks) succeeded")
+			t.Fatal("Get(talos) succeeded")
 		}
-		for _, n := range []string{"gke", "kubeadm", "openshift", "rke2", "tkgs"} {
+		for _, n := range []string{"aks", "eks", "gke", "k0s", "k3s", "kubeadm", "microk8s", "openshift", "rke2", "tkgs"} {
 			if !strings.Contains(err.Error(), n) {
 				t.Errorf("error %q does not list %s", err, n)
 			}
@@ -246,13 +284,14 @@ func TestForDistribution(t *testing.T) {
 		{"gke", "gke", true},
 		{"tkgs", "tkgs", true},
 		{"rke2", "rke2", true},
-		{"k3s", "rke2", true},
+		{"k3s", "k3s", true},
 		{"openshift", "openshift", true},
 		{"kubeadm", "kubeadm", true},
-		{"eks", "kubeadm", false},
-		{"aks", "kubeadm", false},
-		{"microk8s", "kubeadm", false},
-		{"k0s", "kubeadm", false},
+		{"eks", "eks", true},
+		{"aks", "aks", true},
+		{"microk8s", "microk8s", true},
+		{"k0s", "k0s", true},
+		{"talos", "kubeadm", false},
 		{"", "kubeadm", false},
 	}
 	for _, tc := range tests {
@@ -305,6 +344,24 @@ func TestParse(t *testing.T) {
 				t.Errorf("Values kept the NFD section")
 			}
 		})
+	}
+}
+
+// onlyTheK3sSocket is the RKE2 and K3s rule: the toolkit gets the k3s containerd socket and nothing
+// else; in particular no config path, since writing config.toml.tmpl breaks RKE2 after a reboot and
+// can drop K3s's CNI config (research §5 RKE2, §5 k3s, §9 #7).
+func onlyTheK3sSocket(t *testing.T, p Profile) {
+	t.Helper()
+	env, _ := lookup(p.Values, "toolkit", "env").([]any)
+	if len(env) != 1 {
+		t.Fatalf("toolkit.env = %v, want exactly CONTAINERD_SOCKET", env)
+	}
+	wantEnv(t, p.Values, "CONTAINERD_SOCKET", "/run/k3s/containerd/containerd.sock", "toolkit", "env")
+	body := string(stripComments(p.Source))
+	for _, bad := range []string{"config.toml.tmpl", "CONTAINERD_CONFIG", "CONTAINERD_SET_AS_DEFAULT"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("profile sets %s (research §9 #7: breaks RKE2 after reboot)", bad)
+		}
 	}
 }
 
