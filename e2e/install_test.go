@@ -60,7 +60,7 @@ func taintsByNode(t *testing.T, c *sandbox.Cluster) map[string][]corev1.Taint {
 	return out
 }
 
-// TestInstallWithNoFlags is the tool's main job on four platforms: detect, install NFD then the
+// TestInstallWithNoFlags is the tool's main job on every platform gpuctl installs with Helm: detect, install NFD then the
 // operator, and end with the real operator's ClusterPolicy Reconciled and every GPU node validated.
 func TestInstallWithNoFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -70,6 +70,10 @@ func TestInstallWithNoFlags(t *testing.T) {
 		{"rke2", "rke2"},
 		{"tkgs", "tkgs"},
 		{"kubeadm", "kubeadm"},
+		{"k3s", "k3s"},
+		{"eks", "eks"},
+		{"aks", "aks"},
+		{"microk8s", "microk8s"},
 	} {
 		t.Run(tc.distro, func(t *testing.T) {
 			c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: tc.distro, GPUNodes: 2, CPUNodes: 1}})
@@ -186,6 +190,17 @@ func TestInstallWithNoFlags(t *testing.T) {
 				}
 			})
 
+			if tc.distro == "gke" {
+				t.Run("GKE nodes without a GKE-installed driver get Google's installer", func(t *testing.T) {
+					if res.Plan.Step("release-gke-driver-installer-cos") == nil {
+						t.Fatalf("no installer step in %v", res.Steps)
+					}
+					dss, err := c.Kube.AppsV1().DaemonSets("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=gke-driver-installer-cos"})
+					if err != nil || len(dss.Items) != 1 {
+						t.Fatalf("installer DaemonSet: %v, %d found", err, len(dss.Items))
+					}
+				})
+			}
 			if tc.distro == "tkgs" {
 				t.Run("the NVAIE secrets exist and the NGC key is nowhere else", func(t *testing.T) {
 					assertNVAIESecrets(t, c, env, stdout+stderr)
