@@ -105,7 +105,7 @@ func TestTKGSWithoutLicenseChangesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := gpuctlEnv(t, c, tc.env, "install")
-			if code == cli.ExitOK || !strings.Contains(stderr, tc.want) {
+			if code != cli.ExitPreflight || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want a failure mentioning %q", code, stderr, tc.want)
 			}
 			if _, err := c.Kube.CoreV1().Namespaces().Get(t.Context(), "gpu-operator", metav1.GetOptions{}); err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -26,6 +27,9 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
+			}
+			if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
+				return usageError{err}
 			}
 			clients, err := g.clients()
 			if err != nil {
@@ -47,7 +51,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 				}
 				return ui.PrintPlan(streams.Out, res.Plan, ui.DetectStyle(streams.Out, getenv))
 			}
-			if res != nil && res.Plan != nil {
+			if res != nil && (res.Plan != nil || res.Preflight != nil) {
 				switch output {
 				case "json":
 					if werr := writeJSON(streams.Out, res); werr != nil {
@@ -75,6 +79,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	f := cmd.Flags()
 	addValuesFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
+	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to install: v26.7.0 (default), v26.3.3 or v25.10.1")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/ui"
@@ -36,6 +37,8 @@ const (
 	ExitUnsupported = 3
 	// ExitNotReady: the install ran but the GPU stack did not become ready in time.
 	ExitNotReady = 4
+	// ExitPreflight: a preflight check failed; nothing was changed.
+	ExitPreflight = 5
 	// ExitInterrupted: Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -83,6 +86,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 	root.PersistentFlags().StringVar(&g.progress, "progress", "auto", "progress on stderr: auto (spinner on a terminal, plain lines otherwise), plain, json")
 	root.AddCommand(
 		newInstallCmd(streams, g, getenv),
+		newCheckCmd(streams, g, getenv),
 		newDetectCmd(streams, g),
 		newProfilesCmd(streams),
 		newTemplateCmd(streams, g),
@@ -180,6 +184,12 @@ func report(w io.Writer, err error) int {
 		fmt.Fprintln(w, "gpuctl: interrupted")
 		return ExitInterrupted
 	case errors.As(err, &ue):
+		fmt.Fprintf(w, "gpuctl: %v\n", err)
+		return ExitUsage
+	case errors.Is(err, engine.ErrPreflightFailed):
+		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)
+		return ExitPreflight
+	case errors.Is(err, engine.ErrInput):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
 	case errors.Is(err, plan.ErrUnsupported):

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/profile"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -33,7 +34,13 @@ type InstallOptions struct {
 	Licensing plan.Licensing
 	// OperatorVersion selects an operator release from the bundle catalog ("" = the charts' own).
 	OperatorVersion string
+	// SkipChecks are preflight check IDs not to run.
+	SkipChecks []string
 }
+
+// ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
+// operator version): reported as such, not as a failed preflight check.
+var ErrInput = errors.New("invalid input")
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
 type Install struct {
@@ -64,6 +71,8 @@ type InstallResult struct {
 	Changed bool `json:"changed"`
 	// Releases are the Helm releases after the run.
 	Releases []*release.Release `json:"releases,omitempty"`
+	// Preflight is the report of the checks run before the first write.
+	Preflight *preflight.Report `json:"preflight,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -94,21 +103,32 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 		return nil, err
 	}
 	res := &InstallResult{Detection: det}
-	p, err := i.buildPlan(det, o)
-	if err != nil {
-		return res, err
+	p, planErr := i.buildPlan(det, o)
+	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
+		return res, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
 	}
 	res.Plan = p
-	for _, w := range p.Warnings {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: w})
+	if p != nil {
+		for _, w := range p.Warnings {
+			sink.Event(Event{Time: time.Now(), Type: Warning, Message: w})
+		}
 	}
-	if o.DryRun {
+	if o.DryRun && planErr == nil {
 		return res, nil
+	}
+	// Preflight judges the plan before the first write; a failed check (or a plan that cannot be
+	// built, e.g. another tool's operator is installed) stops the run with nothing changed.
+	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink)
+	res.Preflight = &rep
+	if err != nil {
+		return res, err
 	}
 	// Secret inputs are read now: a missing or empty one must fail before the first write.
 	secrets, err := i.secretMaterial(p)
 	if err != nil {
-		return res, err
+		sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
+			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
+		return res, fmt.Errorf("%w: %w", ErrPreflightFailed, err)
 	}
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
@@ -132,13 +152,13 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 	for _, f := range o.ValuesFiles {
 		v, err := readValuesFile(f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInput, err)
 		}
 		files = append(files, plan.Layer{Source: f, Values: v})
 	}
 	set, err := release.ParseSet(o.Set)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	infos, err := chartInfos()
 	if err != nil {
@@ -146,7 +166,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	var bv *plan.BundleValues
 	if !b.Default {

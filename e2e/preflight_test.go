@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	helmkube "helm.sh/helm/v4/pkg/kube"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/gpuctl/gpuctl/charts"
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+)
+
+// clusterState fingerprints what gpuctl could change: every object of the kinds it writes, by
+// resourceVersion, and the nodes' labels, annotations and taints (their resourceVersions move with
+// every kwok heartbeat, so they are compared by content).
+func clusterState(t *testing.T, c *sandbox.Cluster) map[string]string {
+	t.Helper()
+	ctx := t.Context()
+	dyn := dynamicClient(t, c)
+	state := map[string]string{}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "namespaces"},
+		{Version: "v1", Resource: "secrets"},
+		{Version: "v1", Resource: "configmaps"},
+		{Version: "v1", Resource: "serviceaccounts"},
+		{Version: "v1", Resource: "resourcequotas"},
+		{Group: "apps", Version: "v1", Resource: "deployments"},
+		{Group: "apps", Version: "v1", Resource: "daemonsets"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list %s: %v", gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			// Token controllers and the like touch kube-system; gpuctl never does.
+			if o.GetNamespace() == "kube-system" || o.GetNamespace() == "kube-node-lease" {
+				continue
+			}
+			state[gvr.Resource+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		annotations := maps.Clone(n.Annotations)
+		delete(annotations, "node.alpha.kubernetes.io/ttl")
+		state["node/"+n.Name] = fmt.Sprint(n.Labels, annotations, n.Spec.Taints)
+	}
+	return state
+}
+
+func assertUnchanged(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if b, ok := before[k]; !ok {
+			t.Errorf("created: %s", k)
+		} else if b != after[k] {
+			t.Errorf("changed: %s", k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			t.Errorf("deleted: %s", k)
+		}
+	}
+}
+
+// Every failure case ends with a clear message, a non-zero exit and an unchanged cluster: preflight
+// and planning run before the first write.
+func TestInstallFailsBeforeTheFirstWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scenario sandbox.Scenario
+		prepare  func(t *testing.T, c *sandbox.Cluster) (kubeconfig string)
+		code     int
+		want     []string
+	}{
+		{
+			name:     "GKE with its own device plugin running on the GPU nodes",
+			scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1, GKEDevicePlugin: true},
+			code:     cli.ExitPreflight,
+			want:     []string{"gke-no-default-nvidia-gpu-device-plugin=true"},
+		},
+		{
+			name:     "GKE Autopilot",
+			scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 1, CPUNodes: 1, GKEAutopilot: true},
+			code:     cli.ExitUnsupported,
+			want:     []string{"Autopilot"},
+		},
+		{
+			name:     "nodes on a Kubernetes older than the operator bundle supports",
+			scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1, KubeletVersion: "v1.29.4"},
+			code:     cli.ExitPreflight,
+			want:     []string{"1.29"},
+		},
+		{
+			name:     "a user whose RBAC lacks what the install needs",
+			scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1},
+			prepare:  readOnlyUser,
+			code:     cli.ExitPreflight,
+			want:     []string{"permission"},
+		},
+		{
+			name:     "a GPU operator another tool installed",
+			scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1},
+			prepare:  helmInstallOperatorElsewhere,
+			code:     cli.ExitPreflight,
+			want:     []string{"nvidia/nvidia-gpu-operator"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := sandbox.StartT(t, sandbox.Options{Scenario: tc.scenario, NoOperator: true})
+			kubeconfig := c.Kubeconfig
+			if tc.prepare != nil {
+				kubeconfig = tc.prepare(t, c)
+			}
+			before := clusterState(t, c)
+			var out, errOut strings.Builder
+			code := cli.Run(context.Background(), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut},
+				[]string{"--kubeconfig", kubeconfig, "--progress", "plain", "install"}, func(string) string { return "" })
+			t.Logf("exit %d\n%s%s", code, out.String(), errOut.String())
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String()+errOut.String(), w) {
+					t.Errorf("output does not mention %q", w)
+				}
+			}
+			assertUnchanged(t, before, clusterState(t, c))
+		})
+	}
+}
+
+// readOnlyUser mints a user who may read everything and write nothing.
+func readOnlyUser(t *testing.T, c *sandbox.Cluster) string {
+	t.Helper()
+	path, _, err := c.NewUser("auditor", "auditors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Kube.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "auditors-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "auditors", APIGroup: "rbac.authorization.k8s.io"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// view cannot list nodes or CRDs, which detection reads; grant those reads too, so what fails is
+	// the permission check and not detection.
+	_, err = c.Kube.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "auditors-cluster-read"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Kube.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "auditors-cluster-read"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "auditors-cluster-read"},
+		Subjects:   []rbacv1.Subject{{Kind: "Group", Name: "auditors", APIGroup: "rbac.authorization.k8s.io"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// helmInstallOperatorElsewhere installs the GPU operator chart with plain Helm under another name
+// and namespace, as someone following NVIDIA's docs would have.
+func helmInstallOperatorElsewhere(t *testing.T, c *sandbox.Cluster) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, charts.FS); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &c.Kubeconfig
+	ns := "nvidia"
+	flags.Namespace = &ns
+	cfg := action.NewConfiguration()
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.Load(filepath.Join(dir, "gpu-operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace, in.CreateNamespace = "nvidia-gpu-operator", ns, true
+	in.Timeout, in.WaitStrategy = time.Minute, helmkube.HookOnlyStrategy
+	if _, err := in.RunWithContext(t.Context(), ch, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c.Kubeconfig
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/ui"
+)
+
+func newCheckCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
+	var o engine.InstallOptions
+	var output string
+	var pre bool
+	var skip []string
+	cmd := &cobra.Command{
+		Use:   "check --pre",
+		Short: "Check that gpuctl can install on this cluster, changing nothing",
+		Long: `check --pre runs the checks gpuctl install runs before its first write: the API answers, you hold
+every permission the install needs, the Kubernetes, OpenShift and containerd versions are ones the GPU
+Operator release supports, no other GPU operator, ClusterPolicy or device plugin is in the way, the GPU
+nodes' drivers and OS fit the plan, Pod Security admits the operands, and the GPU taint strands nothing.
+
+A failed check exits with code 5. Give the same --profile, -f and --set as for install: the checks judge
+the plan those values make.`,
+		Example: `  gpuctl check --pre
+  gpuctl check --pre --profile gke -f my-values.yaml
+  gpuctl check --pre -o json --skip-check host-driver`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !pre {
+				return usageError{errors.New("check needs --pre: only the pre-install checks exist so far")}
+			}
+			if err := outputFlag(output, "text", "json"); err != nil {
+				return err
+			}
+			if err := (&preflight.Runner{Skip: skip}).Validate(); err != nil {
+				return usageError{err}
+			}
+			clients, err := g.clients()
+			if err != nil {
+				return err
+			}
+			res, err := (&engine.Check{Clients: clients, Options: o, Skip: skip}).Run(cmd.Context())
+			if res != nil {
+				var werr error
+				if output == "json" {
+					werr = writeJSON(streams.Out, res.Report)
+				} else {
+					werr = res.Report.Render(streams.Out, ui.DetectStyle(streams.Out, getenv).Color)
+				}
+				if werr != nil && err == nil {
+					err = werr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&pre, "pre", false, "run the pre-install checks (required; checks of an installed stack come later)")
+	f.StringSliceVar(&skip, "skip-check", nil, "a check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
+	addValuesFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
+	f.BoolVar(&o.NoTaint, "no-taint", false, "check an install that does not taint GPU nodes")
+	f.StringVarP(&output, "output", "o", "text", "result format: text, json")
+	return cmd
+}
+
+// checkIDs lists the preflight checks' IDs for flag help.
+func checkIDs() string {
+	var ids []string
+	for _, c := range preflight.Checks() {
+		ids = append(ids, c.ID)
+	}
+	return strings.Join(ids, ", ")
+}

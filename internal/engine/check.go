@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// ErrPreflightFailed is returned when a preflight check failed: nothing was changed.
+var ErrPreflightFailed = errors.New("preflight checks failed")
+
+// Check runs the pre-install checks (`gpuctl check --pre`): detect, plan with the same options an
+// install would use, render what the install would write, and judge it all with package preflight.
+// It only reads.
+type Check struct {
+	Clients *kube.Clients
+	// Options are the install's options; the checks judge the Plan they give.
+	Options InstallOptions
+	// Skip are the IDs of checks not to run.
+	Skip []string
+}
+
+// CheckResult is what Check found.
+type CheckResult struct {
+	// Detection and Plan are nil when they could not be made; the Report says why.
+	Detection *detect.Result   `json:"detection,omitempty"`
+	Plan      *plan.Plan       `json:"plan,omitempty"`
+	Report    preflight.Report `json:"report"`
+}
+
+// Run runs the checks. It returns the result and an error wrapping ErrPreflightFailed when a check
+// failed; other errors mean the checks could not run (an unknown Skip ID, a cancelled context).
+// A cluster that cannot be detected or planned for is a failed check, not an error.
+func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
+	runner := &preflight.Runner{Skip: c.Skip}
+	if err := runner.Validate(); err != nil {
+		return nil, err
+	}
+	res := &CheckResult{}
+	det, detErr := (&Detect{Clients: c.Clients}).Run(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var p *plan.Plan
+	var planErr error
+	if detErr == nil {
+		res.Detection = det
+		p, planErr = (&Install{Clients: c.Clients}).buildPlan(det, c.Options)
+		res.Plan = p
+	}
+	rep, err := runPreflight(ctx, c.Clients, c.Options, c.Skip, preflightInput{detection: det, detectErr: detErr, plan: p, planErr: planErr})
+	res.Report = rep
+	if err != nil {
+		return res, err
+	}
+	if err := preflightError(rep); err != nil {
+		return res, err
+	}
+	// Skipping the api or plan check does not make a cluster that cannot be read or planned for pass.
+	if detErr != nil {
+		return res, fmt.Errorf("%w: detect: %v", ErrPreflightFailed, detErr)
+	}
+	if planErr != nil {
+		return res, fmt.Errorf("%w: plan: %v", ErrPreflightFailed, planErr)
+	}
+	return res, nil
+}
+
+// preflightInput is what detection and planning produced, or why they failed.
+type preflightInput struct {
+	detection *detect.Result
+	detectErr error
+	plan      *plan.Plan
+	planErr   error
+}
+
+// runPreflight renders what the Plan would write and runs the checks on it. Install.Run calls it with
+// its own detection and Plan before its first write.
+func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, in preflightInput) (preflight.Report, error) {
+	env := &preflight.Env{
+		Kube:        clients.Kube,
+		Mapper:      clients.Mapper,
+		Namespace:   clients.Namespace,
+		Detection:   in.detection,
+		DetectError: in.detectErr,
+		Plan:        in.plan,
+		PlanError:   in.planErr,
+	}
+	if in.plan != nil {
+		env.Namespace = in.plan.Namespace
+		kubeVersion := ""
+		if in.detection != nil {
+			kubeVersion = in.detection.KubernetesVersion
+		}
+		objs, err := planObjects(ctx, in.plan, kubeVersion)
+		if err != nil {
+			if ctx.Err() != nil {
+				return preflight.Report{}, ctx.Err()
+			}
+			env.PlanError = err
+		}
+		env.Objects = objs
+	}
+	b, err := chooseBundle(o)
+	if err != nil {
+		return preflight.Report{}, err
+	}
+	env.Bundle = b
+	return (&preflight.Runner{Skip: skip}).Run(ctx, env)
+}
+
+// preflightStep is the ID and title under which an install reports its preflight checks.
+const (
+	preflightStep  = "preflight"
+	preflightTitle = "Preflight checks"
+)
+
+// installPreflight runs the checks for Install.Run, after planning and before the first write, and
+// reports them as a step outside the Plan: each warning as a Warning event, the failures as one
+// StepFailed event whose Detail lists them with their hints. planErr is a planning error that is not
+// plan.ErrUnsupported (those stop the install as they are): it becomes the failed "plan" check, beside
+// the checks that say why (existing-operator for another operator, …). The error wraps
+// ErrPreflightFailed when a check failed.
+func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, det *detect.Result, p *plan.Plan, planErr error, sink Sink) (preflight.Report, error) {
+	emit := func(e Event) {
+		e.Time, e.Step, e.Title = time.Now(), preflightStep, preflightTitle
+		sink.Event(e)
+	}
+	emit(Event{Type: StepStarted})
+	rep, err := runPreflight(ctx, clients, o, skip, preflightInput{detection: det, plan: p, planErr: planErr})
+	if err != nil {
+		emit(Event{Type: StepFailed, Err: err.Error()})
+		return rep, err
+	}
+	counts := map[preflight.Status]int{}
+	var failed []string
+	for _, r := range rep.Results {
+		counts[r.Status]++
+		switch r.Status {
+		case preflight.StatusWarn:
+			sink.Event(Event{Time: time.Now(), Type: Warning, Message: r.Description + ": " + strings.ReplaceAll(r.Message, "\n", "; "), Hint: r.Hint})
+		case preflight.StatusFail:
+			text := r.Description + ":\n" + indent(r.Message)
+			if r.Hint != "" {
+				text += "\n  hint: " + r.Hint
+			}
+			failed = append(failed, text)
+		}
+	}
+	summary := fmt.Sprintf("%d passed, %d warnings, %d skipped", counts[preflight.StatusPass], counts[preflight.StatusWarn], counts[preflight.StatusSkip])
+	err = preflightError(rep)
+	if err == nil && (p == nil || planErr != nil) {
+		// The plan check was skipped, but without a Plan there is nothing to install.
+		err = fmt.Errorf("%w: plan: %v", ErrPreflightFailed, planErr)
+		failed = append(failed, "gpuctl can plan the install:\n"+indent(fmt.Sprint(planErr)))
+	}
+	if err != nil {
+		hint := "nothing was changed; fix what failed, or skip a check with --skip-check <id> if you know why it fails"
+		if p == nil || planErr != nil {
+			hint = "nothing was changed; gpuctl cannot plan the install until what failed is fixed"
+		}
+		emit(Event{Type: StepFailed, Message: fmt.Sprintf("%d failed, %s", counts[preflight.StatusFail], summary),
+			Err: err.Error(), Detail: strings.Join(failed, "\n"), Hint: hint})
+		return rep, err
+	}
+	emit(Event{Type: StepSucceeded, Message: summary})
+	return rep, nil
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// chooseBundle is the GPU Operator release the install targets.
+// TODO(owner): with InstallOptions.OperatorVersion, return bundle.Get(o.OperatorVersion) when it is set.
+func chooseBundle(o InstallOptions) (bundle.Bundle, error) {
+	return bundle.Get(o.OperatorVersion)
+}
+
+// preflightError is nil for a report without failures, else an error wrapping ErrPreflightFailed
+// that names the failed checks.
+func preflightError(rep preflight.Report) error {
+	if !rep.Failed {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrPreflightFailed, strings.Join(rep.IDs(preflight.StatusFail), ", "))
+}
+
+// planObjects are the objects the Plan would write: each objects step's, then each release's rendered
+// manifest with its chart's CRDs, rendered for the cluster's Kubernetes version as Helm would. Skipped
+// steps write nothing. An object that appears twice (a CRD the CRD step and Helm both carry) is kept
+// once.
+func planObjects(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
+	add := func(o *unstructured.Unstructured) {
+		key := o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, o)
+		}
+	}
+	for _, s := range p.Steps {
+		if s.Skip != "" {
+			continue
+		}
+		switch s.Kind {
+		case plan.KindObjects:
+			for _, o := range s.Objects {
+				// The checks only read the objects, so the Plan's maps are shared, not copied.
+				add(&unstructured.Unstructured{Object: o})
+			}
+		case plan.KindRelease:
+			if s.Release == nil {
+				continue
+			}
+			ch, err := loadChart(s.Release.Chart)
+			if err != nil {
+				return out, err
+			}
+			manifest, err := (&release.Render{Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Values: s.Release.Values, KubeVersion: kubeVersion, IncludeCRDs: true}).Run(ctx)
+			if err != nil {
+				return out, err
+			}
+			objs, err := decodeManifest(manifest)
+			if err != nil {
+				return out, fmt.Errorf("render %s: %w", s.Release.Name, err)
+			}
+			for _, o := range objs {
+				add(o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// decodeManifest splits a multi-document YAML manifest into objects, dropping empty documents.
+func decodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}

@@ -1,0 +1,280 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// need is a permission the install needs, and why, when the reason is not simply "it writes that
+// object".
+type need struct {
+	access
+	// via names the role whose rules the caller must hold to create or bind it, e.g. "ClusterRole
+	// gpu-operator"; empty for the install's own reads and writes.
+	via string
+}
+
+// maxMissingLines bounds the missing-permission lines in the message; the rest are counted.
+const maxMissingLines = 10
+
+// checkPermissions: every write, read and watch the install makes is allowed, and Kubernetes will let
+// the caller create the RBAC objects in the charts (RBAC escalation prevention: a role can only be
+// created, and bound, by someone who holds its rules or may escalate and bind).
+func checkPermissions(ctx context.Context, env *Env) Result {
+	if env.Plan == nil && len(env.Objects) == 0 {
+		return skip("needs the install plan, which could not be built")
+	}
+	if env.Kube == nil {
+		return skip("no Kubernetes client")
+	}
+	rv := newReviewer(env.Kube)
+
+	// One question settles it for cluster-admin and its equivalents.
+	everything := access{Verb: "*", Group: "*", Resource: "*"}
+	ans, err := rv.allowed(ctx, []access{everything})
+	if err != nil {
+		return reviewFailed(err)
+	}
+	needs := installNeeds(env)
+	if ans[everything] {
+		return pass(fmt.Sprintf("you may do anything, like cluster-admin; the install needs %d permissions", countDistinct(needs)))
+	}
+
+	qs := make([]access, 0, len(needs))
+	for _, n := range needs {
+		qs = append(qs, n.access)
+	}
+	ans, err = rv.allowed(ctx, qs)
+	if err != nil {
+		return reviewFailed(err)
+	}
+	missing := map[access]need{}
+	for _, n := range needs {
+		if !ans[n.access] {
+			if _, dup := missing[n.access]; !dup {
+				missing[n.access] = n
+			}
+		}
+	}
+	esc, err := escalationNeeds(ctx, env, rv)
+	if err != nil {
+		return reviewFailed(err)
+	}
+	qs = qs[:0]
+	for _, n := range esc {
+		qs = append(qs, n.access)
+	}
+	ans, err = rv.allowed(ctx, qs)
+	if err != nil {
+		return reviewFailed(err)
+	}
+	for _, n := range esc {
+		if !ans[n.access] {
+			if _, dup := missing[n.access]; !dup {
+				missing[n.access] = n
+			}
+		}
+	}
+	total := countDistinct(append(slices.Clone(needs), esc...))
+	if len(missing) == 0 {
+		return pass(fmt.Sprintf("all %d permissions the install needs are granted", total))
+	}
+	return missingResult(missing, total)
+}
+
+func reviewFailed(err error) Result {
+	return warn("could not ask the API server which permissions you have: "+err.Error(),
+		"gpuctl goes ahead; if a permission is missing, the install stops at the first write it may not do")
+}
+
+func countDistinct(needs []need) int {
+	seen := map[access]bool{}
+	for _, n := range needs {
+		seen[n.access] = true
+	}
+	return len(seen)
+}
+
+// installNeeds are the install's own reads and writes: every object it writes (get, create, patch,
+// update: Helm and server-side apply use create or patch, Helm upgrades update), Helm's release
+// Secrets, the CRD step, the taint, and the lists and watches of its waits.
+func installNeeds(env *Env) []need {
+	var out []need
+	add := func(ns, group, resource string, verbs ...string) {
+		for _, v := range verbs {
+			out = append(out, need{access: access{Namespace: ns, Verb: v, Group: group, Resource: resource}})
+		}
+	}
+	crds := crdResources(env.Objects)
+	for _, obj := range env.Objects {
+		gr, namespaced := resourceFor(env.Mapper, crds, obj)
+		ns := ""
+		if namespaced {
+			ns = obj.GetNamespace()
+			if ns == "" {
+				ns = env.Namespace
+			}
+		}
+		add(ns, gr.Group, gr.Resource, "get", "create", "patch", "update")
+	}
+	ns := env.Namespace
+	// Helm keeps each release revision in a Secret in the release namespace (its default driver).
+	add(ns, "", "secrets", "get", "list", "create", "update", "delete")
+	// kube.ApplyCRDs reads, server-side applies, and watches until each CRD is Established.
+	add("", "apiextensions.k8s.io", "customresourcedefinitions", "get", "list", "watch", "create", "patch")
+	// The waits: NFD labels and allocatable GPUs on nodes, the operator Deployment, validator pods,
+	// operand DaemonSets and the ClusterPolicy (package health uses informers: list and watch).
+	add("", "", "nodes", "get", "list", "watch")
+	add(ns, "", "pods", "list", "watch")
+	add(ns, "apps", "daemonsets", "list", "watch")
+	add(ns, "apps", "deployments", "list", "watch")
+	add("", "nvidia.com", "clusterpolicies", "get", "list", "watch")
+	if tainting(env.Plan) {
+		add("", "", "nodes", "patch")
+		// The taint safety check lists every DaemonSet to find those that would not reach GPU nodes.
+		add("", "apps", "daemonsets", "list")
+	}
+	return out
+}
+
+// tainting reports whether the Plan taints the GPU nodes.
+func tainting(p *plan.Plan) bool {
+	if p == nil {
+		return false
+	}
+	for _, s := range p.Steps {
+		if s.Kind == plan.KindTaint {
+			return s.Skip == ""
+		}
+	}
+	return false
+}
+
+// crdResource is what a CRD among the objects says about the kind it defines.
+type crdResource struct {
+	resource   string
+	namespaced bool
+}
+
+// crdResources maps the kinds defined by the CRDs among the objects, for custom resources the cluster
+// does not serve yet (the ClusterPolicy before its CRD is applied).
+func crdResources(objs []*unstructured.Unstructured) map[schema.GroupKind]crdResource {
+	out := map[schema.GroupKind]crdResource{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		plural, _, _ := unstructured.NestedString(o.Object, "spec", "names", "plural")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		if kind != "" && plural != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = crdResource{resource: plural, namespaced: scope == "Namespaced"}
+		}
+	}
+	return out
+}
+
+// resourceFor maps an object's kind to its resource: through the mapper, else a CRD among the
+// objects, else the conventional lower-case plural (namespaced if the object names a namespace).
+func resourceFor(mapper meta.RESTMapper, crds map[schema.GroupKind]crdResource, obj *unstructured.Unstructured) (schema.GroupResource, bool) {
+	gvk := obj.GroupVersionKind()
+	if mapper != nil {
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Resource.GroupResource(), m.Scope.Name() == meta.RESTScopeNameNamespace
+		}
+	}
+	if c, ok := crds[gvk.GroupKind()]; ok {
+		return schema.GroupResource{Group: gvk.Group, Resource: c.resource}, c.namespaced
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.GroupResource(), obj.GetNamespace() != ""
+}
+
+// missingResult lists the missing permissions compactly, one line per resource, scope and reason.
+func missingResult(missing map[access]need, total int) Result {
+	type lineKey struct {
+		group, resource, namespace, via, path string
+	}
+	verbs := map[lineKey][]string{}
+	var keys []lineKey
+	for _, n := range missing {
+		k := lineKey{group: n.Group, resource: n.Resource, namespace: n.Namespace, via: n.via, path: n.Path}
+		if n.Subresource != "" {
+			k.resource += "/" + n.Subresource
+		}
+		if n.Name != "" {
+			k.resource += " " + n.Name
+		}
+		if _, ok := verbs[k]; !ok {
+			keys = append(keys, k)
+		}
+		verbs[k] = append(verbs[k], n.Verb)
+	}
+	what := func(k lineKey) string {
+		switch {
+		case k.path != "":
+			return "URL " + k.path
+		case k.group != "":
+			return k.group + "/" + k.resource
+		default:
+			return k.resource
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.via != b.via {
+			return a.via < b.via
+		}
+		if what(a) != what(b) {
+			return what(a) < what(b)
+		}
+		return a.namespace < b.namespace
+	})
+	var lines []string
+	viaRole := false
+	for i, k := range keys {
+		viaRole = viaRole || k.via != ""
+		if i >= maxMissingLines {
+			continue
+		}
+		vs := verbs[k]
+		sort.Strings(vs)
+		line := what(k) + ": " + strings.Join(vs, ", ")
+		if k.namespace != "" {
+			line += " (namespace " + k.namespace + ")"
+		}
+		if k.via != "" {
+			line += " (to grant them in " + k.via + ")"
+		}
+		lines = append(lines, line)
+	}
+	if len(keys) > maxMissingLines {
+		lines = append(lines, fmt.Sprintf("and %d more", len(keys)-maxMissingLines))
+	}
+	msg := fmt.Sprintf("%d of the %d permissions the install needs are missing:\n%s", len(missing), total, strings.Join(lines, "\n"))
+
+	hint := "bind a ClusterRole that grants them, e.g. cluster-admin: kubectl create clusterrolebinding gpuctl-install --clusterrole=cluster-admin --user=<you>"
+	if len(keys) == 1 && keys[0].via == "" && keys[0].path == "" {
+		k := keys[0]
+		scope := "a ClusterRole and ClusterRoleBinding"
+		if k.namespace != "" {
+			scope = "a Role and RoleBinding in namespace " + k.namespace
+		}
+		hint = fmt.Sprintf("grant the rule {apiGroups: [%q], resources: [%s], verbs: [%s]} with %s, or bind cluster-admin",
+			k.group, k.resource, strings.Join(verbs[k], ", "), scope)
+	}
+	if viaRole {
+		hint += "; Kubernetes lets you create and bind a role only if you hold its rules, or may escalate and bind on clusterroles and roles (rbac.authorization.k8s.io)"
+	}
+	return fail(msg, hint)
+}
