@@ -170,7 +170,7 @@ func readOnlyUser(t *testing.T, c *sandbox.Cluster) string {
 	// the permission check and not detection.
 	_, err = c.Kube.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "auditors-cluster-read"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

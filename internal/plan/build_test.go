@@ -57,7 +57,6 @@ func build(t *testing.T, det *detect.Result, o Options) *Plan {
 	return p
 }
 
-
 func stepIDs(p *Plan) []string {
 	var ids []string
 	for _, s := range p.Steps {
