@@ -6,7 +6,7 @@ import "embed"
 // two of Names and the optional ones of Optional. The all: prefix keeps templates/_helpers.tpl, which
 // go:embed would otherwise skip.
 //
-//go:embed all:node-feature-discovery all:gpu-operator all:gke-driver-installer
+//go:embed all:node-feature-discovery all:gpu-operator all:olm-operator all:gke-driver-installer
 var FS embed.FS
 
 // Names lists the embedded charts in install order: NFD must label the GPU nodes before the GPU
@@ -18,7 +18,8 @@ func Names() []string {
 // Optional lists the embedded charts that only some platforms need, so they are not in Names and
 // its install order. gke-driver-installer runs Google's NVIDIA driver installer on GKE GPU nodes
 // where GKE installs no driver; it must be ready before the GPU Operator, which then runs with
-// driver.enabled=false (research §5 GKE).
+// driver.enabled=false (research §5 GKE). olm-operator subscribes to an operator through OLM, the
+// only way NVIDIA supports on OpenShift (research §5 OpenShift).
 func Optional() []string {
-	return []string{"gke-driver-installer"}
+	return []string{"gke-driver-installer", "olm-operator"}
 }

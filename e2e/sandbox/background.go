@@ -2,6 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -30,7 +35,12 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 		if err != nil {
 			c.logf("olm stand-in not started: %v", err)
 		} else {
-			run("olm", func(ctx context.Context) error { return runOLMStandIn(ctx, c.Kube, dyn, hw, c.logf) })
+			crds, err := readCRDs(c.Tools.OperatorCRDs)
+			if err != nil {
+				c.logf("olm stand-in: the GPU operator bundle will carry no CRDs: %v", err)
+			}
+			bundles := map[string][]*unstructured.Unstructured{"gpu-operator-certified": crds}
+			run("olm", func(ctx context.Context) error { return runOLMStandIn(ctx, c.Kube, dyn, bundles, c.logf) })
 		}
 	}
 	if !noOperator {
@@ -44,4 +54,25 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			factory.Shutdown()
 		}()
 	}
+}
+
+// readCRDs reads the CRD manifests in dir (one per file).
+func readCRDs(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

@@ -321,13 +321,15 @@ func gpuOperatorPackage() unstructured.Unstructured {
 					"kernelModuleType":   "auto",
 					"repoConfig":         map[string]any{"configMapName": ""},
 					"certConfig":         map[string]any{"name": ""},
-					"licensingConfig":    map[string]any{"nlsEnabled": true, "secretName": ""},
+					// No licensingConfig.secretName nor upgradePolicy.gpuPodDeletion: the sandbox's bundle
+					// carries the CRDs of the operator module it runs (September 2025), which has neither
+					// field, and a bundle's alm-examples always fit its own CRDs.
+					"licensingConfig":    map[string]any{"nlsEnabled": true},
 					"virtualTopology":    map[string]any{"config": ""},
 					"kernelModuleConfig": map[string]any{"name": ""},
 					"upgradePolicy": map[string]any{
 						"autoUpgrade": true, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
 						"drain":             map[string]any{"enable": false, "force": false, "timeoutSeconds": 300},
-						"gpuPodDeletion":    map[string]any{"force": false, "timeoutSeconds": 300, "deleteEmptyDir": false},
 						"waitForCompletion": map[string]any{"timeoutSeconds": 0},
 					},
 				},

@@ -111,7 +111,8 @@ type plannedInstall struct {
 // catalog counts as present if its CatalogSource object exists or a PackageManifest names it); a
 // PackageManifest carries no install strategy, so the stand-in knows the two bundles it must install
 // (gpu-operator-certified and nfd, olmBundleStrategy) and installs an empty strategy for any other;
-// bundle CRDs are not applied (the operator applies its own CRDs, research §3); the ClusterRoles grant
+// bundle CRDs are the ones the sandbox is given per package (the operator module's own, for
+// gpu-operator-certified), created when missing and never upgraded; the ClusterRoles grant
 // everything instead of the bundle's exact clusterPermissions; no upgrades (one CSV per Subscription,
 // never replaced), no dependency resolution, install-mode or OperatorGroup selector checks, CSV
 // copies into target namespaces, operator conditions or catalog health entries; a Succeeded CSV stays
@@ -121,6 +122,8 @@ type olmStandIn struct {
 	cs   kubernetes.Interface
 	dyn  dynamic.Interface
 	logf func(string, ...any)
+	// bundleCRDs are applied before a package's CSV objects, as OLM applies a bundle's CRDs.
+	bundleCRDs map[string][]*unstructured.Unstructured
 
 	subs, plans, csvs, groups, packages, nfds cache.GenericLister
 	// catalogs is nil when the CatalogSource API is not served.
@@ -146,12 +149,16 @@ type olmStandIn struct {
 // the CRDs of subscriptions, installplans, clusterserviceversions, operatorgroups and
 // nodefeaturediscoveries need the status subresource, as OLM's own do. It needs a client allowed to
 // grant any RBAC (cluster-admin). The hardware map is not used: OLM does not look at hardware.
-func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, _ map[string]Hardware, logf func(string, ...any)) error {
+//
+// bundleCRDs are the CRDs each package's bundle carries, by package name: OLM applies a bundle's CRDs
+// before its CSV, which is how the GPU operator's ClusterPolicy CRD gets onto an OpenShift cluster.
+func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs map[string][]*unstructured.Unstructured, logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	o := &olmStandIn{
 		cs:                  cs,
 		dyn:                 dyn,
+		bundleCRDs:          bundleCRDs,
 		logf:                logf,
 		deployments:         factory.Apps().V1().Deployments().Lister(),
 		daemonSets:          factory.Apps().V1().DaemonSets().Lister(),
@@ -969,6 +976,14 @@ func csvRBACName(csv, serviceAccount string) string { return csv + "-" + service
 // ensureCSVObjects creates what the CSV's strategy declares and does not exist yet. Namespaced objects
 // are owned by the CSV; cluster-scoped ones carry its olm.owner labels only.
 func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Unstructured, s olmStrategy) error {
+	pkg, _, _ := strings.Cut(csv.GetName(), ".")
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, crd := range o.bundleCRDs[pkg] {
+		_, err := o.dyn.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{FieldManager: "catalog-operator"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("bundle CRD %s: %w", crd.GetName(), err)
+		}
+	}
 	ns := csv.GetNamespace()
 	owner := []metav1.OwnerReference{{
 		APIVersion: olmAPIVersion, Kind: olmKindCSV, Name: csv.GetName(), UID: csv.GetUID(),

@@ -80,6 +80,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	addValuesFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
+	f.StringVar(&o.Channel, "channel", "", "OpenShift: the OLM channel of NVIDIA's certified operator (default: the package's default channel)")
 	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to install: v26.7.0 (default), v26.3.3 or v25.10.1")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")

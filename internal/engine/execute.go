@@ -32,10 +32,11 @@ type executor struct {
 	extraValues map[string]map[string]any
 	// secrets are the Secret objects of KindSecrets steps, read before the run (their contents never
 	// reach an event).
-	secrets  []map[string]any
-	results  []StepResult
-	changed  bool
-	releases *release.Client
+	secrets []map[string]any
+	results []StepResult
+	changed bool
+	// releases are Helm clients by namespace.
+	releases map[string]*release.Client
 }
 
 // stepOutcome is what one step reports when it ends well.
@@ -56,11 +57,7 @@ func (e *stepError) Error() string { return e.err.Error() }
 func (e *stepError) Unwrap() error { return e.err }
 
 func (x *executor) run(ctx context.Context) error {
-	rc, err := release.New(x.clients.Getter, x.plan.Namespace, nil)
-	if err != nil {
-		return err
-	}
-	x.releases = rc
+	x.releases = map[string]*release.Client{}
 	x.extraValues = map[string]map[string]any{}
 	count := len(x.plan.Steps)
 	for i := range x.plan.Steps {
@@ -154,6 +151,14 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 	case plan.KindWaitAllocatable:
 		err := x.waiter(progress).GPUsAllocatable(ctx, x.gpuNodes)
 		return stepOutcome{message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
+	case plan.KindWaitCSV:
+		return x.waitCSV(ctx, s, progress)
+	case plan.KindApprove:
+		return x.approve(ctx, s, progress)
+	case plan.KindClusterPolicy:
+		return x.clusterPolicy(ctx, s)
+	case plan.KindPSP:
+		return x.psp(ctx, s)
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
 		return stepOutcome{message: "ready (Reconciled)"}, err
@@ -226,7 +231,16 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	if extra := x.extraValues[s.ID]; extra != nil {
 		values = mergeValues(values, extra)
 	}
-	res, err := (&release.Apply{Client: x.releases, Name: s.Release.Name, Chart: ch, Values: values}).Run(ctx)
+	if s.Release.Chart == plan.OLMChart {
+		if values, err = x.olmValues(ctx, values); err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	rc, err := x.releaseClient(s.Release.Namespace)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	res, err := (&release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values}).Run(ctx)
 	if err != nil {
 		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}
@@ -277,4 +291,20 @@ func sortedUnique(names []string) []string {
 	out := slices.Clone(names)
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// releaseClient is the Helm client of a namespace (releases are stored where they are installed).
+func (x *executor) releaseClient(ns string) (*release.Client, error) {
+	if ns == "" {
+		ns = x.plan.Namespace
+	}
+	if rc, ok := x.releases[ns]; ok {
+		return rc, nil
+	}
+	rc, err := release.New(x.clients.Getter, ns, nil)
+	if err != nil {
+		return nil, err
+	}
+	x.releases[ns] = rc
+	return rc, nil
 }

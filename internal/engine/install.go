@@ -36,6 +36,8 @@ type InstallOptions struct {
 	OperatorVersion string
 	// SkipChecks are preflight check IDs not to run.
 	SkipChecks []string
+	// Channel is the OLM channel of the GPU operator on OpenShift ("" = the package's default).
+	Channel string
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -136,9 +138,12 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets}
 	err = x.run(ctx)
 	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
-	if rc, rerr := release.New(i.Clients.Getter, p.Namespace, nil); rerr == nil {
-		for _, name := range []string{plan.NFDRelease, plan.OperatorRelease} {
-			if r, _ := rc.Last(name); r != nil {
+	for _, s := range p.Steps {
+		if s.Release == nil || s.Skip != "" {
+			continue
+		}
+		if rc, rerr := x.releaseClient(s.Release.Namespace); rerr == nil {
+			if r, _ := rc.Last(s.Release.Name); r != nil {
 				r.Values = nil // in the plan already; keeps -o json short
 				res.Releases = append(res.Releases, r)
 			}
@@ -180,7 +185,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		Bundle:    bv,
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
-			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing,
+			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 		},
 	})
 }

@@ -57,6 +57,8 @@ type Options struct {
 	Timeout time.Duration
 	// Licensing names the NVAIE inputs (TKGS/VKS with vGPU).
 	Licensing Licensing
+	// Channel is the OLM channel of NVIDIA's certified operator on OpenShift ("" = the package's default).
+	Channel string
 }
 
 // Input is everything Build reads.
@@ -92,9 +94,6 @@ func Build(in Input) (*Plan, error) {
 		o.Timeout = 20 * time.Minute
 	}
 	distro := det.Distribution.Name
-	if distro == "openshift" {
-		return nil, fmt.Errorf("%w: on OpenShift NVIDIA supports only installing through OLM (the certified operator from OperatorHub), which gpuctl does not do yet; install the NFD Operator and the NVIDIA GPU Operator from OperatorHub", ErrUnsupported)
-	}
 	if det.Autopilot != nil && det.Autopilot.Detected {
 		return nil, fmt.Errorf("%w: GKE Autopilot does not allow the GPU operator's privileged DaemonSets (NVIDIA supports GKE Standard only); use a Standard cluster or GKE's own GPU support", ErrUnsupported)
 	}
@@ -116,6 +115,12 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 
+	if distro == "openshift" {
+		if op := det.Existing.GPUOperator; op.Present && !ownSubscription(op.OLM, OpenShiftOperatorNS, OperatorPackage) {
+			return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
+		}
+		return buildOpenShift(in, p, prof, o)
+	}
 	if op := det.Existing.GPUOperator; op.Present && !ours(op.Helm, OperatorRelease, o.Namespace) {
 		return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
 	}
@@ -160,6 +165,11 @@ func Build(in Input) (*Plan, error) {
 	nfdRelease := &Release{Name: NFDRelease, Namespace: o.Namespace, Chart: nfdChart.Name, ChartVersion: nfdChart.Version, Layers: nfdLayers, Values: flatten(nfdLayers)}
 	opRelease := &Release{Name: OperatorRelease, Namespace: o.Namespace, Chart: opChart.Name, ChartVersion: opChart.Version, Layers: opLayers, Values: flatten(opLayers)}
 
+	if distro == "rke2" || distro == "k3s" {
+		// RKE2 and k3s detect the NVIDIA runtime and register RuntimeClass nvidia themselves; the operator's
+		// toolkit adds the same handler to their containerd (research §5 RKE2/k3s).
+		p.Warnings = append(p.Warnings, "on "+distro+" GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass "+distro+" and the operator both provide), or the device plugin's CDI injection")
+	}
 	add := func(s Step) { p.Steps = append(p.Steps, s) }
 	add(Step{ID: "namespace", Kind: KindObjects, Title: "Namespace " + o.Namespace,
 		Why:     "the operands are privileged DaemonSets: Pod Security Admission must allow them in this namespace",
@@ -185,6 +195,13 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 	add(licensing)
+	if distro == "tkgs" {
+		// Older TKGS clusters (Kubernetes < 1.25) enforce PodSecurityPolicy; VMware's practice binds
+		// psp:vmware-system-privileged to the namespace's service accounts (research §5 TKGS, seed 002).
+		// Whether PSP is served is known only at run time.
+		add(Step{ID: "psp", Kind: KindPSP, Title: "PodSecurityPolicy RoleBinding (older TKGS)", Target: o.Namespace,
+			Why: "operands are privileged; on clusters that still enforce PodSecurityPolicy they need the privileged policy"})
+	}
 
 	crds := Step{ID: "crds", Kind: KindCRDs, Title: "CRDs (server-side apply)",
 		Why: "Helm installs a chart's CRDs once and never upgrades them; stale CRDs reject new ClusterPolicy fields"}
@@ -359,6 +376,8 @@ func describeOperator(op detect.OperatorInstall) string {
 	switch {
 	case op.Helm != nil:
 		return fmt.Sprintf("Helm release %s/%s", op.Helm.Namespace, op.Helm.Name)
+	case op.OLM != nil:
+		return fmt.Sprintf("OLM subscription %s/%s", op.OLM.Namespace, op.OLM.Name)
 	case op.Deployment != nil:
 		return fmt.Sprintf("Deployment %s/%s", op.Deployment.Namespace, op.Deployment.Name)
 	default:

@@ -27,6 +27,11 @@ func fakeProfiles(name string) (profile.Profile, error) {
 			"hostPaths":    map[string]any{"driverInstallDir": "/home/kubernetes/bin/nvidia"},
 			"extraObjects": []any{map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": map[string]any{"name": "gpu-operator-quota"}}},
 		}, NFD: map[string]any{}},
+		"openshift": {Name: "openshift", Values: map[string]any{
+			"platform": map[string]any{"openshift": true}, "nfd": map[string]any{"enabled": false},
+			"operator": map[string]any{"use_ocp_driver_toolkit": true, "repository": "x"},
+			"dcgm":     map[string]any{"enabled": true},
+		}, NFD: map[string]any{}},
 		"rke2": {Name: "rke2", Values: map[string]any{"toolkit": map[string]any{"env": []any{map[string]any{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"}}}}, NFD: map[string]any{}},
 	}
 	p, ok := ps[name]
@@ -228,7 +233,6 @@ func TestBuildRefuses(t *testing.T) {
 		want        string
 		unsupported bool
 	}{
-		{"OpenShift, which NVIDIA supports only through OLM", detection("openshift"), "OLM", true},
 		{"GKE Autopilot", detection("gke", func(r *detect.Result) { r.Autopilot = &detect.Finding{Detected: true} }), "Autopilot", true},
 		{"a cluster with another tool's GPU operator", detection("kubeadm", func(r *detect.Result) {
 			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: "nvidia-gpu-operator", Namespace: "nvidia"}}
@@ -369,6 +373,50 @@ func TestGKEDriverInstaller(t *testing.T) {
 			if strings.Contains(id, "gke-driver-installer") {
 				t.Errorf("unexpected step %s", id)
 			}
+		}
+	})
+}
+
+func TestOpenShiftGoesThroughOLM(t *testing.T) {
+	charts := map[string]ChartInfo{OLMChart: {Name: OLMChart, Version: "0.1.0"}}
+	for k, v := range testCharts {
+		charts[k] = v
+	}
+	det := detection("openshift")
+	p, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts, Options: Options{Set: map[string]any{"driver": map[string]any{"version": "595"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"namespace", "licensing", "release-nfd-operator", "wait-csv-nfd", "nfd-instance", "wait-nfd", "safety", "taint",
+		"release-gpu-operator-certified", "approve", "wait-csv-gpu-operator", "clusterpolicy",
+		"wait-operator", "wait-validators", "wait-allocatable", "wait-clusterpolicy"}
+	if got := stepIDs(p); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %v\nwant  %v", got, want)
+	}
+	if p.Namespace != "nvidia-gpu-operator" {
+		t.Errorf("namespace %s", p.Namespace)
+	}
+	if v := p.Step("release-gpu-operator-certified").Release.Values; v["installPlanApproval"] != "Manual" || v["source"] != "certified-operators" {
+		t.Errorf("subscription values %v", v)
+	}
+	spec := p.Step("clusterpolicy").PolicySpec
+	if at(spec, "operator", "use_ocp_driver_toolkit") != true || at(spec, "driver", "version") != "595" || at(spec, "dcgm", "enabled") != true {
+		t.Errorf("policy overrides %v", spec)
+	}
+	for _, chartOnly := range []string{"platform", "nfd"} {
+		if _, has := spec[chartOnly]; has {
+			t.Errorf("chart-only key %s in the ClusterPolicy overrides", chartOnly)
+		}
+	}
+	if at(spec, "operator", "repository") != nil {
+		t.Error("the operator image is OLM's, not the ClusterPolicy's")
+	}
+	t.Run("NVIDIA's certified operator installed by gpuctl before is no reason to refuse", func(t *testing.T) {
+		det := detection("openshift", func(r *detect.Result) {
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified"}}
+		})
+		if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -31,6 +31,14 @@ const (
 	KindWaitAllocatable Kind = "wait-allocatable"
 	// KindWaitPolicy waits for the ClusterPolicy to be ready with reason Reconciled.
 	KindWaitPolicy Kind = "wait-clusterpolicy"
+	// KindWaitCSV waits until an OLM Subscription's installed ClusterServiceVersion has Succeeded.
+	KindWaitCSV Kind = "wait-csv"
+	// KindApprove approves the InstallPlan of a Manual OLM Subscription for the CSV its channel names.
+	KindApprove Kind = "approve-installplan"
+	// KindClusterPolicy applies the ClusterPolicy from the installed CSV's alm-examples with overrides.
+	KindClusterPolicy Kind = "clusterpolicy"
+	// KindPSP binds the privileged PodSecurityPolicy where the cluster still serves PSP.
+	KindPSP Kind = "psp"
 )
 
 // Plan is what gpuctl will do, in order. It is data: --dry-run prints it, the wizard shows it for
@@ -75,8 +83,12 @@ type Step struct {
 	Taint *Taint `json:"taint,omitempty"`
 	// Safety for KindSafety.
 	Safety *Safety `json:"safety,omitempty"`
-	// Target names what a wait step waits for (a Deployment, a ClusterPolicy).
+	// Target names what a wait step waits for (a Deployment, a ClusterPolicy, "namespace/subscription").
 	Target string `json:"target,omitempty"`
+	// PolicyName and PolicySpec for KindClusterPolicy: the name to give the alm-example, and the spec
+	// values merged over it.
+	PolicyName string         `json:"policyName,omitempty"`
+	PolicySpec map[string]any `json:"policySpec,omitempty"`
 }
 
 // Release is a Helm release to apply.

@@ -10,6 +10,13 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
+// ownSubscription reports whether an OLM subscription is the one gpuctl's OpenShift plan makes:
+// NVIDIA's certified operator in nvidia-gpu-operator.
+func ownSubscription(env *Env, s *detect.Subscription) bool {
+	return s != nil && env.Plan != nil && env.Plan.Step("release-gpu-operator-certified") != nil &&
+		s.Namespace == plan.OpenShiftOperatorNS && s.Package == plan.OperatorPackage
+}
+
 // ours reports whether a Helm release is gpuctl's own: the name gpuctl gives it, in gpuctl's namespace.
 // gpuctl upgrades its own releases and leaves everything else alone.
 func ours(h *detect.HelmRelease, name, namespace string) bool {
@@ -40,6 +47,9 @@ func checkExistingOperator(_ context.Context, env *Env) Result {
 	}
 	if ours(op.Helm, plan.OperatorRelease, env.Namespace) && op.OLM == nil {
 		return pass(describeRelease(op.Helm) + ": gpuctl's own, the install upgrades it")
+	}
+	if ownSubscription(env, op.OLM) {
+		return pass(fmt.Sprintf("OLM subscription %s/%s: gpuctl's own, the install keeps it", op.OLM.Namespace, op.OLM.Name))
 	}
 	var found []string
 	hint := "uninstall it first, or keep managing it with the tool that installed it"
@@ -85,7 +95,13 @@ func checkExistingClusterPolicy(_ context.Context, env *Env) Result {
 		names = append(names, s)
 	}
 	list := strings.Join(names, ", ")
-	ownOperator := ours(e.GPUOperator.Helm, plan.OperatorRelease, env.Namespace)
+	ownOperator := ours(e.GPUOperator.Helm, plan.OperatorRelease, env.Namespace) || ownSubscription(env, e.GPUOperator.OLM)
+	policy := plan.ClusterPolicyName
+	if env.Plan != nil {
+		if s := env.Plan.Step("wait-clusterpolicy"); s != nil && s.Target != "" {
+			policy = s.Target
+		}
+	}
 	switch {
 	case e.GPUOperator.Present && !ownOperator:
 		return fail("ClusterPolicy "+list+" belongs to the GPU operator that is already installed",
@@ -93,15 +109,15 @@ func checkExistingClusterPolicy(_ context.Context, env *Env) Result {
 	case !ownOperator:
 		return fail("ClusterPolicy "+list+" exists without a GPU operator (left over from an earlier install?): the operator honours only the oldest ClusterPolicy, and Helm will not take one over",
 			"delete it: kubectl delete clusterpolicy "+e.ClusterPolicies[0].Name)
-	case e.ActiveClusterPolicy != plan.ClusterPolicyName:
-		return fail(fmt.Sprintf("ClusterPolicy %s is older than gpuctl's %s, so the operator honours it and ignores gpuctl's", e.ActiveClusterPolicy, plan.ClusterPolicyName),
+	case e.ActiveClusterPolicy != policy:
+		return fail(fmt.Sprintf("ClusterPolicy %s is older than gpuctl's %s, so the operator honours it and ignores gpuctl's", e.ActiveClusterPolicy, policy),
 			"delete it: kubectl delete clusterpolicy "+e.ActiveClusterPolicy)
 	case len(e.ClusterPolicies) > 1:
 		var others []string
 		for _, cp := range e.ClusterPolicies[1:] {
 			others = append(others, cp.Name)
 		}
-		return warn("besides gpuctl's "+plan.ClusterPolicyName+", ClusterPolicy "+strings.Join(others, ", ")+" exists; the operator ignores it",
+		return warn("besides gpuctl's "+policy+", ClusterPolicy "+strings.Join(others, ", ")+" exists; the operator ignores it",
 			"delete it to avoid confusion: kubectl delete clusterpolicy "+strings.Join(others, " "))
 	}
 	return pass(list + ": gpuctl's own, the install updates it")
@@ -126,6 +142,11 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 	}
 	if ours(n.Helm, plan.NFDRelease, env.Namespace) {
 		return pass(describeRelease(n.Helm) + ": gpuctl's own, the install upgrades it")
+	}
+	if s := n.OLM; s != nil && env.Plan != nil && s.Namespace == plan.OpenShiftNFDNS && s.Package == plan.NFDPackage {
+		if st := env.Plan.Step("release-nfd-operator"); st != nil && st.Skip == "" {
+			return pass(fmt.Sprintf("OLM subscription %s/%s: gpuctl's own, the install keeps it", s.Namespace, s.Name))
+		}
 	}
 	var where string
 	switch {

@@ -28,7 +28,14 @@ func PrintInstallResult(w io.Writer, r *engine.InstallResult, namespace string, 
 			return err
 		}
 	}
-	fmt.Fprintf(b, "\nLook around:\n  kubectl get pods -n %s -o wide\n  kubectl get clusterpolicy cluster-policy\n  helm list -n %s\n", namespace, namespace)
+	policy := "cluster-policy"
+	if r.Plan != nil {
+		namespace = r.Plan.Namespace
+		if s := r.Plan.Step("wait-clusterpolicy"); s != nil {
+			policy = s.Target
+		}
+	}
+	fmt.Fprintf(b, "\nLook around:\n  kubectl get pods -n %s -o wide\n  kubectl get clusterpolicy %s\n  helm list -A\n", namespace, policy)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

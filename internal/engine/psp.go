@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// psp binds VMware's privileged PodSecurityPolicy to the namespace's service accounts on clusters
+// that still serve PodSecurityPolicy (removed in Kubernetes 1.25; research §5 TKGS): the GPU operator
+// dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
+func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	res, err := x.clients.Discovery.ServerResourcesForGroupVersion("policy/v1beta1")
+	served := false
+	if err == nil {
+		for _, r := range res.APIResources {
+			served = served || r.Name == "podsecuritypolicies"
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return stepOutcome{}, err
+	}
+	if !served {
+		return stepOutcome{skipped: true, message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
+	}
+	ns := s.Target
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "gpuctl-psp-privileged", "namespace": ns},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "psp:vmware-system-privileged"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:" + ns}},
+	}
+	return x.objects(ctx, &plan.Step{Objects: []map[string]any{binding}})
+}
