@@ -4,22 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	helmkube "helm.sh/helm/v4/pkg/kube"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 )
@@ -190,27 +182,6 @@ func readOnlyUser(t *testing.T, c *sandbox.Cluster) string {
 // and namespace, as someone following NVIDIA's docs would have.
 func helmInstallOperatorElsewhere(t *testing.T, c *sandbox.Cluster) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	ns := "nvidia"
-	flags.Namespace = &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, ns, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := loader.Load(filepath.Join(dir, "gpu-operator"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace = "nvidia-gpu-operator", ns, true
-	in.Timeout, in.WaitStrategy = time.Minute, helmkube.HookOnlyStrategy
-	if _, err := in.RunWithContext(t.Context(), ch, nil); err != nil {
-		t.Fatal(err)
-	}
+	helmInstall(t, c, "nvidia", "nvidia-gpu-operator", "gpu-operator")
 	return c.Kubeconfig
 }
