@@ -12,14 +12,25 @@ import (
 // that still serve PodSecurityPolicy (removed in Kubernetes 1.25; research §5 TKGS): the GPU operator
 // dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
 func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
-	res, err := x.clients.Discovery.ServerResourcesForGroupVersion("policy/v1beta1")
-	served := false
-	if err == nil {
-		for _, r := range res.APIResources {
-			served = served || r.Name == "podsecuritypolicies"
-		}
-	} else if !apierrors.IsNotFound(err) {
+	// Ask for the group version only if the server lists it: discovery clients differ in the error
+	// they return for a version that is not served.
+	groups, err := x.clients.Discovery.ServerGroups()
+	if err != nil {
 		return stepOutcome{}, err
+	}
+	served := false
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			if v.GroupVersion == "policy/v1beta1" {
+				res, err := x.clients.Discovery.ServerResourcesForGroupVersion(v.GroupVersion)
+				if err != nil && !apierrors.IsNotFound(err) {
+					return stepOutcome{}, err
+				}
+				for i := 0; res != nil && i < len(res.APIResources); i++ {
+					served = served || res.APIResources[i].Name == "podsecuritypolicies"
+				}
+			}
+		}
 	}
 	if !served {
 		return stepOutcome{skipped: true, message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil

@@ -22,8 +22,9 @@ func TestPSPStep(t *testing.T) {
 		t.Helper()
 		cs := fake.NewClientset()
 		disc := cs.Discovery().(*fakediscovery.FakeDiscovery)
+		disc.Resources = []*metav1.APIResourceList{{GroupVersion: "policy/v1", APIResources: []metav1.APIResource{{Name: "poddisruptionbudgets", Kind: "PodDisruptionBudget"}}}}
 		if served {
-			disc.Resources = []*metav1.APIResourceList{{GroupVersion: "policy/v1beta1", APIResources: []metav1.APIResource{{Name: "podsecuritypolicies", Kind: "PodSecurityPolicy"}}}}
+			disc.Resources = append(disc.Resources, &metav1.APIResourceList{GroupVersion: "policy/v1beta1", APIResources: []metav1.APIResource{{Name: "podsecuritypolicies", Kind: "PodSecurityPolicy"}}})
 		}
 		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}: "RoleBindingList"})
