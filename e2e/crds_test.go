@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
@@ -11,32 +8,21 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
-	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 func ourClusterPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	ch, err := release.LoadChart(charts.FS, "gpu-operator")
+	crds, _, err := engine.ChartCRDs("gpu-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range ch.CRDObjects() {
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f.File.Data), 4096)
-		for {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := dec.Decode(&crd); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if crd.Name == "clusterpolicies.nvidia.com" {
-				return &crd
-			}
+	for _, crd := range crds {
+		if crd.Name == "clusterpolicies.nvidia.com" {
+			return crd
 		}
 	}
 	t.Fatal("no ClusterPolicy CRD in the gpu-operator chart")

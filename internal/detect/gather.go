@@ -198,6 +198,10 @@ func (g *gatherer) workloads(ctx context.Context) error {
 	return nil
 }
 
+// WorkloadFromDaemonSet describes a DaemonSet for Classify, so callers outside detection recognise
+// components (e.g. the NFD worker) exactly as detection does.
+func WorkloadFromDaemonSet(ds *appsv1.DaemonSet) Workload { return fromDaemonSet(ds) }
+
 func fromDaemonSet(ds *appsv1.DaemonSet) Workload {
 	w := fromPodTemplate("DaemonSet", ds.ObjectMeta, &ds.Spec.Template.Spec)
 	w.Desired, w.Ready = ds.Status.DesiredNumberScheduled, ds.Status.NumberReady

@@ -34,9 +34,9 @@ func chartInfos() (map[string]plan.ChartInfo, error) {
 	return out, nil
 }
 
-// chartCRDs decodes the CRDs in a chart's crds/ directory, and returns the chart's app version, which
+// ChartCRDs decodes the CRDs in a chart's crds/ directory, and returns the chart's app version, which
 // stamps them (kube.CRDVersionAnnotation).
-func chartCRDs(name string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
+func ChartCRDs(name string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
 	ch, err := loadChart(name)
 	if err != nil {
 		return nil, "", err

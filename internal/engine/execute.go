@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -188,7 +186,7 @@ func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, erro
 func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	var total []kube.CRDResult
 	for _, name := range s.Charts {
-		crds, version, err := chartCRDs(name)
+		crds, version, err := ChartCRDs(name)
 		if err != nil {
 			return stepOutcome{}, err
 		}
@@ -229,7 +227,7 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	}
 	values := s.Release.Values
 	if extra := x.extraValues[s.ID]; extra != nil {
-		values = mergeValues(values, extra)
+		values = plan.MergeValues(values, extra)
 	}
 	if s.Release.Chart == plan.OLMChart {
 		if values, err = x.olmValues(ctx, values); err != nil {
@@ -267,25 +265,6 @@ func (x *executor) taint(ctx context.Context, s *plan.Step) (stepOutcome, error)
 	}
 	return stepOutcome{message: msg, changed: added > 0}, nil
 }
-
-func mergeValues(base, over map[string]any) map[string]any {
-	out := maps.Clone(base)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for k, v := range over {
-		bm, bok := out[k].(map[string]any)
-		om, ook := v.(map[string]any)
-		if bok && ook {
-			out[k] = mergeValues(bm, om)
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
 
 func sortedUnique(names []string) []string {
 	out := slices.Clone(names)

@@ -194,7 +194,7 @@ func readValuesFile(path string) (map[string]any, error) {
 	var b []byte
 	var err error
 	if path == "-" {
-		b, err = readAll(os.Stdin)
+		b, err = io.ReadAll(os.Stdin)
 	} else {
 		b, err = os.ReadFile(path)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
 )
 
@@ -56,8 +57,8 @@ func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) 
 	return stepOutcome{message: fmt.Sprintf("%d GPU nodes: %s", len(x.gpuNodes), strings.Join(x.gpuNodes, ", "))}, nil
 }
 
-// waitNFDFirstPass waits for the NFD worker DaemonSet (ours or another, found by its nfd-worker
-// command) to be rolled out, then for as many nodes to carry NFD labels as it runs pods.
+// waitNFDFirstPass waits for the NFD worker DaemonSet (ours or another, recognised as detection
+// recognises it) to be rolled out, then for as many nodes to carry NFD labels as it runs pods.
 func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Progress)) error {
 	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -65,7 +66,7 @@ func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Pr
 	}
 	var worker *appsv1.DaemonSet
 	for i := range dss.Items {
-		if runsCommand(&dss.Items[i].Spec.Template.Spec, "nfd-worker") {
+		if detect.Classify(detect.WorkloadFromDaemonSet(&dss.Items[i])) == detect.ComponentNFDWorker {
 			worker = &dss.Items[i]
 			break
 		}
@@ -119,17 +120,6 @@ func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Pr
 		return fmt.Errorf("NFD has not labelled its nodes: %w", err)
 	}
 	return nil
-}
-
-func runsCommand(spec *corev1.PodSpec, command string) bool {
-	for _, c := range spec.Containers {
-		for _, s := range append(append([]string{}, c.Command...), c.Args...) {
-			if s == command || strings.HasSuffix(s, "/"+command) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func hasLabelPrefix(labels map[string]string, prefix string) bool {

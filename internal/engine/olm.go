@@ -55,7 +55,7 @@ func (x *executor) channelHead(ctx context.Context, source, pkg, channel string)
 // olmValues fills in the channel a Subscription follows (and, for Manual approval, the CSV to start
 // with) from the catalog, so the release records exactly what was subscribed to.
 func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[string]any, error) {
-	out := mergeValues(values, nil)
+	out := plan.MergeValues(values, nil)
 	pkg, _ := values["package"].(string)
 	source, _ := values["source"].(string)
 	channel, _ := values["channel"].(string)
@@ -211,7 +211,7 @@ func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (stepOutcome
 		return stepOutcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
 	}
 	spec, _ := policy["spec"].(map[string]any)
-	policy["spec"] = mergeValues(spec, s.PolicySpec)
+	policy["spec"] = plan.MergeValues(spec, s.PolicySpec)
 	policy["metadata"] = map[string]any{"name": s.PolicyName}
 	delete(policy, "status")
 	out, err := x.objects(ctx, &plan.Step{Objects: []map[string]any{policy}})

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -123,6 +121,3 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 	}
 	return b.String(), p, nil
 }
-
-// GPUTaint is the taint gpuctl manages, for callers that print it.
-func GPUTaint() corev1.Taint { return taint.GPUTaint }

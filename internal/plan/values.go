@@ -8,6 +8,10 @@ import (
 // also the NFD subchart's key in NVIDIA's gpu-operator chart, so the same file works with that chart.
 const nfdSection = "node-feature-discovery"
 
+// MergeValues is merge for the engine, which layers run-time values (tolerations the safety check
+// adds, an OLM channel, ClusterPolicy overrides) with the same rules as the plan's layers.
+func MergeValues(dst, src map[string]any) map[string]any { return merge(dst, src) }
+
 // merge returns a copy of dst with src merged over it: maps merge key by key, anything else (lists
 // included, as Helm does) is replaced. A nil value in src deletes the key, as `--set key=null` does.
 func merge(dst, src map[string]any) map[string]any {
