@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"path"
 	"reflect"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
+	chartcommon "helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -134,19 +136,52 @@ func (c *Client) History(name string) ([]*Release, error) {
 	return out, nil
 }
 
-// LoadChart loads a chart from a directory of an fs.FS (gpuctl's embedded charts).
+// ReleasesDir is the directory of a chart that holds what differs per upstream release:
+// releases/<version>/crds/ replaces the chart's crds/ when the chart is loaded for that release. It is
+// never part of a loaded chart (nor of a Helm release's stored chart).
+const ReleasesDir = "releases"
+
+// LoadChart loads a chart from a directory of an fs.FS (gpuctl's embedded charts), as written: for the
+// release its Chart.yaml names.
 func LoadChart(fsys fs.FS, dir string) (*chart.Chart, error) {
+	return LoadChartRelease(fsys, dir, "")
+}
+
+// LoadChartRelease loads a chart for one upstream release (appVersion, e.g. "v26.3.3"; "" or the
+// chart's own appVersion: as written). For another release the chart must have
+// releases/<appVersion>/crds/: those CRDs replace crds/, and appVersion and version (appVersion
+// without its "v") are stamped into the metadata, so templates that branch on .Chart.AppVersion render
+// that release, and `helm list` shows it.
+func LoadChartRelease(fsys fs.FS, dir, appVersion string) (*chart.Chart, error) {
 	var files []*archive.BufferedFile
+	var releaseCRDs []*archive.BufferedFile
+	releasePrefix := ReleasesDir + "/" + appVersion + "/"
+	found := false
 	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		rel := path.Clean(p[len(dir)+1:])
+		if strings.HasPrefix(rel, ReleasesDir+"/") {
+			if appVersion == "" || !strings.HasPrefix(rel, releasePrefix) {
+				return nil
+			}
+			found = true
+			if !strings.HasPrefix(rel, releasePrefix+"crds/") {
+				return nil
+			}
+			rel = strings.TrimPrefix(rel, releasePrefix)
 		}
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		rel := p[len(dir)+1:]
-		files = append(files, &archive.BufferedFile{Name: path.Clean(rel), ModTime: time.Time{}, Data: data})
+		f := &archive.BufferedFile{Name: rel, ModTime: time.Time{}, Data: data}
+		if strings.HasPrefix(p[len(dir)+1:], ReleasesDir+"/") {
+			releaseCRDs = append(releaseCRDs, f)
+			return nil
+		}
+		files = append(files, f)
 		return nil
 	})
 	if err != nil {
@@ -156,6 +191,24 @@ func LoadChart(fsys fs.FS, dir string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", dir, err)
 	}
+	if appVersion == "" || appVersion == ch.Metadata.AppVersion {
+		return ch, nil
+	}
+	if !found {
+		return nil, fmt.Errorf("chart %s has nothing for release %s (no %s/%s/)", dir, appVersion, ReleasesDir, appVersion)
+	}
+	kept := ch.Files[:0]
+	for _, f := range ch.Files {
+		if !strings.HasPrefix(f.Name, "crds/") {
+			kept = append(kept, f)
+		}
+	}
+	ch.Files = kept
+	for _, f := range releaseCRDs {
+		ch.Files = append(ch.Files, &chartcommon.File{Name: f.Name, ModTime: f.ModTime, Data: f.Data})
+	}
+	ch.Metadata.AppVersion = appVersion
+	ch.Metadata.Version = strings.TrimPrefix(appVersion, "v")
 	return ch, nil
 }
 

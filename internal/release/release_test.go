@@ -197,3 +197,53 @@ func TestLoadChart(t *testing.T) {
 		t.Errorf("loaded %s with %d templates, %d CRDs, values %v", ch.Metadata.Name, len(ch.Templates), len(ch.CRDObjects()), ch.Values)
 	}
 }
+
+func TestLoadChartRelease(t *testing.T) {
+	fsys := fstest.MapFS{
+		"c/Chart.yaml":                           {Data: []byte("apiVersion: v2\nname: op\nversion: 2.0.0\nappVersion: v2.0.0\n")},
+		"c/templates/cm.yaml":                    {Data: []byte("kind: ConfigMap\n")},
+		"c/crds/new.yaml":                        {Data: []byte("kind: CustomResourceDefinition\n# v2\n")},
+		"c/crds/extra.yaml":                      {Data: []byte("kind: CustomResourceDefinition\n# v2 only\n")},
+		"c/releases/v1.0.0/crds/new.yaml":        {Data: []byte("kind: CustomResourceDefinition\n# v1\n")},
+		"c/releases/v1.0.0/NOTES-for-reader.txt": {Data: []byte("not part of the chart\n")},
+	}
+	t.Run("as written it is the chart's own release, without releases/", func(t *testing.T) {
+		for _, v := range []string{"", "v2.0.0"} {
+			ch, err := LoadChartRelease(fsys, "c", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.Metadata.AppVersion != "v2.0.0" || len(ch.CRDObjects()) != 2 {
+				t.Errorf("%q: appVersion %s, %d CRDs", v, ch.Metadata.AppVersion, len(ch.CRDObjects()))
+			}
+			for _, f := range ch.Files {
+				if strings.HasPrefix(f.Name, "releases/") {
+					t.Errorf("%q: %s is in the loaded chart", v, f.Name)
+				}
+			}
+		}
+	})
+	t.Run("another release gets its own CRDs and version", func(t *testing.T) {
+		ch, err := LoadChartRelease(fsys, "c", "v1.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds := ch.CRDObjects()
+		if len(crds) != 1 || crds[0].Name != "crds/new.yaml" || !strings.Contains(string(crds[0].File.Data), "# v1") {
+			t.Fatalf("CRDs = %+v", crds)
+		}
+		if ch.Metadata.AppVersion != "v1.0.0" || ch.Metadata.Version != "1.0.0" {
+			t.Errorf("metadata %s %s", ch.Metadata.Version, ch.Metadata.AppVersion)
+		}
+		for _, f := range ch.Files {
+			if strings.Contains(f.Name, "NOTES-for-reader") {
+				t.Errorf("%s is in the loaded chart", f.Name)
+			}
+		}
+	})
+	t.Run("a release the chart has nothing for is refused", func(t *testing.T) {
+		if _, err := LoadChartRelease(fsys, "c", "v9.9.9"); err == nil || !strings.Contains(err.Error(), "nothing for release v9.9.9") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
