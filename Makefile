@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools lint fmt-check vet bench release-snapshot clean
+.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools lint fmt-check vet bench release-snapshot clean crds
 
 all: build
 
@@ -53,6 +53,10 @@ sandbox: $(BIN)/sandbox
 
 sandbox-down: $(BIN)/sandbox
 	$(SANDBOX) down
+
+## crds: regenerate charts/gpu-operator's CRDs from each GPU Operator release's api/ with controller-gen.
+crds:
+	$(GO) run ./e2e/cmd/crdgen
 
 lint: vet fmt-check
 
