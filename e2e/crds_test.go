@@ -16,7 +16,7 @@ import (
 
 func ourClusterPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crds, _, err := engine.ChartCRDs("gpu-operator")
+	crds, _, err := engine.ChartCRDs("gpu-operator", "")
 	if err != nil {
 		t.Fatal(err)
 	}

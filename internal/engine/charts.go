@@ -16,16 +16,22 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
-// loadChart loads one of the embedded charts.
-func loadChart(name string) (*chart.Chart, error) {
-	return release.LoadChart(charts.FS, name)
+// loadChart loads one of the embedded charts for an upstream release (appVersion; "" = the chart's
+// own): the gpu-operator chart carries the templates and CRDs of every operator release gpuctl offers.
+func loadChart(name, appVersion string) (*chart.Chart, error) {
+	return release.LoadChartRelease(charts.FS, name, appVersion)
 }
 
-// chartInfos describes the embedded charts for the plan.
-func chartInfos() (map[string]plan.ChartInfo, error) {
+// chartInfos describes the embedded charts for the plan, the gpu-operator chart loaded for the
+// operator release operatorVersion.
+func chartInfos(operatorVersion string) (map[string]plan.ChartInfo, error) {
 	out := map[string]plan.ChartInfo{}
 	for _, name := range append(charts.Names(), charts.Optional()...) {
-		ch, err := loadChart(name)
+		v := ""
+		if name == plan.OperatorRelease {
+			v = operatorVersion
+		}
+		ch, err := loadChart(name, v)
 		if err != nil {
 			return nil, err
 		}
@@ -34,10 +40,10 @@ func chartInfos() (map[string]plan.ChartInfo, error) {
 	return out, nil
 }
 
-// ChartCRDs decodes the CRDs in a chart's crds/ directory, and returns the chart's app version, which
-// stamps them (kube.CRDVersionAnnotation).
-func ChartCRDs(name string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
-	ch, err := loadChart(name)
+// ChartCRDs decodes the CRDs in a chart's crds/ directory for an upstream release (appVersion; "" = the
+// chart's own), and returns the release, which stamps them (kube.CRDVersionAnnotation).
+func ChartCRDs(name, appVersion string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
+	ch, err := loadChart(name, appVersion)
 	if err != nil {
 		return nil, "", err
 	}

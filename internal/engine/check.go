@@ -189,7 +189,6 @@ func indent(s string) string {
 }
 
 // chooseBundle is the GPU Operator release the install targets.
-// TODO(owner): with InstallOptions.OperatorVersion, return bundle.Get(o.OperatorVersion) when it is set.
 func chooseBundle(o InstallOptions) (bundle.Bundle, error) {
 	return bundle.Get(o.OperatorVersion)
 }
@@ -231,7 +230,7 @@ func planObjects(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unst
 			if s.Release == nil {
 				continue
 			}
-			ch, err := loadChart(s.Release.Chart)
+			ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
 			if err != nil {
 				return out, err
 			}

@@ -186,7 +186,7 @@ func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, erro
 func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	var total []kube.CRDResult
 	for _, name := range s.Charts {
-		crds, version, err := ChartCRDs(name)
+		crds, version, err := ChartCRDs(name, s.ChartReleases[name])
 		if err != nil {
 			return stepOutcome{}, err
 		}
@@ -221,7 +221,7 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 }
 
 func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, error) {
-	ch, err := loadChart(s.Release.Chart)
+	ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
 	if err != nil {
 		return stepOutcome{}, err
 	}

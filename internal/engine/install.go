@@ -165,13 +165,13 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
-	infos, err := chartInfos()
-	if err != nil {
-		return nil, err
-	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	infos, err := chartInfos(b.Version)
+	if err != nil {
+		return nil, err
 	}
 	var bv *plan.BundleValues
 	if !b.Default {

@@ -108,7 +108,7 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 				fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
 			}
 		case plan.KindRelease:
-			ch, err := loadChart(s.Release.Chart)
+			ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
 			if err != nil {
 				return "", nil, err
 			}

@@ -138,6 +138,9 @@ func Build(in Input) (*Plan, error) {
 			nfdLayers = append(nfdLayers, Layer{Source: "operator bundle " + b.Version, Values: normalized(b.NFD)})
 		}
 	}
+	if b := in.Bundle; b != nil && b.Version != in.Charts[OperatorRelease].AppVersion {
+		return nil, fmt.Errorf("plan: the gpu-operator chart is loaded for %s, not for operator release %s", in.Charts[OperatorRelease].AppVersion, b.Version)
+	}
 	opLayers = append(opLayers, Layer{Source: "profile " + prof.Name, Values: normalized(opValues)})
 	nfdLayers = append(nfdLayers, Layer{Source: "profile " + prof.Name, Values: normalized(nfdValues)})
 
@@ -162,8 +165,8 @@ func Build(in Input) (*Plan, error) {
 	}
 
 	nfdChart, opChart := in.Charts[NFDRelease], in.Charts[OperatorRelease]
-	nfdRelease := &Release{Name: NFDRelease, Namespace: o.Namespace, Chart: nfdChart.Name, ChartVersion: nfdChart.Version, Layers: nfdLayers, Values: flatten(nfdLayers)}
-	opRelease := &Release{Name: OperatorRelease, Namespace: o.Namespace, Chart: opChart.Name, ChartVersion: opChart.Version, Layers: opLayers, Values: flatten(opLayers)}
+	nfdRelease := &Release{Name: NFDRelease, Namespace: o.Namespace, Chart: nfdChart.Name, ChartVersion: nfdChart.Version, AppVersion: nfdChart.AppVersion, Layers: nfdLayers, Values: flatten(nfdLayers)}
+	opRelease := &Release{Name: OperatorRelease, Namespace: o.Namespace, Chart: opChart.Name, ChartVersion: opChart.Version, AppVersion: opChart.AppVersion, Layers: opLayers, Values: flatten(opLayers)}
 
 	if distro == "rke2" || distro == "k3s" {
 		// RKE2 and k3s detect the NVIDIA runtime and register RuntimeClass nvidia themselves; the operator's
@@ -209,6 +212,8 @@ func Build(in Input) (*Plan, error) {
 		crds.Charts = append(crds.Charts, NFDRelease)
 	}
 	crds.Charts = append(crds.Charts, OperatorRelease)
+	crds.ChartReleases = map[string]string{OperatorRelease: opChart.AppVersion}
+	crds.Title += ", GPU Operator " + opChart.AppVersion
 	add(crds)
 
 	nfdStep := Step{ID: "release-" + NFDRelease, Kind: KindRelease, Title: "Install Node Feature Discovery " + nfdChart.AppVersion,
@@ -248,9 +253,6 @@ func Build(in Input) (*Plan, error) {
 	}
 	add(taintStep)
 	opVersion := opChart.AppVersion
-	if in.Bundle != nil {
-		opVersion = in.Bundle.Version
-	}
 	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opVersion,
 		Why: "the operator reconciles the ClusterPolicy into driver, toolkit, device plugin and validator DaemonSets", Release: opRelease})
 	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})

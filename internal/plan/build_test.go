@@ -326,7 +326,9 @@ func TestLicensing(t *testing.T) {
 }
 
 func TestBundleLayer(t *testing.T) {
-	in := Input{Detection: detection("kubeadm"), Profile: fakeProfiles, Charts: testCharts,
+	charts := map[string]ChartInfo{NFDRelease: testCharts[NFDRelease],
+		OperatorRelease: {Name: "gpu-operator", Version: "26.3.3", AppVersion: "v26.3.3"}}
+	in := Input{Detection: detection("kubeadm"), Profile: fakeProfiles, Charts: charts,
 		Bundle: &BundleValues{Version: "v26.3.3", Operator: map[string]any{"driver": map[string]any{"version": "580.126.20", "enabled": false}}}}
 	p, err := Build(in)
 	if err != nil {
@@ -335,6 +337,14 @@ func TestBundleLayer(t *testing.T) {
 	s := p.Step("release-gpu-operator")
 	if s.Release.Layers[0].Source != "operator bundle v26.3.3" || !strings.Contains(s.Title, "v26.3.3") {
 		t.Errorf("first layer %q, title %q", s.Release.Layers[0].Source, s.Title)
+	}
+	// The release's own templates and CRDs: the chart is loaded for v26.3.3, and so are its CRDs.
+	if s.Release.AppVersion != "v26.3.3" || p.Step("crds").ChartReleases[OperatorRelease] != "v26.3.3" {
+		t.Errorf("release loaded for %q, CRDs for %v", s.Release.AppVersion, p.Step("crds").ChartReleases)
+	}
+	in.Charts = testCharts
+	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "loaded for v26.7.0") {
+		t.Errorf("a chart loaded for another release than the bundle's: err %v", err)
 	}
 	// The bundle pins images; the profile (driver.enabled=true) still wins over it.
 	if at(s.Release.Values, "driver", "version") != "580.126.20" || at(s.Release.Values, "driver", "enabled") != true {

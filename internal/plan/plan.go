@@ -77,6 +77,9 @@ type Step struct {
 	Secrets []SecretSpec `json:"secrets,omitempty"`
 	// Charts for KindCRDs: the embedded charts whose crds/ are applied.
 	Charts []string `json:"charts,omitempty"`
+	// ChartReleases for KindCRDs: the upstream release each chart is loaded for, where that is not
+	// the chart's own (the gpu-operator chart carries each operator release's CRDs).
+	ChartReleases map[string]string `json:"chartReleases,omitempty"`
 	// Release for KindRelease.
 	Release *Release `json:"release,omitempty"`
 	// Taint for KindTaint: the taint and the nodes known now.
@@ -98,6 +101,9 @@ type Release struct {
 	// Chart is the embedded chart's name and version.
 	Chart        string `json:"chart"`
 	ChartVersion string `json:"chartVersion"`
+	// AppVersion is the upstream release the chart is loaded for (its templates and CRDs branch on
+	// it): the chart's own appVersion, or the operator release chosen with --operator-version.
+	AppVersion string `json:"appVersion,omitempty"`
 	// Values are the user-supplied values Helm gets (the chart's defaults stay in the chart).
 	Values map[string]any `json:"values"`
 	// Layers are where the values came from, lowest precedence first.
