@@ -48,15 +48,40 @@ type CRDResult struct {
 
 // ApplyCRDs server-side applies CRDs before a Helm install or upgrade, because Helm installs a chart's
 // crds/ only once and never upgrades them — the cause of "unknown field … ClusterPolicy.spec" after an
-// operator upgrade (shared/seeds/002). It never downgrades: a CRD whose recorded bundle version is
-// newer than ours, or (for one another tool installed) whose schema accepts fields ours would drop, is
-// kept as it is and reported.
+// operator upgrade. It never narrows or downgrades a CRD that is there; such a CRD is kept as it is
+// (CRDKept, with the reason). The rule, for a CRD that exists:
+//
+//   - Stamped by gpuctl (CRDVersionAnnotation) for a newer release than Version: kept.
+//   - Written by another tool: no stamp, or a field manager other than gpuctl changed its spec after
+//     gpuctl's last apply (NVIDIA's chart, its manage-crds upgrade hook, OLM, kubectl). Ours replaces
+//     it only if ours accepts everything it accepts (see narrowing): every served and stored version,
+//     every property path, each path's type, enum values and null, and no field required that it
+//     does not require (unless ours defaults it). A path under a subtree ours leaves open
+//     (x-kubernetes-preserve-unknown-fields, a map's additionalProperties) is accepted. A subtree it
+//     leaves open and ours types declares no paths, so nothing there counts as missing (gpuctl's own
+//     former hand-written CRDs had such subtrees). Otherwise it is kept, and the reason names the tool
+//     and the first paths ours would lose.
+//   - And ours must not be an older release's. A foreign CRD carries no release stamp: Helm installs a
+//     chart's crds/ without release labels or annotations (so meta.helm.sh/release-name is not there to
+//     lead to a release), NVIDIA's upgrade hook applies the bare files, and the
+//     controller-gen.kubebuilder.io/version annotation names the generator, not the release (NVIDIA's
+//     v25.10.1 CRDs say v0.18.0, its v26.7.0 CRDs v0.21.0; gpuctl generates every release with v0.21.0).
+//     The sound signal is the schema itself: when Releases is given, a foreign CRD that accepts
+//     exactly what a known release's CRD accepts is that release's (descriptions aside, NVIDIA's chart
+//     CRDs are what `make crds` generates from the same api/), and it is kept when that release is
+//     newer than Version. A schema no known release has is judged by narrowing alone: a newer release
+//     adds paths (each of v25.10.1 → v26.3.3 → v26.7.0 did), which ours then lacks.
+//   - Stamped by gpuctl for Version or an older release, and changed by nobody else since: applied,
+//     even where ours drops what the older release had (an upgrade, as NVIDIA's own chart does it).
 type ApplyCRDs struct {
 	Client apiextensionsclient.Interface
 	CRDs   []*apiextensionsv1.CustomResourceDefinition
 	// Version is the bundle version written to CRDVersionAnnotation (e.g. "v26.7.0").
 	Version string
-	DryRun  bool
+	// Releases holds the CRDs of every release this gpuctl knows, by version ("v26.3.3"), to recognise
+	// a foreign CRD as one of them (see above). Nil: foreign CRDs are judged by their schema paths only.
+	Releases map[string][]*apiextensionsv1.CustomResourceDefinition
+	DryRun   bool
 }
 
 // Run applies every CRD and waits until each is Established.
@@ -106,7 +131,7 @@ func (a *ApplyCRDs) applyOne(ctx context.Context, crd *apiextensionsv1.CustomRes
 	case err != nil:
 		return CRDResult{}, err
 	}
-	if reason := downgradeReason(have, want, a.Version); reason != "" {
+	if reason := keepReason(have, want, a.Version, a.Releases); reason != "" {
 		return CRDResult{Name: want.Name, Action: CRDKept, Reason: reason}, nil
 	}
 	// A server-side dry run tells exactly whether our apply would change the stored object: the API
@@ -143,91 +168,259 @@ func (a *ApplyCRDs) apply(ctx context.Context, crd *apiextensionsv1.CustomResour
 	return a.Client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body, opts)
 }
 
-// downgradeReason says why applying want over have would be a downgrade, or "" when it would not.
-func downgradeReason(have, want *apiextensionsv1.CustomResourceDefinition, ours string) string {
-	if theirs := have.Annotations[CRDVersionAnnotation]; theirs != "" && ours != "" {
-		tv, err1 := semver.NewVersion(theirs)
-		ov, err2 := semver.NewVersion(ours)
-		if err1 == nil && err2 == nil && tv.GreaterThan(ov) {
-			return fmt.Sprintf("installed by gpuctl for %s, newer than %s", theirs, ours)
-		}
+// keepReason says why want must not be applied over have (the ApplyCRDs rule), or "" when it may.
+func keepReason(have, want *apiextensionsv1.CustomResourceDefinition, ours string, releases map[string][]*apiextensionsv1.CustomResourceDefinition) string {
+	stamp := have.Annotations[CRDVersionAnnotation]
+	if stamp != "" && ours != "" && newer(stamp, ours) {
+		return fmt.Sprintf("installed by gpuctl for %s, newer than %s", stamp, ours)
+	}
+	writers := specWritersSinceGpuctl(have)
+	if stamp != "" && len(writers) == 0 {
 		return ""
 	}
-	// Installed by someone else (NVIDIA's chart, OLM, kubectl): upgrade it only if ours accepts every
-	// field it accepts.
-	missing := missingFields(have, want)
-	if len(missing) == 0 {
-		return ""
-	}
-	if len(missing) > 3 {
-		missing = append(missing[:3], fmt.Sprintf("and %d more", len(missing)-3))
-	}
-	by := otherManagers(have)
 	who := "another tool"
-	if len(by) > 0 {
-		who = strings.Join(by, ", ")
+	if len(writers) > 0 {
+		who = strings.Join(writers, ", ")
 	}
-	return fmt.Sprintf("installed by %s with fields this gpuctl's CRD lacks (%s): it looks newer", who, strings.Join(missing, ", "))
+	if stamp != "" {
+		who = fmt.Sprintf("gpuctl for %s, then changed by %s", stamp, who)
+	}
+	if narrowed := narrowing(have, want); len(narrowed) > 0 {
+		if len(narrowed) > 3 {
+			narrowed = append(narrowed[:3], fmt.Sprintf("and %d more", len(narrowed)-3))
+		}
+		return fmt.Sprintf("installed by %s; it accepts what ours (%s) would not: %s", who, orUnknown(ours), strings.Join(narrowed, ", "))
+	}
+	if ours == "" {
+		return ""
+	}
+	if rel := identify(have, releases); rel != "" && newer(rel, ours) {
+		return fmt.Sprintf("installed by %s; it is the %s release's CRD, newer than ours (%s)", who, rel, ours)
+	}
+	return ""
 }
 
-// missingFields lists schema paths have's served versions accept that want's do not.
-func missingFields(have, want *apiextensionsv1.CustomResourceDefinition) []string {
-	var missing []string
+func orUnknown(v string) string {
+	if v == "" {
+		return "unversioned"
+	}
+	return v
+}
+
+// newer reports whether version a is a newer semantic version than b (false when either does not parse).
+func newer(a, b string) bool {
+	av, err1 := semver.NewVersion(a)
+	bv, err2 := semver.NewVersion(b)
+	return err1 == nil && err2 == nil && av.GreaterThan(bv)
+}
+
+// specWritersSinceGpuctl names the field managers other than gpuctl that own part of the CRD's spec
+// and wrote it after gpuctl's last apply (all of them when gpuctl never applied it). A manager that
+// set the same values before gpuctl's forced apply still co-owns them, but the schema is gpuctl's.
+func specWritersSinceGpuctl(obj *apiextensionsv1.CustomResourceDefinition) []string {
+	var ours *metav1.Time
+	for _, m := range obj.ManagedFields {
+		if m.Manager == FieldManager && m.Time != nil && (ours == nil || m.Time.After(ours.Time)) {
+			ours = m.Time
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range obj.ManagedFields {
+		if m.Manager == FieldManager || m.Manager == "" || m.Manager == "kube-apiserver" || m.Subresource != "" || !ownsSpec(m) {
+			continue
+		}
+		if ours != nil && (m.Time == nil || !m.Time.After(ours.Time)) {
+			continue
+		}
+		seen[m.Manager] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func ownsSpec(m metav1.ManagedFieldsEntry) bool {
+	if m.FieldsV1 == nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(m.FieldsV1.Raw, &top); err != nil {
+		return true // unreadable: assume the worst
+	}
+	_, ok := top["f:spec"]
+	return ok
+}
+
+// narrowing lists what have accepts that want would not (empty: want accepts everything have does):
+// "version V" for a served or stored version want lacks, else schema paths "V.spec.x.y" ("[]" for
+// array items, ".*" for map values) with what want would reject there when the path itself exists.
+func narrowing(have, want *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	versions := map[string]*apiextensionsv1.CustomResourceDefinitionVersion{}
+	for i := range want.Spec.Versions {
+		if want.Spec.Versions[i].Served {
+			versions[want.Spec.Versions[i].Name] = &want.Spec.Versions[i]
+		}
+	}
+	for _, v := range have.Status.StoredVersions {
+		if !slices.ContainsFunc(want.Spec.Versions, func(w apiextensionsv1.CustomResourceDefinitionVersion) bool { return w.Name == v }) {
+			out = append(out, "stored version "+v)
+		}
+	}
 	for _, hv := range have.Spec.Versions {
-		if !hv.Served || hv.Schema == nil || hv.Schema.OpenAPIV3Schema == nil {
+		if !hv.Served {
 			continue
 		}
-		var wv *apiextensionsv1.CustomResourceDefinitionVersion
-		for i := range want.Spec.Versions {
-			if want.Spec.Versions[i].Name == hv.Name {
-				wv = &want.Spec.Versions[i]
-			}
-		}
-		if wv == nil {
-			missing = append(missing, "version "+hv.Name)
+		wv, ok := versions[hv.Name]
+		if !ok {
+			out = append(out, "version "+hv.Name)
 			continue
 		}
-		if wv.Schema == nil || wv.Schema.OpenAPIV3Schema == nil {
-			continue
+		if hv.Schema == nil || hv.Schema.OpenAPIV3Schema == nil || wv.Schema == nil || wv.Schema.OpenAPIV3Schema == nil {
+			continue // no schema on our side accepts anything; none on theirs declares nothing
 		}
-		accepted := map[string]bool{}
-		open := map[string]bool{}
-		schemaPaths(wv.Schema.OpenAPIV3Schema, hv.Name, accepted, open)
-		theirs := map[string]bool{}
-		schemaPaths(hv.Schema.OpenAPIV3Schema, hv.Name, theirs, map[string]bool{})
-		for _, p := range slices.Sorted(maps.Keys(theirs)) {
-			if !accepted[p] && !coveredByOpen(p, open) {
-				missing = append(missing, p)
-			}
-		}
+		narrowSchema(hv.Schema.OpenAPIV3Schema, wv.Schema.OpenAPIV3Schema, hv.Name, &out)
 	}
-	return missing
+	return out
 }
 
-func schemaPaths(s *apiextensionsv1.JSONSchemaProps, prefix string, paths, open map[string]bool) {
-	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
-		open[prefix] = true
+// narrowSchema compares the schema theirs with ours at path p (see narrowing).
+func narrowSchema(theirs, ours *apiextensionsv1.JSONSchemaProps, p string, out *[]string) {
+	if isOpen(ours) && ours.Type == "" && len(ours.Properties) == 0 {
+		return // anything goes
 	}
-	for name, p := range s.Properties {
-		child := prefix + "." + name
-		paths[child] = true
-		schemaPaths(&p, child, paths, open)
+	if why := typeNarrowed(theirs, ours); why != "" {
+		*out = append(*out, p+" ("+why+")")
+		return
 	}
-	if s.Items != nil && s.Items.Schema != nil {
-		schemaPaths(s.Items.Schema, prefix+"[]", paths, open)
+	if theirs.Nullable && !ours.Nullable {
+		*out = append(*out, p+" (null)")
 	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		open[prefix] = true
+	if len(ours.Enum) > 0 {
+		if len(theirs.Enum) == 0 {
+			*out = append(*out, p+" (any value; ours has an enum)")
+		} else {
+			allowed := map[string]bool{}
+			for _, e := range ours.Enum {
+				allowed[string(e.Raw)] = true
+			}
+			for _, e := range theirs.Enum {
+				if !allowed[string(e.Raw)] {
+					*out = append(*out, p+" (value "+string(e.Raw)+")")
+				}
+			}
+		}
+	}
+	for _, r := range ours.Required {
+		// A required field with a default is always there: the API server fills it in on every read
+		// and write (NVIDIADriver's spec.default from v26.7.0 on).
+		if rp, ok := ours.Properties[r]; ok && rp.Default != nil {
+			continue
+		}
+		if !slices.Contains(theirs.Required, r) {
+			*out = append(*out, p+"."+r+" (required by ours)")
+		}
+	}
+	var oursMap *apiextensionsv1.JSONSchemaProps
+	if ours.AdditionalProperties != nil && ours.AdditionalProperties.Schema != nil {
+		oursMap = ours.AdditionalProperties.Schema
+	}
+	for _, name := range slices.Sorted(maps.Keys(theirs.Properties)) {
+		tp := theirs.Properties[name]
+		child := p + "." + name
+		switch op, ok := ours.Properties[name]; {
+		case ok:
+			narrowSchema(&tp, &op, child, out)
+		case oursMap != nil:
+			narrowSchema(&tp, oursMap, child, out)
+		case isOpen(ours):
+		default:
+			*out = append(*out, child)
+		}
+	}
+	if theirs.AdditionalProperties != nil && theirs.AdditionalProperties.Schema != nil {
+		child := p + ".*"
+		switch {
+		case oursMap != nil:
+			narrowSchema(theirs.AdditionalProperties.Schema, oursMap, child, out)
+		case isOpen(ours):
+		default:
+			*out = append(*out, child)
+		}
+	}
+	if theirs.Items != nil && theirs.Items.Schema != nil && ours.Items != nil && ours.Items.Schema != nil {
+		narrowSchema(theirs.Items.Schema, ours.Items.Schema, p+"[]", out)
 	}
 }
 
-func coveredByOpen(p string, open map[string]bool) bool {
-	for o := range open {
-		if strings.HasPrefix(p, o+".") || strings.HasPrefix(p, o+"[]") {
-			return true
+// isOpen: the schema keeps fields it does not declare.
+func isOpen(s *apiextensionsv1.JSONSchemaProps) bool {
+	return (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) ||
+		(s.AdditionalProperties != nil && s.AdditionalProperties.Allows && s.AdditionalProperties.Schema == nil)
+}
+
+// typeNarrowed says how ours' type rejects values theirs' accepts, or "".
+func typeNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) string {
+	switch {
+	case ours.XIntOrString:
+		if theirs.XIntOrString || theirs.Type == "integer" || theirs.Type == "string" {
+			return ""
+		}
+	case ours.Type == "":
+		return ""
+	case theirs.XIntOrString:
+		return "integer or string; ours: " + ours.Type
+	case theirs.Type == "" || theirs.Type == ours.Type || theirs.Type == "integer" && ours.Type == "number":
+		// An untyped subtree of theirs declares nothing to compare (see ApplyCRDs).
+		return ""
+	}
+	t := theirs.Type
+	if theirs.XIntOrString {
+		t = "integer or string"
+	}
+	o := ours.Type
+	if ours.XIntOrString {
+		o = "integer or string"
+	}
+	return fmt.Sprintf("%s; ours: %s", t, o)
+}
+
+// identify returns the release whose CRD of the same name accepts exactly what have accepts, or ""
+// (no such release, or several that disagree about being newer: the oldest is returned).
+func identify(have *apiextensionsv1.CustomResourceDefinition, releases map[string][]*apiextensionsv1.CustomResourceDefinition) string {
+	var match []string
+	for version, crds := range releases {
+		for _, c := range crds {
+			if c.Name == have.Name && sameVersions(have, c) && len(narrowing(have, c)) == 0 && len(narrowing(c, have)) == 0 {
+				match = append(match, version)
+			}
 		}
 	}
-	return false
+	if len(match) == 0 {
+		return ""
+	}
+	slices.SortFunc(match, func(a, b string) int {
+		switch {
+		case newer(a, b):
+			return 1
+		case newer(b, a):
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	return match[0]
+}
+
+func sameVersions(a, b *apiextensionsv1.CustomResourceDefinition) bool {
+	names := func(c *apiextensionsv1.CustomResourceDefinition) []string {
+		var out []string
+		for _, v := range c.Spec.Versions {
+			if v.Served {
+				out = append(out, v.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(names(a), names(b))
 }
 
 // otherManagers names the field managers other than gpuctl that own parts of the object.
