@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
@@ -247,7 +248,7 @@ func TestCRDFilesAreGeneratedOnePerCRD(t *testing.T) {
 		}
 	}
 	releases, err := fs.ReadDir(FS, path.Join(gpuChart, gpurelease.ReleasesDir))
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
 	for _, e := range releases {
