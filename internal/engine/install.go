@@ -42,7 +42,7 @@ type InstallOptions struct {
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
 // operator version): reported as such, not as a failed preflight check.
-var ErrInput = errors.New("invalid input")
+var ErrInput = plan.ErrInput
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
 type Install struct {

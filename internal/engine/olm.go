@@ -64,10 +64,53 @@ func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[st
 		return nil, err
 	}
 	out["channel"] = ch
-	if values["installPlanApproval"] == "Manual" && values["startingCSV"] == nil {
+	if want, _ := values["startingCSV"].(string); want != "" {
+		// The release asked for (--operator-version) must be in the channel, or OLM would wait forever
+		// for a CSV the catalog does not offer there.
+		offered, err := x.channelCSVs(ctx, pkg, ch)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(offered, want) {
+			return nil, &stepError{err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
+				hint: "choose another --operator-version, or a --channel that has it (oc get packagemanifest " + pkg + " -n openshift-marketplace -o yaml lists them)"}
+		}
+	} else if values["installPlanApproval"] == "Manual" {
 		out["startingCSV"] = csv
 	}
 	return out, nil
+}
+
+// channelCSVs lists the CSVs a package's channel offers (status.channels[].entries, newest first; the
+// channel's current CSV when the catalog lists no entries).
+func (x *executor) channelCSVs(ctx context.Context, pkg, channel string) ([]string, error) {
+	pm, err := x.clients.Dynamic.Resource(packageManifestGVR).Namespace("openshift-marketplace").Get(ctx, pkg, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", pkg, err)
+	}
+	chans, _, _ := unstructured.NestedSlice(pm.Object, "status", "channels")
+	for _, c := range chans {
+		m, _ := c.(map[string]any)
+		if m["name"] != channel {
+			continue
+		}
+		var out []string
+		entries, _ := m["entries"].([]any)
+		for _, e := range entries {
+			if em, ok := e.(map[string]any); ok {
+				if name, _ := em["name"].(string); name != "" {
+					out = append(out, name)
+				}
+			}
+		}
+		if len(out) == 0 {
+			if cur, _ := m["currentCSV"].(string); cur != "" {
+				out = append(out, cur)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("package %s has no channel %q", pkg, channel)
 }
 
 func splitTarget(target string) (ns, name string) {

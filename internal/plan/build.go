@@ -35,6 +35,10 @@ const (
 // ErrUnsupported is returned for clusters gpuctl cannot install on (yet).
 var ErrUnsupported = errors.New("unsupported")
 
+// ErrInput marks a mistake in the user's options that the plan finds (a --channel that cannot offer the
+// operator release asked for); the engine's ErrInput is the same error.
+var ErrInput = errors.New("invalid input")
+
 // ChartInfo describes an embedded chart.
 type ChartInfo struct {
 	Name       string

@@ -406,7 +406,8 @@ func TestOpenShiftGoesThroughOLM(t *testing.T) {
 	if p.Namespace != "nvidia-gpu-operator" {
 		t.Errorf("namespace %s", p.Namespace)
 	}
-	if v := p.Step("release-gpu-operator-certified").Release.Values; v["installPlanApproval"] != "Manual" || v["source"] != "certified-operators" {
+	if v := p.Step("release-gpu-operator-certified").Release.Values; v["installPlanApproval"] != "Manual" || v["source"] != "certified-operators" ||
+		v["channel"] != "v26.7" || v["startingCSV"] != "gpu-operator-certified.v26.7.0" {
 		t.Errorf("subscription values %v", v)
 	}
 	spec := p.Step("clusterpolicy").PolicySpec
@@ -421,6 +422,26 @@ func TestOpenShiftGoesThroughOLM(t *testing.T) {
 	if at(spec, "operator", "repository") != nil {
 		t.Error("the operator image is OLM's, not the ClusterPolicy's")
 	}
+	t.Run("the operator release chosen is the CSV subscribed to, in its own channel or the one given", func(t *testing.T) {
+		old := map[string]ChartInfo{OLMChart: charts[OLMChart], NFDRelease: charts[NFDRelease],
+			OperatorRelease: {Name: "gpu-operator", Version: "25.10.1", AppVersion: "v25.10.1"}}
+		for _, tc := range []struct{ channel, want string }{{"", "v25.10"}, {"stable", "stable"}, {"v25.10", "v25.10"}} {
+			p, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: old, Options: Options{Channel: tc.channel}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := p.Step("release-gpu-operator-certified")
+			if v := s.Release.Values; v["channel"] != tc.want || v["startingCSV"] != "gpu-operator-certified.v25.10.1" || !strings.Contains(s.Title, "v25.10.1") {
+				t.Errorf("--channel %q: values %v, title %q", tc.channel, v, s.Title)
+			}
+		}
+	})
+	t.Run("a release line's channel that cannot offer the release is refused before anything runs", func(t *testing.T) {
+		_, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts, Options: Options{Channel: "v26.3"}})
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "--channel v26.3 offers only v26.3.x releases, not operator release v26.7.0") {
+			t.Errorf("err %v", err)
+		}
+	})
 	t.Run("NVIDIA's certified operator installed by gpuctl before is no reason to refuse", func(t *testing.T) {
 		det := detection("openshift", func(r *detect.Result) {
 			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified"}}

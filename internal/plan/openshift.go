@@ -1,7 +1,10 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
@@ -95,12 +98,25 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 	add(safety)
 	add(taintStep)
 
-	opValues := map[string]any{"package": OperatorPackage, "source": "certified-operators", "installPlanApproval": "Manual"}
-	if o.Channel != "" {
-		opValues["channel"] = o.Channel
+	// The operator release follows --operator-version here too: NVIDIA's OpenShift guide subscribes to
+	// the release's own channel (v26.7) with startingCSV gpu-operator-certified.v26.7.0 and Manual
+	// approval (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-gpu-ocp.html).
+	version := in.Charts[OperatorRelease].AppVersion
+	channel, csv, err := operatorChannel(version)
+	if err != nil {
+		return nil, err
 	}
-	add(Step{ID: "release-" + nvidiaOperatorRelase, Kind: KindRelease, Title: "Subscribe to NVIDIA's certified GPU Operator",
-		Why: "Manual approval, as NVIDIA documents: gpuctl approves exactly the InstallPlan for the CSV it expects",
+	if o.Channel != "" {
+		// A release line's channel (vX.Y) offers only that line: refuse a mismatch before anything is written.
+		if strings.HasPrefix(o.Channel, "v") && strings.Count(o.Channel, ".") == 1 && o.Channel != channel {
+			return nil, fmt.Errorf("%w: --channel %s offers only %s.x releases, not operator release %s; use --channel %s or stable, or --operator-version %s.N", ErrInput, o.Channel, o.Channel, version, channel, o.Channel)
+		}
+		channel = o.Channel
+	}
+	opValues := map[string]any{"package": OperatorPackage, "source": "certified-operators", "installPlanApproval": "Manual",
+		"channel": channel, "startingCSV": csv}
+	add(Step{ID: "release-" + nvidiaOperatorRelase, Kind: KindRelease, Title: "Subscribe to NVIDIA's certified GPU Operator " + version,
+		Why: "Manual approval, as NVIDIA documents: gpuctl approves exactly the InstallPlan for " + csv,
 		Release: &Release{Name: nvidiaOperatorRelase, Namespace: OpenShiftOperatorNS, Chart: olm.Name, ChartVersion: olm.Version,
 			Values: opValues, Layers: []Layer{{Source: "OpenShift: NVIDIA's certified operator", Values: opValues}}}})
 	add(Step{ID: "approve", Kind: KindApprove, Title: "Approve the GPU Operator's InstallPlan", Target: OpenShiftOperatorNS + "/" + OperatorPackage})
@@ -117,6 +133,16 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 		p.Timeout = Duration(20 * time.Minute)
 	}
 	return p, nil
+}
+
+// operatorChannel is the OLM channel and CSV of an operator release ("v26.3.3" → "v26.3",
+// "gpu-operator-certified.v26.3.3"): NVIDIA publishes one channel per minor release line.
+func operatorChannel(version string) (channel, csv string, err error) {
+	v, err := semver.NewVersion(version)
+	if err != nil || version == "" {
+		return "", "", fmt.Errorf("plan: operator release %q is not a version", version)
+	}
+	return fmt.Sprintf("v%d.%d", v.Major(), v.Minor()), fmt.Sprintf("%s.v%d.%d.%d", OperatorPackage, v.Major(), v.Minor(), v.Patch()), nil
 }
 
 // policyOverrides keeps the ClusterPolicy spec sections of chart values.
