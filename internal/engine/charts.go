@@ -12,6 +12,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/charts"
+	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -66,6 +67,20 @@ func ChartCRDs(name, appVersion string) ([]*apiextensionsv1.CustomResourceDefini
 		}
 	}
 	return out, ch.Metadata.AppVersion, nil
+}
+
+// operatorReleaseCRDs are the CRDs of every operator release gpuctl offers, by version, so that a CRD
+// another tool installed can be recognised as a newer release's and kept (kube.ApplyCRDs.Releases).
+func operatorReleaseCRDs() (map[string][]*apiextensionsv1.CustomResourceDefinition, error) {
+	out := map[string][]*apiextensionsv1.CustomResourceDefinition{}
+	for _, b := range bundle.List() {
+		crds, _, err := ChartCRDs(plan.OperatorRelease, b.Version)
+		if err != nil {
+			return nil, err
+		}
+		out[b.Version] = crds
+	}
+	return out, nil
 }
 
 func yamlDoc(obj map[string]any) (string, error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuctl/gpuctl/internal/health"
@@ -190,7 +191,13 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 		if err != nil {
 			return stepOutcome{}, err
 		}
-		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, CRDs: crds, Version: version}).Run(ctx)
+		var known map[string][]*apiextensionsv1.CustomResourceDefinition
+		if name == plan.OperatorRelease {
+			if known, err = operatorReleaseCRDs(); err != nil {
+				return stepOutcome{}, err
+			}
+		}
+		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, CRDs: crds, Version: version, Releases: known}).Run(ctx)
 		if err != nil {
 			return stepOutcome{}, err
 		}
