@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools lint fmt-check vet bench release-snapshot clean crds
+.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-snapshot clean crds
 
 all: build
 
@@ -40,8 +40,12 @@ test-unit:
 	$(GO) test -short -race ./...
 
 ## e2e: tests against real control planes (sandbox self-tests and gpuctl end to end).
-e2e: sandbox-tools
+e2e: sandbox-tools crdgen-tool
 	$(GO) test -race -timeout $(E2E_TIMEOUT) ./e2e/...
+
+## crdgen-tool: build controller-gen (for `make crds` and the CRD regeneration test) into the tool cache.
+crdgen-tool:
+	$(GO) run ./e2e/cmd/crdgen -build-only
 
 ## sandbox-tools: build (or find in the cache) the sandbox's programs, with progress.
 sandbox-tools: $(BIN)/sandbox
