@@ -30,7 +30,8 @@ const (
 	// installerChart is the optional chart of Google's driver installer for GKE (Optional()).
 	installerChart = "gke-driver-installer"
 	// nfdSection is the key of a GPU Operator values file whose contents are the NFD release's values
-	// (research §8); every other key belongs to the gpu-operator release.
+	// (NVIDIA's subchart key, deployments/gpu-operator/values.yaml at v26.7.0); every other key belongs to
+	// the gpu-operator release.
 	nfdSection = "node-feature-discovery"
 )
 
@@ -51,7 +52,7 @@ var installerCases = []struct {
 	{"ubuntu", map[string]any{"variant": "ubuntu"}},
 }
 
-// capabilities is a Kubernetes 1.33 cluster (the floor of GPU Operator v26.7.0, research §10) serving
+// capabilities is a Kubernetes 1.33 cluster (the floor of GPU Operator v26.7.0's platform support) serving
 // the built-in APIs; extra adds API versions such as "monitoring.coreos.com/v1/ServiceMonitor".
 func capabilities(t *testing.T, extra ...string) *common.Capabilities {
 	t.Helper()
@@ -225,7 +226,13 @@ func cases(t *testing.T) []renderCase {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = append(all, splitValues(t, dir.prefix+strings.TrimSuffix(filepath.Base(f), ".yaml"), data))
+			rc := splitValues(t, dir.prefix+strings.TrimSuffix(filepath.Base(f), ".yaml"), data)
+			if dir.prefix == "profile-" {
+				// gpuctl applies a profile's extraObjects itself, before NFD, and passes the rest of
+				// the profile to the chart (internal/plan).
+				delete(rc.gpu, "extraObjects")
+			}
+			all = append(all, rc)
 		}
 	}
 	return all
@@ -427,6 +434,21 @@ func TestClusterPolicyCarriesTheValues(t *testing.T) {
 		{"a numeric maxUnavailable stays a string", "daemonsets: {rollingUpdate: {maxUnavailable: 2}}", func(t *testing.T, spec map[string]any) {
 			expect(t, spec, "2", "daemonsets", "rollingUpdate", "maxUnavailable")
 		}},
+		{"an upgrade policy's maxUnavailable of 2 stays an integer", "driver: {upgradePolicy: {maxUnavailable: 2}}", func(t *testing.T, spec map[string]any) {
+			expect(t, spec, int64(2), "driver", "upgradePolicy", "maxUnavailable")
+		}},
+		{"an upgrade policy's maxUnavailable of 25% stays a string", "driver: {upgradePolicy: {maxUnavailable: 25%}}", func(t *testing.T, spec map[string]any) {
+			expect(t, spec, "25%", "driver", "upgradePolicy", "maxUnavailable")
+		}},
+		{"hostNetwork reaches the operands that ask for it", "dcgmExporter: {hostNetwork: true}\ntoolkit: {hostNetwork: true}", func(t *testing.T, spec map[string]any) {
+			expect(t, spec, true, "dcgmExporter", "hostNetwork")
+			expect(t, spec, true, "toolkit", "hostNetwork")
+			expect(t, spec, false, "devicePlugin", "hostNetwork")
+		}},
+		{"ccManager.defaultMode defaults to on in v26.7.0", "", func(t *testing.T, spec map[string]any) {
+			expect(t, spec, "on", "ccManager", "defaultMode")
+			expect(t, spec, true, "ccManager", "enabled")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,18 +482,30 @@ func expect(t *testing.T, obj map[string]any, want any, path ...any) {
 	}
 }
 
-func TestServiceMonitorIsRequestedOnlyWhereTheClusterServesIt(t *testing.T) {
+// TestServiceMonitorIsLeftAsTheValuesSay: the operator creates the dcgm-exporter ServiceMonitor only
+// while the cluster serves monitoring.coreos.com/v1 (controllers/object_controls.go at v26.7.0), so the
+// chart passes the user's choice (or the release's default, true in v26.7.0) whatever the cluster
+// serves at render time, and a Prometheus Operator installed later is picked up.
+func TestServiceMonitorIsLeftAsTheValuesSay(t *testing.T) {
+	prometheus := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
 	tests := []struct {
 		name string
+		vals string
 		apis []string
 		want bool
 	}{
-		{"without the Prometheus Operator the operator would stay notReady", nil, false},
-		{"with monitoring.coreos.com/v1 ServiceMonitor NVIDIA's default applies", []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}, true},
+		{"the v26.7.0 default asks for it on a cluster without the Prometheus Operator", "", nil, true},
+		{"the v26.7.0 default asks for it on a cluster with the Prometheus Operator", "", prometheus, true},
+		{"turned off it stays off where the cluster serves ServiceMonitors", "dcgmExporter: {serviceMonitor: {enabled: false}}", prometheus, false},
+		{"turned on it stays on where the cluster does not serve them", "dcgmExporter: {serviceMonitor: {enabled: true}}", nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := objects(t, mustRender(t, gpuChart, nil, capabilities(t, tt.apis...)))
+			vals := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tt.vals), &vals); err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, mustRender(t, gpuChart, vals, capabilities(t, tt.apis...)))
 			cp := find(t, objs, "ClusterPolicy", "cluster-policy")
 			if got := field[bool](cp, "spec", "dcgmExporter", "serviceMonitor", "enabled"); got != tt.want {
 				t.Errorf("spec.dcgmExporter.serviceMonitor.enabled = %v, want %v", got, tt.want)
@@ -519,11 +553,11 @@ func TestOperatorDeploymentMatchesNVIDIAs(t *testing.T) {
 	}
 	tols := field[[]any](pod, "tolerations")
 	if len(tols) != 1 || field[string](tols, 0, "key") != "node-role.kubernetes.io/control-plane" {
-		t.Errorf("tolerations = %v, want only the control-plane one (research §3)", tols)
+		t.Errorf("tolerations = %v, want only the control-plane one (operator.tolerations of values.yaml at v26.7.0)", tols)
 	}
 	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
-		if field[string](c, probe, "httpGet", "port") == "" {
-			t.Errorf("no %s", probe)
+		if got := field[int64](c, probe, "httpGet", "port"); got != 8081 {
+			t.Errorf("%s on port %v, want 8081", probe, c[probe])
 		}
 	}
 }
@@ -722,12 +756,11 @@ func TestSchemaRejectsWrongValues(t *testing.T) {
 }
 
 // TestAcceptsNVIDIAKeysItDoesNotRender keeps profiles portable: keys of NVIDIA's charts that ours
-// ignores must pass validation and render nothing (extraObjects are gpuctl's to apply, the SCC is OLM's).
+// ignores must pass validation and render nothing (the SCC is OLM's on OpenShift).
 func TestAcceptsNVIDIAKeysItDoesNotRender(t *testing.T) {
 	tests := []struct{ name, chart, vals string }{
 		{"gpu-operator", gpuChart, `
 platform: {openshift: true}
-extraObjects: [{apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-operator-quota}, spec: {hard: {pods: "100"}}}]
 nfd: {enabled: true, nodefeaturerules: false}
 node-feature-discovery: {worker: {serviceAccount: {create: false}}}
 operator: {upgradeCRD: false, cleanupCRD: true, use_ocp_driver_toolkit: false}
@@ -761,6 +794,32 @@ gc: {revisionHistoryLimit: 10}
 				t.Errorf("rendered %v, want the default objects %v", got, want)
 			}
 		})
+	}
+}
+
+// TestExtraObjectsAreRenderedThroughTpl: extraObjects from the values become objects of the release,
+// rendered through tpl as NVIDIA's chart renders them (templates/extra-objects.yaml at v26.7.0), whether
+// written as maps or as strings.
+func TestExtraObjectsAreRenderedThroughTpl(t *testing.T) {
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(`
+extraObjects:
+  - {apiVersion: v1, kind: ResourceQuota, metadata: {name: "{{ .Release.Name }}-quota", namespace: "{{ .Release.Namespace }}"}, spec: {hard: {pods: "100"}}}
+  - |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: notes}
+    data: {driver: {{ .Values.driver.version | quote }}}
+`), &vals); err != nil {
+		t.Fatal(err)
+	}
+	objs := objects(t, mustRender(t, gpuChart, vals, capabilities(t)))
+	quota := find(t, objs, "ResourceQuota", "gpu-operator-quota")
+	if got := field[string](quota, "metadata", "namespace"); got != "gpu-operator" {
+		t.Errorf("ResourceQuota namespace %q, want the release's", got)
+	}
+	if got := field[string](find(t, objs, "ConfigMap", "notes"), "data", "driver"); got != "595.91.07" {
+		t.Errorf("ConfigMap notes data.driver = %q, want the driver version", got)
 	}
 }
 

@@ -1,7 +1,7 @@
 {{/*
 Shared names, labels and ClusterPolicy fragments of gpuctl's GPU Operator chart.
 
-Object names are fixed ("gpu-operator", "cluster-policy"), as in NVIDIA's chart (research §3): the
+Object names are fixed ("gpu-operator", "cluster-policy"), as in NVIDIA's chart (templates/operator.yaml and clusterpolicy.yaml at v26.7.0): the
 operator finds its own objects by these names, gpuctl waits on them, and only one GPU Operator can run
 per cluster anyway.
 */}}
@@ -25,11 +25,14 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: gpuctl
 app.kubernetes.io/component: gpu-operator
+{{- with .Values.operator.labels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/*
 Labels that select the operator pod. app=gpu-operator is what NVIDIA's chart, its docs and gpuctl's
-sandbox use to find the operator (research §3).
+sandbox use to find the operator (templates/operator.yaml at v26.7.0).
 */}}
 {{- define "gpu-operator.selectorLabels" -}}
 app: gpu-operator
@@ -43,82 +46,196 @@ app.kubernetes.io/component: gpu-operator
 {{- end -}}
 
 {{/*
-The image fields of a ClusterPolicy operand, in the CR's own names. Call with
-(dict "v" .Values.toolkit "defaultVersion" "") and nindent the result; the version is quoted because
-driver versions such as 595.91.07 must stay strings.
+"true" when the GPU Operator release this chart renders is the given minor or newer, else "". Call with
+(list $ "26.3"). The release is .Chart.AppVersion, which gpuctl stamps when it loads the chart for
+another release than its own (--operator-version), so the templates render what NVIDIA's chart of that
+release renders: fields a release does not know are left out for it.
 */}}
-{{- define "gpu-operator.imageFields" -}}
-{{- $v := .v -}}
-{{- with $v.repository }}
-repository: {{ . }}
-{{- end }}
-{{- with $v.image }}
-image: {{ . }}
-{{- end }}
-{{- with ($v.version | default .defaultVersion) }}
-version: {{ toString . | quote }}
-{{- end }}
-{{- with $v.imagePullPolicy }}
-imagePullPolicy: {{ . }}
-{{- end }}
-{{- with $v.imagePullSecrets }}
-imagePullSecrets:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- end -}}
-
-{{/*
-The fields most operands share: enabled (when the values have the key), the image fields, and
-resources, args and env when they are not empty. Same call as gpu-operator.imageFields.
-*/}}
-{{- define "gpu-operator.operand" -}}
-{{- $v := .v -}}
-{{- if hasKey $v "enabled" }}
-enabled: {{ $v.enabled }}
-{{- end }}
-{{- include "gpu-operator.imageFields" . }}
-{{- with $v.resources }}
-resources:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with $v.args }}
-args:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with $v.env }}
-env:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- end -}}
-
-{{/*
-A driver-manager block (driver.manager, vgpuManager.driverManager, vfioManager.driverManager). Call with
-the values map.
-*/}}
-{{- define "gpu-operator.driverManager" -}}
-{{- include "gpu-operator.imageFields" (dict "v" . "defaultVersion" "") }}
-{{- with .env }}
-env:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- end -}}
-
-{{/*
-Whether the dcgm-exporter ServiceMonitor is asked for and possible: the operator (module d73a0086)
-reports state-dcgm-exporter notReady, forever, when the ServiceMonitor CRD is missing. Returns "true" or "".
-*/}}
-{{- define "gpu-operator.serviceMonitorEnabled" -}}
-{{- if and .Values.dcgmExporter.serviceMonitor.enabled (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor") -}}
+{{- define "gpu-operator.since" -}}
+{{- if semverCompare (printf ">= %s.0-0" (index . 1)) (index . 0).Chart.AppVersion -}}
 true
 {{- end -}}
 {{- end -}}
 
 {{/*
-Refuse values that ask NVIDIA's chart for objects nobody would create with this chart, rather than drop
-them silently. Included once, by deployment.yaml, which is always rendered. Two such keys are accepted
-on purpose: extraObjects (gpuctl applies a profile's extra objects itself, before NFD, so rendering them
-here too would make Helm refuse the already existing objects) and platform.openshift (on OpenShift gpuctl
-installs through OLM, not this chart).
+Defaults that differ between releases, so values.yaml (the default release's) leaves them out and the
+ClusterPolicy takes them from here when the values do not have the key. Each is the default in
+deployments/gpu-operator/values.yaml of NVIDIA's chart at that release (v25.10.1, v26.3.3, v26.7.0).
+*/}}
+{{- define "gpu-operator.releaseDefaults" -}}
+dcgmExporter:
+  serviceMonitor:
+    {{- if include "gpu-operator.since" (list . "26.7") }}
+    enabled: true
+    scrapeTimeout: 10s
+    {{- else }}
+    enabled: false
+    {{- end }}
+{{- if include "gpu-operator.since" (list . "26.3") }}
+ccManager:
+  enabled: true
+  defaultMode: "on"
+{{- else }}
+ccManager:
+  enabled: false
+  defaultMode: "off"
+  env:
+    - name: CC_CAPABLE_DEVICE_IDS
+      value: "0x2339,0x2331,0x2330,0x2324,0x2322,0x233d"
+operator:
+  initContainer:
+    repository: nvcr.io/nvidia
+    image: cuda
+    version: 13.0.1-base-ubi9
+    imagePullPolicy: IfNotPresent
+kataManager:
+  repository: nvcr.io/nvidia/cloud-native
+  image: k8s-kata-manager
+  version: v0.2.3
+  config:
+    artifactsDir: /opt/nvidia-gpu-operator/artifacts/runtimeclasses
+    runtimeClasses:
+      - name: kata-nvidia-gpu
+        nodeSelector: {}
+        artifacts:
+          url: nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu22.04-535.54.03
+          pullSecret: ""
+      - name: kata-nvidia-gpu-snp
+        nodeSelector:
+          nvidia.com/cc.capable: "true"
+        artifacts:
+          url: nvcr.io/nvidia/cloud-native/kata-gpu-artifacts:ubuntu22.04-535.86.10-snp
+          pullSecret: ""
+{{- end }}
+{{- end -}}
+
+{{/*
+The values the templates read: .Values with the release's defaults filled in (gpu-operator.releaseDefaults)
+where the values do not have the key. Call with (dict "top" $ "out" $someDict); the values are left
+in .out.values (templates cannot return maps).
+*/}}
+{{- define "gpu-operator.effectiveValues" -}}
+{{- $v := deepCopy .top.Values -}}
+{{- include "gpu-operator.fillDefaults" (dict "dst" $v "src" (include "gpu-operator.releaseDefaults" .top | fromYaml)) -}}
+{{- $_ := set .out "values" $v -}}
+{{- end -}}
+
+{{/*
+Fills the keys of .src that .dst does not have, recursing into maps both have. A key the values set,
+even to false or "", is kept.
+*/}}
+{{- define "gpu-operator.fillDefaults" -}}
+{{- $dst := .dst -}}
+{{- range $k, $d := .src -}}
+{{- if not (hasKey $dst $k) -}}
+{{- $_ := set $dst $k $d -}}
+{{- else if and (kindIs "map" $d) (kindIs "map" (get $dst $k)) -}}
+{{- include "gpu-operator.fillDefaults" (dict "dst" (get $dst $k) "src" $d) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"key: value" for each of .keys whose value in the map .v is not empty, in the value's own YAML type.
+Empty values are left out, as NVIDIA's chart leaves them out, so the operator applies its own defaults.
+*/}}
+{{- define "gpu-operator.fields" -}}
+{{- $v := .v | default dict -}}
+{{- range $k := .keys }}
+{{- with get $v $k }}
+{{- if or (kindIs "map" .) (kindIs "slice" .) }}
+{{ $k }}:
+  {{- toYaml . | nindent 2 }}
+{{- else }}
+{{ $k }}: {{ toYaml . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The image fields of an operand, in the CR's names: repository, image, version (always a string: driver
+versions such as 595.91.07 and tags such as 2.6 must not become numbers; defaultVersion when empty),
+imagePullPolicy and imagePullSecrets. Call with (dict "v" .Values.toolkit "defaultVersion" "").
+*/}}
+{{- define "gpu-operator.imageFields" -}}
+{{- include "gpu-operator.fields" (dict "v" .v "keys" (list "repository" "image")) }}
+{{- with (.v.version | default .defaultVersion) }}
+version: {{ toString . | quote }}
+{{- end }}
+{{- include "gpu-operator.fields" (dict "v" .v "keys" (list "imagePullPolicy" "imagePullSecrets")) }}
+{{- end -}}
+
+{{/*
+What most ClusterPolicy operands share: the image fields, then resources, env and args when not empty.
+Same call as gpu-operator.imageFields; the caller renders enabled, whose rules differ per operand.
+*/}}
+{{- define "gpu-operator.operand" -}}
+{{- include "gpu-operator.imageFields" . }}
+{{- include "gpu-operator.fields" (dict "v" .v "keys" (list "resources" "env" "args")) }}
+{{- end -}}
+
+{{/*
+hostNetwork of an operand, which the ClusterPolicy has since v26.3 (clusterpolicy.yaml at v26.3.3);
+rendered only when true. Call with (dict "v" .Values.toolkit "top" $).
+*/}}
+{{- define "gpu-operator.hostNetwork" -}}
+{{- if and .v.hostNetwork (include "gpu-operator.since" (list .top "26.3")) }}
+hostNetwork: {{ .v.hostNetwork }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A driver-manager block (driver.manager, vgpuManager.driverManager, vfioManager.driverManager): its image
+fields without pull secrets, and env.
+*/}}
+{{- define "gpu-operator.driverManager" -}}
+{{- include "gpu-operator.fields" (dict "v" . "keys" (list "repository" "image")) }}
+{{- with .version }}
+version: {{ toString . | quote }}
+{{- end }}
+{{- include "gpu-operator.fields" (dict "v" . "keys" (list "imagePullPolicy" "env")) }}
+{{- end -}}
+
+{{/*
+The driver upgrade policy in the CR's names (gpuPodDeletion becomes podDeletion), for the ClusterPolicy
+and the NVIDIADriver. maxUnavailable keeps its type: the upgrade library takes an integer or an "N%"
+string (an IntOrString, api/upgrade/v1alpha1/upgrade_spec.go of NVIDIA/k8s-operator-libs), so 2 stays 2
+and "25%" stays "25%"; a number written as a string ("2") becomes the number, as NVIDIA's chart
+renders it (clusterpolicy.yaml at v26.7.0).
+*/}}
+{{- define "gpu-operator.upgradePolicy" -}}
+{{- $w := .waitForCompletion | default dict -}}
+{{- $p := .gpuPodDeletion | default dict -}}
+{{- $d := .drain | default dict -}}
+{{- $max := toString (.maxUnavailable | default "25%") -}}
+autoUpgrade: {{ .autoUpgrade | default false }}
+maxParallelUpgrades: {{ .maxParallelUpgrades | default 0 }}
+maxUnavailable: {{ if regexMatch "^[0-9]+$" $max }}{{ $max }}{{ else }}{{ $max | quote }}{{ end }}
+waitForCompletion:
+  timeoutSeconds: {{ $w.timeoutSeconds | toJson }}
+  {{- with $w.podSelector }}
+  podSelector: {{ . | quote }}
+  {{- end }}
+podDeletion:
+  force: {{ $p.force | default false }}
+  timeoutSeconds: {{ $p.timeoutSeconds | toJson }}
+  deleteEmptyDir: {{ $p.deleteEmptyDir | default false }}
+drain:
+  enable: {{ $d.enable | default false }}
+  force: {{ $d.force | default false }}
+  {{- with $d.podSelector }}
+  podSelector: {{ . | quote }}
+  {{- end }}
+  timeoutSeconds: {{ $d.timeoutSeconds | toJson }}
+  deleteEmptyDir: {{ $d.deleteEmptyDir | default false }}
+{{- end -}}
+
+{{/*
+Refuse values that ask NVIDIA's chart for objects this chart does not create, rather than drop them
+silently, and values NVIDIA's chart refuses too (templates/validations.yaml at v26.7.0). Included once,
+by deployment.yaml, which is always rendered. platform.openshift is accepted on purpose: on OpenShift
+gpuctl installs through OLM, not this chart.
 */}}
 {{- define "gpu-operator.checkUnsupported" -}}
 {{- if .Values.nfd.nodefeaturerules -}}
@@ -129,5 +246,8 @@ installs through OLM, not this chart).
 {{- end -}}
 {{- if and .Values.cdi.nriPluginEnabled (not (and .Values.cdi.enabled .Values.toolkit.enabled)) -}}
 {{- fail "cdi.nriPluginEnabled needs cdi.enabled and toolkit.enabled" -}}
+{{- end -}}
+{{- if and .Values.devicePlugin.config.create (empty .Values.devicePlugin.config.data) -}}
+{{- fail "devicePlugin.config.data cannot be empty with devicePlugin.config.create" -}}
 {{- end -}}
 {{- end -}}
