@@ -63,6 +63,28 @@ func TestOfflineCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("template renders the operator release asked for: its CRDs and images, not the default's", func(t *testing.T) {
+		for _, tc := range []struct {
+			version  string
+			gpuCRD   bool
+			operator string
+		}{{"v26.7.0", true, "gpu-operator:v26.7.0"}, {"v26.3.3", false, "gpu-operator:v26.3.3"}, {"25.10.1", false, "gpu-operator:v25.10.1"}} {
+			code, out, errOut := run(t, nil, "template", "--profile", "kubeadm", "--kube-version", "1.33", "--operator-version", tc.version)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", tc.version, code, errOut)
+			}
+			if got := strings.Contains(out, "name: gpuclusters.nvidia.com"); got != tc.gpuCRD {
+				t.Errorf("%s: GPUCluster CRD rendered %v, want %v", tc.version, got, tc.gpuCRD)
+			}
+			if !strings.Contains(out, tc.operator) {
+				t.Errorf("%s: no %s image in the render", tc.version, tc.operator)
+			}
+		}
+		if code, _, errOut := run(t, nil, "template", "--profile", "kubeadm", "--operator-version", "v1.0.0"); code != ExitUsage || !strings.Contains(errOut, "v26.7.0, v26.3.3, v25.10.1") {
+			t.Errorf("unknown release: exit %d: %s", code, errOut)
+		}
+	})
+
 	t.Run("version names the embedded charts", func(t *testing.T) {
 		code, out, _ := run(t, nil, "version")
 		if code != 0 || !strings.Contains(out, "chart gpu-operator 26.7.0 (app v26.7.0)") || !strings.Contains(out, "chart node-feature-discovery") {
