@@ -45,13 +45,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-Standard labels of every object. The version is the NFD image's tag: gpuctl runs each GPU Operator
-release's own NFD image under this chart (internal/bundle NFDValues).
+Standard labels of every object. The version is the NFD image's tag (made a valid label value): gpuctl
+runs each GPU Operator release's own NFD image under this chart (internal/bundle NFDValues).
 */}}
 {{- define "node-feature-discovery.labels" -}}
 helm.sh/chart: {{ include "node-feature-discovery.chart" . }}
 {{ include "node-feature-discovery.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "node-feature-discovery.tag" . | trunc 63 | quote }}
+app.kubernetes.io/version: {{ regexReplaceAll "[^-A-Za-z0-9_.]" (include "node-feature-discovery.tag" .) "_" | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: gpuctl
 {{- end -}}
