@@ -482,9 +482,9 @@ func expect(t *testing.T, obj map[string]any, want any, path ...any) {
 	}
 }
 
-// TestServiceMonitorIsLeftAsTheValuesSay: the operator creates the dcgm-exporter ServiceMonitor only
-// while the cluster serves monitoring.coreos.com/v1 (controllers/object_controls.go at v26.7.0), so the
-// chart passes the user's choice (or the release's default, true in v26.7.0) whatever the cluster
+// TestServiceMonitorIsLeftAsTheValuesSay: the v26.7.0 operator creates the dcgm-exporter ServiceMonitor
+// only while the cluster serves monitoring.coreos.com/v1 (controllers/object_controls.go at v26.7.0), so
+// the chart passes the user's choice (or the release's default, true in v26.7.0) whatever the cluster
 // serves at render time, and a Prometheus Operator installed later is picked up.
 func TestServiceMonitorIsLeftAsTheValuesSay(t *testing.T) {
 	prometheus := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor"}
@@ -793,6 +793,71 @@ gc: {revisionHistoryLimit: 10}
 			if got, want := kinds(objects(t, manifests)), kinds(objects(t, defaults)); !slices.Equal(got, want) {
 				t.Errorf("rendered %v, want the default objects %v", got, want)
 			}
+		})
+	}
+}
+
+// TestTemplatesBranchOnTheRelease loads the chart for each older release as gpuctl does
+// (--operator-version) and checks what NVIDIA's chart of that release renders differently from
+// v26.7.0's; charts/oracle_test.go holds every field to NVIDIA's chart where its sources are present.
+func TestTemplatesBranchOnTheRelease(t *testing.T) {
+	vals := map[string]any{
+		"hostPaths":    map[string]any{"kubeletRootDir": "/var/lib/k0s/kubelet"},
+		"toolkit":      map[string]any{"hostNetwork": true},
+		"extraObjects": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "extra"}}},
+	}
+	tests := []struct {
+		release string
+		check   func(t *testing.T, spec, deploy map[string]any, objs []map[string]any)
+	}{
+		{"v26.3.3", func(t *testing.T, spec, deploy map[string]any, objs []map[string]any) {
+			expect(t, spec, "", "hostPaths", "kubeletRootDir")
+			expect(t, spec, true, "toolkit", "hostNetwork")
+			expect(t, spec, "on", "ccManager", "defaultMode")
+			expect(t, spec, false, "dcgmExporter", "serviceMonitor", "enabled")
+			expect(t, spec, "", "dcgmExporter", "serviceMonitor", "scrapeTimeout")
+			if slices.ContainsFunc(field[[]any](deploy, "spec", "template", "spec", "containers", 0, "env"), func(e any) bool {
+				return field[string](e, "name") == "VALIDATOR_IMAGE"
+			}) {
+				t.Error("the operator gets VALIDATOR_IMAGE, which NVIDIA's chart sets from v26.7 only")
+			}
+			if !slices.Contains(kinds(objs), "ConfigMap/extra") {
+				t.Error("extraObjects are not rendered")
+			}
+		}},
+		{"v25.10.1", func(t *testing.T, spec, deploy map[string]any, objs []map[string]any) {
+			expect(t, spec, false, "toolkit", "hostNetwork")
+			expect(t, spec, false, "ccManager", "enabled")
+			expect(t, spec, "off", "ccManager", "defaultMode")
+			expect(t, spec, "CC_CAPABLE_DEVICE_IDS", "ccManager", "env", 0, "name")
+			expect(t, spec, "cuda", "operator", "initContainer", "image")
+			if _, ok := spec["kataSandboxDevicePlugin"]; ok {
+				t.Error("kataSandboxDevicePlugin rendered; v25.10's ClusterPolicy has none")
+			}
+			if field[string](deploy, "spec", "template", "spec", "volumes", 0, "hostPath", "path") != "/etc/os-release" {
+				t.Error("the operator does not get the host's /etc/os-release, which v25.10 reads")
+			}
+			if slices.Contains(kinds(objs), "ConfigMap/extra") {
+				t.Error("extraObjects rendered; v25.10's chart has none")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.release, func(t *testing.T) {
+			c, err := gpurelease.LoadChartRelease(FS, gpuChart, tt.release)
+			if err != nil {
+				t.Fatal(err)
+			}
+			top, err := util.ToRenderValues(c, vals, release[gpuChart], capabilities(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := engine.Render(c, top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, out)
+			tt.check(t, field[map[string]any](find(t, objs, "ClusterPolicy", "cluster-policy"), "spec"), find(t, objs, "Deployment", "gpu-operator"), objs)
 		})
 	}
 }
