@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -35,12 +37,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 		if err != nil {
 			c.logf("olm stand-in not started: %v", err)
 		} else {
-			crds, err := readCRDs(c.Tools.OperatorCRDs)
-			if err != nil {
-				c.logf("olm stand-in: the GPU operator bundle will carry no CRDs: %v", err)
-			}
-			bundles := map[string][]*unstructured.Unstructured{"gpu-operator-certified": crds}
-			run("olm", func(ctx context.Context) error { return runOLMStandIn(ctx, c.Kube, dyn, bundles, c.logf) })
+			run("olm", func(ctx context.Context) error { return runOLMStandIn(ctx, c.Kube, dyn, c.bundleCRDs, c.logf) })
 		}
 	}
 	if !noOperator {
@@ -54,6 +51,45 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			factory.Shutdown()
 		}()
 	}
+}
+
+// bundleCRDs are the CRDs of a package's bundle at a CSV version, as OLM would unpack them:
+// for gpu-operator-certified, the CRD files of that release's bundle/manifests (else its
+// config/crd/bases), read from the tool cache, so that an OLM install of v26.3.3 gets v26.3.3's CRDs.
+func (c *Cluster) bundleCRDs(pkg, version string) ([]*unstructured.Unstructured, error) {
+	if pkg != "gpu-operator-certified" {
+		return nil, nil
+	}
+	release := "v" + strings.TrimPrefix(version, "v")
+	c.bundleMu.Lock()
+	defer c.bundleMu.Unlock()
+	if crds, ok := c.bundles[release]; ok {
+		return crds, nil
+	}
+	b, warning, err := c.Tools.Operator(release)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		c.logf("olm stand-in: WARNING: the bundle of %s carries the fallback module's CRDs: %s", release, warning)
+	}
+	for _, dir := range []string{b.BundleCRDs, b.CRDs} {
+		if dir == "" {
+			continue
+		}
+		crds, err := readCRDs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(crds) > 0 {
+			if c.bundles == nil {
+				c.bundles = map[string][]*unstructured.Unstructured{}
+			}
+			c.bundles[release] = crds
+			return crds, nil
+		}
+	}
+	return nil, fmt.Errorf("no CRDs for %s in %s", release, b.CRDs)
 }
 
 // readCRDs reads the CRD manifests in dir (one per file).

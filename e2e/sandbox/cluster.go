@@ -37,6 +37,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // Options configure Start.
@@ -52,6 +54,12 @@ type Options struct {
 	Progress io.Writer
 	// NoOperator turns off the operator follower: the real GPU operator controller is then never run.
 	NoOperator bool
+	// OperatorVersion is a GPU Operator release of gpuctl's catalog ("v26.7.0"; default: gpuctl's
+	// default release). Start checks that its controller is built; the OpenShift flavour's catalog
+	// offers it as the head of the default channel; and the follower runs it for an operator image
+	// whose tag names no release of the catalog. Otherwise the follower runs the release the operator
+	// Deployment's image names, whatever this says.
+	OperatorVersion string
 }
 
 // Cluster is a running sandbox.
@@ -68,14 +76,19 @@ type Cluster struct {
 	// Tools are the programs it runs.
 	Tools *Tools
 
-	keepDir  bool
-	pki      *pki
-	spawner  *spawner
-	server   string
-	procs    []*process
-	operator *operatorFollower
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
+	keepDir bool
+	// operatorVersion is Options.OperatorVersion after defaults.
+	operatorVersion string
+	pki             *pki
+	spawner         *spawner
+	server          string
+	procs           []*process
+	operator        *operatorFollower
+	cancel          context.CancelFunc
+	bg              sync.WaitGroup
+	// bundles caches the OLM stand-in's bundle CRDs by release.
+	bundleMu sync.Mutex
+	bundles  map[string][]*unstructured.Unstructured
 	logMu    sync.Mutex
 	log      *os.File
 	stopOnce sync.Once
@@ -95,9 +108,21 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := bundle.Get(opts.OperatorVersion)
+	if err != nil {
+		return nil, fmt.Errorf("operator version: %w", err)
+	}
+	s.operatorVersion = release.Version
 	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
 	if err != nil {
 		return nil, err
+	}
+	opBuild, opWarning, err := tools.Operator(release.Version)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(opBuild.Binary); err != nil {
+		return nil, fmt.Errorf("the GPU operator controller of %s is not built: %w", release.Version, err)
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -107,7 +132,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, spawner: newSpawner()}
+	c := &Cluster{Dir: dir, Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version, spawner: newSpawner()}
 	defer func() {
 		if err != nil {
 			if c.log != nil {
@@ -125,6 +150,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		c.logf("%s", msg)
 	}
 	started := time.Now()
+	if opWarning != "" {
+		step("WARNING: %s", opWarning)
+	}
+	if opts.NoOperator {
+		c.logf("operator: the follower is off (NoOperator): no GPU operator controller will run")
+	} else {
+		c.logf("operator: default release %s; built from sources: %s", release.Version, strings.Join(slices.Sorted(maps.Keys(tools.Operators)), ", "))
+	}
 	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
 	}
@@ -238,7 +271,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 // run starts one component with its log in the state directory.
 func (c *Cluster) run(name, bin string, args ...string) error {
-	p, err := c.spawner.startProcess(name, bin, args, os.Environ(), c.Dir, filepath.Join(c.Dir, name+".log"))
+	p, err := c.spawner.startProcess(name, bin, args, os.Environ(), c.Dir, filepath.Join(c.Dir, name+".log"), 0)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // openshiftRelease is the OpenShift release whose kubelets run the scenario's Kubernetes version, and
@@ -156,7 +158,7 @@ func openshiftFlavor() Flavor {
 		},
 		Objects: func(s Scenario) []unstructured.Unstructured {
 			rel := openshiftReleaseFor(s.Defaults())
-			return openshiftObjects(rel, region, infraName)
+			return openshiftObjects(rel, region, infraName, s.operatorVersion)
 		},
 	}
 }
@@ -168,7 +170,9 @@ const (
 )
 
 // openshiftObjects are what a freshly installed cluster has that the GPU stack looks at.
-func openshiftObjects(rel openshiftRelease, region, infraName string) []unstructured.Unstructured {
+// operatorVersion is the GPU operator release whose channel is the package's default ("" for gpuctl's
+// default release).
+func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion string) []unstructured.Unstructured {
 	monitored := map[string]string{"openshift.io/cluster-monitoring": "true"}
 	objs := []unstructured.Unstructured{
 		namespaceObject("openshift", nil),
@@ -290,14 +294,17 @@ func openshiftObjects(rel openshiftRelease, region, infraName string) []unstruct
 	}
 	objs = append(objs, object("operators.coreos.com/v1", "OperatorGroup", "openshift-operators", "global-operators", map[string]any{"spec": map[string]any{}}))
 
-	return append(objs, gpuOperatorPackage(), nfdPackage(rel))
+	return append(objs, gpuOperatorPackage(operatorVersion), nfdPackage(rel))
 }
 
 // gpuOperatorPackage is the PackageManifest of NVIDIA's certified GPU operator. Channels and CSV facts
 // from research/gpu-operator.md §5 (OpenShift: bundle channels stable and v26.7, default v26.7;
 // olm.skipRange; the alm-example ClusterPolicy gpu-cluster-policy with use_ocp_driver_toolkit, dcgm,
 // nodeStatusExporter and cdi enabled) and §2 (ClusterPolicy's required blocks, NVIDIADriver's fields).
-func gpuOperatorPackage() unstructured.Unstructured {
+//
+// The default channel is the one whose head is defaultRelease ("v26.3.3" → v26.3; "" → gpuctl's
+// default release), so a sandbox can stand for a catalog of another day.
+func gpuOperatorPackage(defaultRelease string) unstructured.Unstructured {
 	clusterPolicy := func(version string) map[string]any {
 		operator := map[string]any{"use_ocp_driver_toolkit": true, "initContainer": map[string]any{}}
 		if version < "26" {
@@ -321,9 +328,10 @@ func gpuOperatorPackage() unstructured.Unstructured {
 					"kernelModuleType":   "auto",
 					"repoConfig":         map[string]any{"configMapName": ""},
 					"certConfig":         map[string]any{"name": ""},
-					// No licensingConfig.secretName nor upgradePolicy.gpuPodDeletion: the sandbox's bundle
-					// carries the CRDs of the operator module it runs (September 2025), which has neither
-					// field, and a bundle's alm-examples always fit its own CRDs.
+					// A bundle's alm-examples always fit its own CRDs: the OLM stand-in installs each
+					// release's bundle CRDs, and TestOpenShiftCatalogExamplesFitEachReleasesCRDs holds
+					// these examples against them (no upgradePolicy.gpuPodDeletion: the CRDs of v25.10.1
+					// to v26.7.0 call it podDeletion).
 					"licensingConfig":    map[string]any{"nlsEnabled": true},
 					"virtualTopology":    map[string]any{"config": ""},
 					"kernelModuleConfig": map[string]any{"name": ""},
@@ -396,12 +404,25 @@ func gpuOperatorPackage() unstructured.Unstructured {
 			"entries":        entries,
 		}
 	}
-	return packageManifest("gpu-operator-certified", "certified-operators", "Certified Operators", "NVIDIA Corporation", "v26.7", []any{
+	return packageManifest("gpu-operator-certified", "certified-operators", "Certified Operators", "NVIDIA Corporation", releaseChannel(defaultRelease), []any{
 		channel("stable", "26.7.0", "26.3.3", "26.3.2", "26.3.1", "26.3.0", "25.10.1", "25.10.0"),
 		channel("v26.7", "26.7.0"),
 		channel("v26.3", "26.3.3", "26.3.2", "26.3.1", "26.3.0"),
 		channel("v25.10", "25.10.1", "25.10.0"),
 	})
+}
+
+// releaseChannel is the OLM channel of a GPU operator release: "v26.3.3" → "v26.3"; "" is gpuctl's
+// default release's.
+func releaseChannel(release string) string {
+	if release == "" {
+		release = bundle.Default().Version
+	}
+	parts := strings.SplitN(strings.TrimPrefix(release, "v"), ".", 3)
+	if len(parts) < 2 {
+		return "stable"
+	}
+	return "v" + parts[0] + "." + parts[1]
 }
 
 // nfdPackage is the PackageManifest of Red Hat's Node Feature Discovery Operator, which ships with

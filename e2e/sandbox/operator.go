@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // operatorFollower makes the sandbox behave like a cluster that can run the GPU operator's image:
@@ -39,19 +42,52 @@ type operatorFollower struct {
 	deployments appslisters.DeploymentLister
 	pods        corelisters.PodLister
 
+	// defaultRelease is the controller to run when the Deployment's image names no release of
+	// gpuctl's catalog (a digest, an unknown tag): Options.OperatorVersion.
+	defaultRelease string
+
 	mu      sync.Mutex
 	current *runningOperator
 	// crashes counts consecutive early exits, for a kubelet-like restart back-off.
 	crashes   int
 	notBefore time.Time
+	// runs records every controller process, oldest first (OperatorRuns).
+	runs []OperatorRun
+	// view is how controller processes get their release's /opt/gpu-operator, decided at the first start.
+	view *operatorView
 }
 
 type runningOperator struct {
 	uid       types.UID
 	namespace string
 	name      string
+	build     OperatorBuild
 	proc      *process
 	started   time.Time
+	run       int  // index in runs
+	stopping  bool // the sandbox is stopping it (its exit is no crash)
+}
+
+// OperatorRun is one run of the real controller.
+type OperatorRun struct {
+	Release     string // "v26.7.0"; the fallback module's version when FromSources is false
+	FromSources bool   // built from NVIDIA's sources of Release
+	Namespace   string
+	Started     time.Time
+	Exited      time.Time // zero while running
+	ExitErr     string    // how it exited ("" while running or when the sandbox stopped it)
+}
+
+// OperatorRuns lists every run of the real GPU operator controller in this sandbox, oldest first
+// (nil when the follower is off). A run that ended without the sandbox stopping it (a crash, an exit
+// of the controller's own) has its ExitErr set ("exit status 1", "signal: killed").
+func (c *Cluster) OperatorRuns() []OperatorRun {
+	if c.operator == nil {
+		return nil
+	}
+	c.operator.mu.Lock()
+	defer c.operator.mu.Unlock()
+	return slices.Clone(c.operator.runs)
 }
 
 // isGPUOperatorDeployment recognises the operator by its label (NVIDIA's chart and ours set
@@ -83,10 +119,11 @@ func imageName(image string) string {
 
 func (c *Cluster) startOperatorFollower(ctx context.Context, factory informers.SharedInformerFactory) {
 	f := &operatorFollower{
-		c:           c,
-		trigger:     make(chan struct{}, 1),
-		deployments: factory.Apps().V1().Deployments().Lister(),
-		pods:        factory.Core().V1().Pods().Lister(),
+		c:              c,
+		defaultRelease: c.operatorVersion,
+		trigger:        make(chan struct{}, 1),
+		deployments:    factory.Apps().V1().Deployments().Lister(),
+		pods:           factory.Core().V1().Pods().Lister(),
 	}
 	c.operator = f
 	poke := cache.ResourceEventHandlerFuncs{
@@ -155,8 +192,20 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 	f.mu.Lock()
 	cur := f.current
 	f.mu.Unlock()
-	if cur != nil && (want == nil || want.UID != cur.uid) {
+	var build OperatorBuild
+	var warning string
+	var buildErr error
+	if want != nil {
+		build, warning, buildErr = f.buildFor(want)
+	}
+	switch {
+	case cur != nil && (want == nil || want.UID != cur.uid):
 		f.c.logf("operator: stopping the GPU operator controller for %s/%s (its Deployment or pod is gone)", cur.namespace, cur.name)
+		f.stopProcess()
+		cur = nil
+	case cur != nil && buildErr == nil && build.Binary != cur.build.Binary && cur.proc.running():
+		// A new image in the same Deployment: a real cluster rolls out a new pod.
+		f.c.logf("operator: the Deployment %s/%s now runs %s; replacing the %s controller", cur.namespace, cur.name, build.Release, cur.build.Release)
 		f.stopProcess()
 		cur = nil
 	}
@@ -171,7 +220,7 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		backoff := min(time.Duration(1<<min(f.crashes, 5))*time.Second, 30*time.Second)
 		f.notBefore = time.Now().Add(backoff)
 		f.mu.Unlock()
-		f.c.logf("operator: controller for %s/%s exited (%v); restarting in %s", cur.namespace, cur.name, cur.proc.err, backoff)
+		f.c.logf("operator: controller %s for %s/%s exited (%v); restarting in %s", cur.build.Release, cur.namespace, cur.name, cur.proc.err, backoff)
 		time.AfterFunc(backoff, f.poke)
 		return
 	}
@@ -185,7 +234,14 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		time.AfterFunc(wait, f.poke)
 		return
 	}
-	proc, err := f.start(ctx, want)
+	var proc *process
+	err := buildErr
+	if err == nil {
+		if warning != "" {
+			f.c.logf("operator: WARNING: %s", warning)
+		}
+		proc, err = f.start(ctx, want, build)
+	}
 	if err != nil {
 		f.c.logf("operator: cannot run the GPU operator controller for %s/%s: %v", want.Namespace, want.Name, err)
 		f.mu.Lock()
@@ -195,18 +251,100 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		time.AfterFunc(5*time.Second, f.poke)
 		return
 	}
+	now := time.Now()
 	f.mu.Lock()
-	f.current = &runningOperator{uid: want.UID, namespace: want.Namespace, name: want.Name, proc: proc, started: time.Now()}
+	run := &runningOperator{uid: want.UID, namespace: want.Namespace, name: want.Name, build: build, proc: proc, started: now, run: len(f.runs)}
+	f.runs = append(f.runs, OperatorRun{Release: build.Release, FromSources: build.FromSources, Namespace: want.Namespace, Started: now})
+	f.current = run
 	f.mu.Unlock()
 	go func() {
 		<-proc.exited
+		f.mu.Lock()
+		r := &f.runs[run.run]
+		r.Exited = time.Now()
+		if !run.stopping {
+			r.ExitErr = "exit status 0"
+			if proc.err != nil {
+				r.ExitErr = proc.err.Error()
+			}
+		}
+		f.mu.Unlock()
 		f.poke()
 	}()
 }
 
-func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment) (*process, error) {
-	if err := installOperatorFiles(f.c.Tools); err != nil {
+// buildFor picks the controller for a Deployment: the release its operator container's image tag
+// names, else the sandbox's default release; see Tools.Operator for missing sources.
+func (f *operatorFollower) buildFor(d *appsv1.Deployment) (OperatorBuild, string, error) {
+	image := operatorContainer(d).Image
+	release, known := imageRelease(image)
+	var note string
+	if !known {
+		note = fmt.Sprintf("the operator image %q names no release of gpuctl's catalog; running the controller of %s", image, f.defaultRelease)
+		release = f.defaultRelease
+	}
+	b, warning, err := f.c.Tools.Operator(release)
+	if note != "" {
+		warning = strings.TrimPrefix(note+"; "+warning, "; ")
+		warning = strings.TrimSuffix(warning, "; ")
+	}
+	return b, warning, err
+}
+
+// imageRelease is the GPU Operator release an operator image's tag names, if it is one of gpuctl's
+// catalog ("nvcr.io/nvidia/gpu-operator:v26.7.0" → "v26.7.0"). A digest names none.
+func imageRelease(image string) (string, bool) {
+	if strings.Contains(image, "@") {
+		return "", false
+	}
+	name := path.Base(image)
+	_, tag, ok := strings.Cut(name, ":")
+	if !ok || tag == "" {
+		return "", false
+	}
+	b, err := bundle.Get(tag)
+	if err != nil {
+		return "", false
+	}
+	return b.Version, true
+}
+
+// operatorContainer is the Deployment's operator container: the one named gpu-operator, else the
+// first one.
+func operatorContainer(d *appsv1.Deployment) corev1.Container {
+	containers := d.Spec.Template.Spec.Containers
+	if len(containers) == 0 {
+		return corev1.Container{}
+	}
+	for _, c := range containers {
+		if c.Name == "gpu-operator" {
+			return c
+		}
+	}
+	return containers[0]
+}
+
+func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build OperatorBuild) (*process, error) {
+	f.mu.Lock()
+	view := f.view
+	f.mu.Unlock()
+	if view == nil {
+		v := chooseOperatorView(build)
+		if v.warning != "" {
+			f.c.logf("operator: WARNING: %s", v.warning)
+		}
+		f.mu.Lock()
+		f.view = &v
+		view = &v
+		f.mu.Unlock()
+	}
+	if err := installHostEtc(); err != nil {
 		return nil, err
+	}
+	if !view.private {
+		if err := installOperatorFiles(build); err != nil {
+			return nil, err
+		}
 	}
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	if sa == "" {
@@ -226,18 +364,29 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment) (*pr
 	}
 	env := operatorEnv(d)
 	env = append(env, "OPERATOR_NAMESPACE="+d.Namespace, "KUBECONFIG="+kubeconfig)
+	origin := "built from NVIDIA's sources of " + build.Release
+	if !build.FromSources {
+		origin = "the fallback Go module github.com/NVIDIA/gpu-operator@" + build.Release + ", NOT the release installed"
+	}
+	files := "a private mount of " + build.Root
+	if !view.private {
+		files = "a shared copy of " + build.Root
+	}
 	logPath := filepath.Join(f.c.Dir, "gpu-operator.log")
 	if lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(lf, "===== %s: running the real GPU operator controller for Deployment %s/%s (service account %s)\n",
-			time.Now().Format(time.RFC3339), d.Namespace, d.Name, sa)
+		fmt.Fprintf(lf, "===== %s: running the real GPU operator controller %s (%s) for Deployment %s/%s (image %s, service account %s); /opt/gpu-operator is %s\n",
+			time.Now().Format(time.RFC3339), build.Release, origin, d.Namespace, d.Name, operatorContainer(d).Image, sa, files)
 		lf.Close()
 	}
-	f.c.logf("operator: running the GPU operator controller for %s/%s as service account %s", d.Namespace, d.Name, sa)
-	return f.c.spawner.startProcess("gpu-operator", f.c.Tools.Operator, []string{
-		// The Deployment's own flags would bind :8080/:8081 and take a lease; on a shared machine the
-		// process binds ephemeral loopback ports, and there is only ever one of it.
-		"--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
-	}, env, f.c.Dir, logPath)
+	f.c.logf("operator: running the GPU operator controller %s (%s) for %s/%s as service account %s", build.Release, origin, d.Namespace, d.Name, sa)
+	// The Deployment's own flags would bind :8080/:8081 and take a lease; on a shared machine the
+	// process binds ephemeral loopback ports, and there is only ever one of it.
+	args := []string{"--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"}
+	bin, unshare := build.Binary, uintptr(0)
+	if view.private {
+		bin, args, unshare = view.wrap(build.Root, append([]string{build.Binary}, args...)...)
+	}
+	return f.c.spawner.startProcess("gpu-operator", bin, args, env, f.c.Dir, logPath, unshare)
 }
 
 // operatorEnv is the machine's environment plus the literal environment of the Deployment's
@@ -251,17 +400,7 @@ func operatorEnv(d *appsv1.Deployment) []string {
 			env = append(env, kv)
 		}
 	}
-	containers := d.Spec.Template.Spec.Containers
-	if len(containers) == 0 {
-		return env
-	}
-	c := containers[0]
-	for _, cc := range containers {
-		if cc.Name == "gpu-operator" {
-			c = cc
-		}
-	}
-	for _, e := range c.Env {
+	for _, e := range operatorContainer(d).Env {
 		switch {
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
@@ -279,10 +418,21 @@ func (f *operatorFollower) stopProcess() {
 	f.current = nil
 	f.crashes = 0
 	f.notBefore = time.Time{}
+	if cur != nil && cur.proc.running() {
+		cur.stopping = true
+	}
 	f.mu.Unlock()
 	if cur != nil {
 		cur.proc.stop(10 * time.Second)
 	}
+}
+
+// privateView reports whether controller processes get their own /opt/gpu-operator (known after the
+// first start).
+func (f *operatorFollower) privateView() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.view != nil && f.view.private
 }
 
 func (f *operatorFollower) pids() []int {
@@ -313,60 +463,51 @@ func (c *Cluster) OperatorNamespace() string {
 	return c.operator.namespace()
 }
 
-// operatorFilesVersion marks what /opt/gpu-operator holds, so a different operator build replaces it.
-const operatorFilesVersion = OperatorModuleVersion + "/1"
-
-// installOperatorFiles puts what the operator image carries where the controller reads it: its state
-// manifests under /opt/gpu-operator (the paths are compiled in: controllers/state_manager.go) and the
-// host's os-release under /host-etc (controllers/object_controls.go). These are fixed absolute paths,
-// so this needs root, as the reference recipe does (shared/reference/operator-run.sh).
-func installOperatorFiles(t *Tools) error {
-	const root = "/opt/gpu-operator"
-	// Sandboxes of parallel test binaries share these paths.
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("the GPU operator reads its manifests from %s, which cannot be created (run as root): %w", root, err)
+// installOperatorFiles is the fallback where processes cannot have their own mount namespace (not
+// root): it copies the build's files to the shared /opt/gpu-operator, replacing another release's.
+// Parallel sandboxes running different releases then see whichever was copied last.
+func installOperatorFiles(b OperatorBuild) error {
+	// Sandboxes of parallel test binaries share this path.
+	if err := os.MkdirAll(operatorFilesPath, 0o755); err != nil {
+		return fmt.Errorf("the GPU operator reads its manifests from %s, which cannot be created (run as root): %w", operatorFilesPath, err)
 	}
-	unlock, err := lockFile(context.Background(), root+".lock", io.Discard)
+	unlock, err := lockFile(context.Background(), operatorFilesPath+".lock", io.Discard)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	marker := filepath.Join(root, ".gpuctl-sandbox")
-	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != operatorFilesVersion {
-		entries, err := os.ReadDir(t.OperatorAssets)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
-				return err
-			}
-		}
-		if err := copyTree(t.OperatorAssets, root); err != nil {
-			return err
-		}
-		if err := os.RemoveAll(filepath.Join(root, "manifests")); err != nil {
-			return err
-		}
-		if err := copyTree(t.OperatorManifests, filepath.Join(root, "manifests")); err != nil {
-			return err
-		}
-		if err := os.WriteFile(marker, []byte(operatorFilesVersion+"\n"), 0o644); err != nil {
+	want, err := os.ReadFile(filepath.Join(b.Root, releaseMarker))
+	if err != nil {
+		return err
+	}
+	if have, err := os.ReadFile(filepath.Join(operatorFilesPath, releaseMarker)); err == nil && string(have) == string(want) {
+		return nil
+	}
+	entries, err := os.ReadDir(operatorFilesPath)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(operatorFilesPath, e.Name())); err != nil {
 			return err
 		}
 	}
+	return copyTree(b.Root, operatorFilesPath)
+}
+
+// installHostEtc puts the host's os-release where the controller reads it before v26.x
+// (controllers/object_controls.go at v25.10.1): a fixed path, the same for every release.
+func installHostEtc() error {
 	const osRelease = "/host-etc/os-release"
-	if _, err := os.Stat(osRelease); err != nil {
-		if err := os.MkdirAll(filepath.Dir(osRelease), 0o755); err != nil {
-			return fmt.Errorf("the GPU operator reads %s, which cannot be created (run as root): %w", osRelease, err)
-		}
-		b, err := os.ReadFile("/etc/os-release")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(osRelease, b, 0o644); err != nil {
-			return err
-		}
+	if _, err := os.Stat(osRelease); err == nil {
+		return nil
 	}
-	return nil
+	if err := os.MkdirAll(filepath.Dir(osRelease), 0o755); err != nil {
+		return fmt.Errorf("the GPU operator reads %s, which cannot be created (run as root): %w", osRelease, err)
+	}
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(osRelease, b, 0o644)
 }

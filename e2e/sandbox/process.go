@@ -70,8 +70,9 @@ type process struct {
 }
 
 // startProcess runs bin with args, stdout and stderr appended to logPath, in its own process group so
-// that stop reaches anything it forks.
-func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPath string) (*process, error) {
+// that stop reaches anything it forks. unshare are clone flags of namespaces the process gets of its
+// own (0: none).
+func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPath string, unshare uintptr) (*process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPat
 	cmd.Env = env
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Unshareflags: unshare}
 	if err := s.start(cmd); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

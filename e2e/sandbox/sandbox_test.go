@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -223,15 +224,176 @@ func TestGPUWorkloadsLandOnlyWhereTheyShould(t *testing.T) {
 	})
 }
 
-// The real GPU operator controller, started by the follower for a Deployment of its own, reconciles a
-// ClusterPolicy to ready on the GPU nodes.
+// The real GPU operator controllers, started by the follower for Deployments of their own, reconcile a
+// ClusterPolicy to ready: gpuctl's default release v26.7.0 on a gke sandbox and, at the same time,
+// v25.10.1 on a kubeadm sandbox, each the controller its Deployment's image names, built from NVIDIA's
+// sources, with its own release's CRDs and its own files at /opt/gpu-operator.
 func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
-	c := StartT(t, Options{Scenario: Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1, NFDLabels: true}})
+	gke := StartT(t, Options{Scenario: Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1, NFDLabels: true}})
+	old := StartT(t, Options{Scenario: Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 0, NFDLabels: true}, OperatorVersion: "v25.10.1"})
 	ctx := t.Context()
-	gpu, _ := gpuNodeNames(c)
+	gpu, _ := gpuNodeNames(gke)
 	const ns = "gpu-operator"
+	runs := []struct {
+		c       *Cluster
+		release string
+		build   OperatorBuild
+		created time.Time
+	}{{c: gke, release: "v26.7.0"}, {c: old, release: "v25.10.1"}}
+	for i := range runs {
+		r := &runs[i]
+		b, warning, err := r.c.Tools.Operator(r.release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warning != "" {
+			t.Logf("WARNING: %s", warning)
+		}
+		r.build = b
+		r.created = deployOperator(t, r.c, ns, b, "nvcr.io/nvidia/gpu-operator:"+r.release)
+	}
 
-	applyCRDsFromDir(t, c, c.Tools.OperatorCRDs)
+	t.Run("the follower runs the controller of the release each Deployment's image names", func(t *testing.T) {
+		for _, r := range runs {
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return r.c.OperatorNamespace() == ns, nil
+			})
+			if err != nil {
+				t.Fatalf("%s: operator controller not running for %s (running for %q)", r.release, ns, r.c.OperatorNamespace())
+			}
+			got := r.c.OperatorRuns()
+			if len(got) != 1 || got[0].Release != r.build.Release || got[0].FromSources != r.build.FromSources || got[0].Namespace != ns ||
+				got[0].Started.IsZero() || !got[0].Exited.IsZero() || got[0].ExitErr != "" {
+				t.Errorf("%s: OperatorRuns = %+v, want one running run of %s (from sources: %v) in %s", r.release, got, r.build.Release, r.build.FromSources, ns)
+			}
+			log, _ := os.ReadFile(filepath.Join(r.c.Dir, "gpu-operator.log"))
+			if want := "running the real GPU operator controller " + r.build.Release + " ("; !strings.Contains(string(log), want) {
+				t.Errorf("%s: gpu-operator.log has no header %q", r.release, want)
+			}
+		}
+	})
+
+	t.Run("each controller process sees its own release's files at /opt/gpu-operator", func(t *testing.T) {
+		if !gke.operator.privateView() {
+			t.Skip("no private mount namespaces here (not root): the controllers share one copy")
+		}
+		for _, r := range runs {
+			pids := r.c.operator.pids()
+			if len(pids) != 1 {
+				t.Fatalf("%s: controller pids %v", r.release, pids)
+			}
+			want, err := os.ReadFile(filepath.Join(r.build.Root, releaseMarker))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pids[0], operatorFilesPath, releaseMarker))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pids[0], got, operatorFilesPath, want, err)
+			}
+			// v26.x carries the DRA driver's state manifests; v25.10.1 does not.
+			_, err = os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pids[0], operatorFilesPath))
+			if hasDRA := err == nil; r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
+				t.Errorf("%s: manifests/state-dra-driver present: %v", r.release, hasDRA)
+			}
+		}
+	})
+
+	t.Run("the ClusterPolicy becomes ready with condition Ready/Reconciled", func(t *testing.T) {
+		for _, r := range runs {
+			waitClusterPolicyReady(t, ctx, dynamic.NewForConfigOrDie(r.c.Config), "cluster-policy", 4*time.Minute)
+			t.Logf("%s: Reconciled %s after the operator Deployment was created", r.release, time.Since(r.created).Round(100*time.Millisecond))
+		}
+	})
+
+	t.Run("the operator created its operand DaemonSets and a validator runs on every GPU node", func(t *testing.T) {
+		dss, err := gke.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range dss.Items {
+			names = append(names, d.Name)
+		}
+		for _, want := range []string{"nvidia-device-plugin-daemonset", "nvidia-operator-validator", "nvidia-container-toolkit-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("operand DaemonSet %s missing; have %v", want, names)
+			}
+		}
+		pods := waitPods(t, ctx, gke.Kube, ns, "app=nvidia-operator-validator", func(p []corev1.Pod) bool { return len(runningOn(p)) == len(gpu) })
+		if got := runningOn(pods); !slices.Equal(got, gpu) {
+			t.Errorf("validators run on %v, want %v", got, gpu)
+		}
+	})
+
+	t.Run("the operator's device plugin makes nvidia.com/gpu allocatable on the GPU nodes", func(t *testing.T) {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			for _, name := range gpu {
+				n, err := gke.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if q := n.Status.Allocatable["nvidia.com/gpu"]; q.Value() != int64(gke.Scenario.GPUsPerNode) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("nvidia.com/gpu not allocatable on every GPU node: %v", err)
+		}
+	})
+
+	t.Run("a controller exit the sandbox did not cause is reported, and the controller restarted", func(t *testing.T) {
+		pids := old.operator.pids()
+		if len(pids) != 1 {
+			t.Fatalf("controller pids %v", pids)
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		var got []OperatorRun
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			got = old.OperatorRuns()
+			return len(got) == 2 && len(old.operator.pids()) == 1, nil
+		})
+		if err != nil {
+			t.Fatalf("no second run after the controller was killed: %+v", got)
+		}
+		if got[0].ExitErr != "signal: killed" || got[0].Exited.IsZero() {
+			t.Errorf("the killed run: %+v, want ExitErr \"signal: killed\" and an exit time", got[0])
+		}
+		if got[1].Release != runs[1].build.Release || !got[1].Exited.IsZero() || got[1].ExitErr != "" {
+			t.Errorf("the restarted run: %+v", got[1])
+		}
+	})
+
+	t.Run("deleting the Deployment stops the controller, which is no crash", func(t *testing.T) {
+		pids := gke.operator.pids()
+		if err := gke.Kube.AppsV1().Deployments(ns).Delete(ctx, "gpu-operator", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return gke.OperatorNamespace() == "", nil
+		})
+		if err != nil {
+			t.Fatalf("the operator controller still runs for %q after its Deployment was deleted", gke.OperatorNamespace())
+		}
+		assertGone(t, pids)
+		got := gke.OperatorRuns()
+		if len(got) != 1 || got[0].Exited.IsZero() || got[0].ExitErr != "" {
+			t.Errorf("OperatorRuns = %+v, want the one run, stopped by the sandbox (no ExitErr) — the controller never exited on its own", got)
+		}
+	})
+}
+
+// deployOperator does what an operator install does for the follower: the release's CRDs, a namespace
+// with the quota GKE needs, a cluster-admin service account (these tests are about the follower and
+// the controller, not a chart's RBAC), a Deployment running image, and the release's sample
+// ClusterPolicy named cluster-policy. It returns when the Deployment was created.
+func deployOperator(t *testing.T, c *Cluster, ns string, b OperatorBuild, image string) time.Time {
+	t.Helper()
+	ctx := t.Context()
+	applyCRDsFromDir(t, c, b.CRDs)
 	mustCreate(t, func() error {
 		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		return err
@@ -254,7 +416,6 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		_, err := c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}, metav1.CreateOptions{})
 		return err
 	})
-	// This test is about the follower and the controller, not a chart's RBAC: cluster-admin.
 	mustCreate(t, func() error {
 		_, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator-test"},
@@ -263,6 +424,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		}, metav1.CreateOptions{})
 		return err
 	})
+	_, tag, _ := strings.Cut(path.Base(image), ":")
 	labels := map[string]string{"app": "gpu-operator"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator", Namespace: ns, Labels: labels},
@@ -273,10 +435,10 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 				Spec: corev1.PodSpec{
 					ServiceAccountName: "gpu-operator",
 					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v25.10.0",
+					Containers: []corev1.Container{{Name: "gpu-operator", Image: image,
 						// The sample ClusterPolicy sets no images: like NVIDIA's bundle, the Deployment names them
 						// in its environment, which the follower must pass through as the pod would see it.
-						Env: operatorImageEnv("v25.10.0")}},
+						Env: operatorImageEnv(tag)}},
 				},
 			},
 		},
@@ -285,78 +447,13 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 		return err
 	})
-
-	policy := readSample(t, filepath.Join(c.Tools.OperatorSamples, "v1_clusterpolicy.yaml"))
+	created := time.Now()
+	policy := readSample(t, filepath.Join(b.Samples, "v1_clusterpolicy.yaml"))
 	policy.SetName("cluster-policy")
-	dyn := dynamic.NewForConfigOrDie(c.Config)
-	if _, err := dyn.Resource(clusterPolicyGVR).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(c.Config).Resource(clusterPolicyGVR).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	t.Run("the follower runs the controller for the Deployment's namespace", func(t *testing.T) {
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return c.OperatorNamespace() == ns, nil
-		})
-		if err != nil {
-			t.Fatalf("operator controller not running for %s (running for %q)", ns, c.OperatorNamespace())
-		}
-	})
-
-	t.Run("the ClusterPolicy becomes ready with condition Ready/Reconciled", func(t *testing.T) {
-		waitClusterPolicyReady(t, ctx, dyn, "cluster-policy", 4*time.Minute)
-	})
-
-	t.Run("the operator created its operand DaemonSets and a validator runs on every GPU node", func(t *testing.T) {
-		dss, err := c.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, d := range dss.Items {
-			names = append(names, d.Name)
-		}
-		for _, want := range []string{"nvidia-device-plugin-daemonset", "nvidia-operator-validator", "nvidia-container-toolkit-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter"} {
-			if !slices.Contains(names, want) {
-				t.Errorf("operand DaemonSet %s missing; have %v", want, names)
-			}
-		}
-		pods := waitPods(t, ctx, c.Kube, ns, "app=nvidia-operator-validator", func(p []corev1.Pod) bool { return len(runningOn(p)) == len(gpu) })
-		if got := runningOn(pods); !slices.Equal(got, gpu) {
-			t.Errorf("validators run on %v, want %v", got, gpu)
-		}
-	})
-
-	t.Run("the operator's device plugin makes nvidia.com/gpu allocatable on the GPU nodes", func(t *testing.T) {
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			for _, name := range gpu {
-				n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				if q := n.Status.Allocatable["nvidia.com/gpu"]; q.Value() != int64(c.Scenario.GPUsPerNode) {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
-		if err != nil {
-			t.Fatalf("nvidia.com/gpu not allocatable on every GPU node: %v", err)
-		}
-	})
-
-	t.Run("deleting the Deployment stops the controller", func(t *testing.T) {
-		pids := c.operator.pids()
-		if err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, "gpu-operator", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return c.OperatorNamespace() == "", nil
-		})
-		if err != nil {
-			t.Fatalf("the operator controller still runs for %q after its Deployment was deleted", c.OperatorNamespace())
-		}
-		assertGone(t, pids)
-	})
+	return created
 }
 
 func waitClusterPolicyReady(t *testing.T, ctx context.Context, dyn dynamic.Interface, name string, timeout time.Duration) {

@@ -29,6 +29,10 @@ type Scenario struct {
 	// (e.g. "v1.33.4"); the flavour adds its suffix ("-gke.1172000", "+rke2r1", …). Default: the
 	// control plane's version.
 	KubeletVersion string
+
+	// operatorVersion is Options.OperatorVersion, set by Start: the OpenShift flavour's catalog offers
+	// it as the head of the GPU operator's default channel (default: gpuctl's default release).
+	operatorVersion string
 }
 
 // Hardware is what a simulated node has that the API cannot show until something inspects it. The

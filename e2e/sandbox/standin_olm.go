@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (research §5
@@ -111,8 +113,9 @@ type plannedInstall struct {
 // catalog counts as present if its CatalogSource object exists or a PackageManifest names it); a
 // PackageManifest carries no install strategy, so the stand-in knows the two bundles it must install
 // (gpu-operator-certified and nfd, olmBundleStrategy) and installs an empty strategy for any other;
-// bundle CRDs are the ones the sandbox is given per package (the operator module's own, for
-// gpu-operator-certified), created when missing and never upgraded; the ClusterRoles grant
+// bundle CRDs are the ones the sandbox is given per package and CSV version (for
+// gpu-operator-certified, that release's bundle/manifests CRDs from NVIDIA's sources), created when
+// missing and never upgraded; the ClusterRoles grant
 // everything instead of the bundle's exact clusterPermissions; no upgrades (one CSV per Subscription,
 // never replaced), no dependency resolution, install-mode or OperatorGroup selector checks, CSV
 // copies into target namespaces, operator conditions or catalog health entries; a Succeeded CSV stays
@@ -123,7 +126,7 @@ type olmStandIn struct {
 	dyn  dynamic.Interface
 	logf func(string, ...any)
 	// bundleCRDs are applied before a package's CSV objects, as OLM applies a bundle's CRDs.
-	bundleCRDs map[string][]*unstructured.Unstructured
+	bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error)
 
 	subs, plans, csvs, groups, packages, nfds cache.GenericLister
 	// catalogs is nil when the CatalogSource API is not served.
@@ -150,9 +153,10 @@ type olmStandIn struct {
 // nodefeaturediscoveries need the status subresource, as OLM's own do. It needs a client allowed to
 // grant any RBAC (cluster-admin). The hardware map is not used: OLM does not look at hardware.
 //
-// bundleCRDs are the CRDs each package's bundle carries, by package name: OLM applies a bundle's CRDs
-// before its CSV, which is how the GPU operator's ClusterPolicy CRD gets onto an OpenShift cluster.
-func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs map[string][]*unstructured.Unstructured, logf func(string, ...any)) error {
+// bundleCRDs returns the CRDs a package's bundle of a CSV version carries (nil: no bundle has CRDs):
+// OLM applies a bundle's CRDs before its CSV, which is how the GPU operator's ClusterPolicy CRD gets
+// onto an OpenShift cluster.
+func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error), logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	o := &olmStandIn{
@@ -978,7 +982,14 @@ func csvRBACName(csv, serviceAccount string) string { return csv + "-" + service
 func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Unstructured, s olmStrategy) error {
 	pkg, _, _ := strings.Cut(csv.GetName(), ".")
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, crd := range o.bundleCRDs[pkg] {
+	var crds []*unstructured.Unstructured
+	if o.bundleCRDs != nil {
+		var err error
+		if crds, err = o.bundleCRDs(pkg, olmField(csv.Object, "spec", "version")); err != nil {
+			return fmt.Errorf("bundle CRDs of %s: %w", csv.GetName(), err)
+		}
+	}
+	for _, crd := range crds {
 		_, err := o.dyn.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{FieldManager: "catalog-operator"})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("bundle CRD %s: %w", crd.GetName(), err)
@@ -1389,30 +1400,37 @@ func nfdMasterDeployment(m metav1.ObjectMeta, image string) *appsv1.Deployment {
 
 // operatorImageEnv is the operator container's environment in NVIDIA's bundle: its namespace, and the
 // operand images as <COMPONENT>_IMAGE variables, which the operator falls back to for images a
-// ClusterPolicy leaves unset (research §3). tag is the operator's own image tag.
+// ClusterPolicy leaves unset (research §3). tag is the operator's own image tag; the operand images
+// are those gpuctl's catalog pins for that release (gpuctl's default release's for another tag).
 func operatorImageEnv(tag string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{
 		Name:      "OPERATOR_NAMESPACE",
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
 	}}
+	b, err := bundle.Get(tag)
+	if err != nil {
+		b = bundle.Default()
+	}
+	env = append(env, corev1.EnvVar{Name: "VALIDATOR_IMAGE", Value: "nvcr.io/nvidia/gpu-operator:" + tag})
 	for _, kv := range [][2]string{
-		{"VALIDATOR_IMAGE", "nvcr.io/nvidia/gpu-operator:" + tag},
-		{"GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
-		{"CONTAINER_TOOLKIT_IMAGE", "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0"},
-		{"DCGM_IMAGE", "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"},
-		{"DCGM_EXPORTER_IMAGE", "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless"},
-		{"DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"},
-		{"DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"},
-		{"DRIVER_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
-		{"MIG_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0"},
-		{"VFIO_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"},
-		{"SANDBOX_DEVICE_PLUGIN_IMAGE", "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0"},
-		{"VGPU_DEVICE_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.5.0"},
-		{"GDS_IMAGE", "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4"},
-		{"GDRCOPY_IMAGE", "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6"},
-		{"CC_MANAGER_IMAGE", "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.4.3"},
+		{"GFD_IMAGE", "gfd"},
+		{"CONTAINER_TOOLKIT_IMAGE", "toolkit"},
+		{"DCGM_IMAGE", "dcgm"},
+		{"DCGM_EXPORTER_IMAGE", "dcgmExporter"},
+		{"DEVICE_PLUGIN_IMAGE", "devicePlugin"},
+		{"DRIVER_IMAGE", "driver"},
+		{"DRIVER_MANAGER_IMAGE", "driverManager"},
+		{"MIG_MANAGER_IMAGE", "migManager"},
+		{"VFIO_MANAGER_IMAGE", "vfioManager"},
+		{"SANDBOX_DEVICE_PLUGIN_IMAGE", "sandboxDevicePlugin"},
+		{"VGPU_DEVICE_MANAGER_IMAGE", "vgpuDeviceManager"},
+		{"GDS_IMAGE", "gds"},
+		{"GDRCOPY_IMAGE", "gdrcopy"},
+		{"CC_MANAGER_IMAGE", "ccManager"},
 	} {
-		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		if img, ok := b.Images[kv[1]]; ok {
+			env = append(env, corev1.EnvVar{Name: kv[0], Value: img.String()})
+		}
 	}
 	return env
 }

@@ -26,8 +26,9 @@ const (
 	KubernetesVersion = "v1.37.2"
 	EtcdVersion       = "v3.6.16"
 	KwokVersion       = "v0.8.0"
-	// OperatorModuleVersion is the github.com/NVIDIA/gpu-operator module version whose controller the
-	// sandbox runs in place of the operator pod.
+	// OperatorModuleVersion is the github.com/NVIDIA/gpu-operator module version (the v25.3.4 tag,
+	// the newest the Go module proxy serves) of the fallback controller: the sandbox runs it only
+	// where NVIDIA's sources of the installed release are missing (see OperatorBuild).
 	OperatorModuleVersion = "v0.0.0-20250917190837-d73a0086a6ba"
 )
 
@@ -38,15 +39,19 @@ const CacheEnv = "GPUCTL_SANDBOX_CACHE"
 type Tools struct {
 	// Dir is the cache directory the tools live in.
 	Dir string
-	// KubeAPIServer … Operator are absolute paths of the executables.
-	KubeAPIServer, KubeControllerManager, KubeScheduler, Etcd, Kwok, Operator string
+	// KubeAPIServer … Kwok are absolute paths of the executables.
+	KubeAPIServer, KubeControllerManager, KubeScheduler, Etcd, Kwok string
 	// KwokStages is kwok's kustomize/stage directory, copied from the kwok module.
 	KwokStages string
-	// OperatorAssets is a copy of the operator module's assets/ (state manifests), manifests/ and
-	// CRDs (config/crd/bases) that the controller reads from /opt/gpu-operator in its image.
-	OperatorAssets, OperatorManifests, OperatorCRDs string
-	// OperatorSamples holds the module's sample custom resources (config/samples).
-	OperatorSamples string
+	// Operators are the GPU operator controllers built from NVIDIA's sources, by release ("v26.7.0"),
+	// for every release of gpuctl's catalog whose sources were found.
+	Operators map[string]OperatorBuild
+	// MissingSources are the catalog's releases whose sources were not found (the follower runs
+	// Fallback for them, with a warning).
+	MissingSources []string
+	// Fallback is the controller of the Go module github.com/NVIDIA/gpu-operator@OperatorModuleVersion
+	// (e2e/tools/operator); built only when some release's sources are missing, else nil.
+	Fallback *OperatorBuild
 }
 
 // toolModule is one Go module under e2e/tools and the programs built from it.
@@ -85,14 +90,20 @@ func toolModules() []toolModule {
 			data:   map[string]map[string]string{"sigs.k8s.io/kwok": {"kustomize/stage": "stages"}},
 			expect: "about 1 minute",
 		},
-		{
-			name: "gpu-operator", subdir: "operator", version: OperatorModuleVersion,
-			packages: []string{"github.com/NVIDIA/gpu-operator/cmd/gpu-operator"},
-			data: map[string]map[string]string{"github.com/NVIDIA/gpu-operator": {
-				"assets": "assets", "manifests": "manifests", "config/crd/bases": "crds", "config/samples": "samples",
-			}},
-			expect: "about 3 minutes",
-		},
+	}
+}
+
+// fallbackOperatorModule is the GPU operator module the sandbox ran before it built NVIDIA's sources,
+// kept for machines without them. Its files are laid out like an OperatorBuild's.
+func fallbackOperatorModule() toolModule {
+	return toolModule{
+		name: "gpu-operator-module", subdir: "operator", version: OperatorModuleVersion,
+		packages: []string{"github.com/NVIDIA/gpu-operator/cmd/gpu-operator"},
+		data: map[string]map[string]string{"github.com/NVIDIA/gpu-operator": {
+			"assets": operatorRootDir, "manifests": operatorRootDir + "/manifests",
+			"config/crd/bases": "crds", "config/samples": "samples",
+		}},
+		expect: "about 3 minutes",
 	}
 }
 
@@ -181,21 +192,20 @@ func EnsureTools(ctx context.Context, cacheDir string, progress io.Writer) (*Too
 			return nil, err
 		}
 	}
-	k, e, kw, op := dirs["kubernetes"], dirs["etcd"], dirs["kwok"], dirs["gpu-operator"]
-	return &Tools{
+	k, e, kw := dirs["kubernetes"], dirs["etcd"], dirs["kwok"]
+	t := &Tools{
 		Dir:                   cacheDir,
 		KubeAPIServer:         filepath.Join(k, "kube-apiserver"),
 		KubeControllerManager: filepath.Join(k, "kube-controller-manager"),
 		KubeScheduler:         filepath.Join(k, "kube-scheduler"),
 		Etcd:                  filepath.Join(e, "etcd"),
 		Kwok:                  filepath.Join(kw, "kwok"),
-		Operator:              filepath.Join(op, "gpu-operator"),
 		KwokStages:            filepath.Join(kw, "stages"),
-		OperatorAssets:        filepath.Join(op, "assets"),
-		OperatorManifests:     filepath.Join(op, "manifests"),
-		OperatorCRDs:          filepath.Join(op, "crds"),
-		OperatorSamples:       filepath.Join(op, "samples"),
-	}, nil
+	}
+	if err := ensureOperators(ctx, t, src, goVersion, progress); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // cacheKey hashes what decides the build's output: the module's files, the flags and the Go version.
@@ -237,18 +247,42 @@ func (m toolModule) build(ctx context.Context, src, dest string, progress io.Wri
 		args = append(args, "-ldflags", m.ldflags)
 	}
 	args = append(args, m.packages...)
+	if err := goBuild(ctx, dir, []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}, args, m.name, progress); err != nil {
+		return fmt.Errorf("build %s %s in %s: %w", m.name, m.version, dir, err)
+	}
+	for modPath, copies := range m.data {
+		modDir, err := moduleDir(ctx, dir, modPath)
+		if err != nil {
+			return err
+		}
+		for from, to := range copies {
+			if err := copyTree(filepath.Join(modDir, from), filepath.Join(tmp, to)); err != nil {
+				return fmt.Errorf("copy %s/%s: %w", modPath, from, err)
+			}
+		}
+	}
+	if err := completeEntry(tmp, dest); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "sandbox: built %s %s in %s\n", m.name, m.version, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// goBuild runs `go build -v …` in dir with env added to the environment. `-v` names each package as
+// it compiles it: goBuild counts them for a progress line every 30 s, and keeps the tail of the output
+// for the error.
+func goBuild(ctx context.Context, dir string, env, args []string, what string, progress io.Writer) error {
+	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("build %s: %w", m.name, err)
+		return err
 	}
-	// `go build -v` names each package as it compiles it: count them for a progress line every 30 s,
-	// and keep the tail for the error message.
 	var compiled atomic.Int64
 	tail := newTailBuffer(40)
 	done := make(chan struct{})
@@ -268,34 +302,24 @@ wait:
 		case <-done:
 			break wait
 		case <-ticker.C:
-			fmt.Fprintf(progress, "sandbox: building %s: %d packages compiled, %s\n", m.name, compiled.Load(), time.Since(start).Round(time.Second))
+			fmt.Fprintf(progress, "sandbox: building %s: %d packages compiled, %s\n", what, compiled.Load(), time.Since(start).Round(time.Second))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("build %s %s in %s: %w\n%s", m.name, m.version, dir, err, tail.String())
+		return fmt.Errorf("%w\n%s", err, tail.String())
 	}
-	for modPath, copies := range m.data {
-		modDir, err := moduleDir(ctx, dir, modPath)
-		if err != nil {
-			return err
-		}
-		for from, to := range copies {
-			if err := copyTree(filepath.Join(modDir, from), filepath.Join(tmp, to)); err != nil {
-				return fmt.Errorf("copy %s/%s: %w", modPath, from, err)
-			}
-		}
-	}
+	return nil
+}
+
+// completeEntry marks a built cache entry complete and moves it into place.
+func completeEntry(tmp, dest string) error {
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dest); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dest); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "sandbox: built %s %s in %s\n", m.name, m.version, time.Since(start).Round(time.Second))
-	return nil
+	return os.Rename(tmp, dest)
 }
 
 // moduleDir is where the Go command keeps a dependency's source (read-only, in the module cache).

@@ -1,7 +1,7 @@
 // Command sandbox runs gpuctl's local GPU cluster sandbox for people: a real Kubernetes control plane
 // with kwok-simulated GPU nodes of a chosen distribution and the real NVIDIA GPU Operator controller.
 //
-//	go run ./e2e/cmd/sandbox up --distro gke [--gpu-nodes 2 --cpu-nodes 1] [--detach]
+//	go run ./e2e/cmd/sandbox up --distro gke [--gpu-nodes 2 --cpu-nodes 1] [--operator-version v26.3.3 | --no-operator] [--detach]
 //	go run ./e2e/cmd/sandbox env      # prints export KUBECONFIG=…
 //	go run ./e2e/cmd/sandbox down
 //	go run ./e2e/cmd/sandbox tools    # build the programs into the cache (what `up` does first)
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 func main() {
@@ -50,7 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	name := fs.String("name", "default", "sandbox name (one state directory per name)")
 	var s sandbox.Scenario
-	var detach bool
+	var detach, noOperator bool
+	var operatorVersion string
 	if args[0] == "up" {
 		fs.StringVar(&s.Distro, "distro", "gke", "distribution to simulate: "+strings.Join(sandbox.Distros(), ", "))
 		fs.IntVar(&s.GPUNodes, "gpu-nodes", 2, "GPU worker nodes")
@@ -61,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.BoolVar(&s.GKEDevicePlugin, "gke-device-plugin", false, "GKE's own device plugin runs on the GPU nodes (gke)")
 		fs.BoolVar(&s.GKEAutopilot, "gke-autopilot", false, "simulate a GKE Autopilot cluster (gke)")
 		fs.StringVar(&s.KubeletVersion, "kubelet-version", "", "Kubernetes version the nodes report, without the platform suffix (default: the control plane's)")
+		fs.StringVar(&operatorVersion, "operator-version", bundle.Default().Version,
+			"GPU operator release whose controller must be built ("+strings.Join(releases(), ", ")+"); the openshift catalog's default channel; "+
+				"the follower runs the release the operator Deployment's image names, this one for an image it does not know")
+		fs.BoolVar(&noOperator, "no-operator", false, "never run the real GPU operator controller (the operator follower is off)")
 		fs.BoolVar(&detach, "detach", false, "start in the background and return when ready")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -78,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if detach {
 			return upDetached(dir, args[1:], stdout)
 		}
-		return up(dir, s, stdout, stderr)
+		return up(dir, sandbox.Options{Scenario: s, OperatorVersion: operatorVersion, NoOperator: noOperator}, stdout, stderr)
 	case "down":
 		return down(dir, *name, stderr)
 	case "tools":
@@ -87,6 +93,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "sandbox tools are in %s\n", t.Dir)
+		for _, r := range releases() {
+			if b, ok := t.Operators[r]; ok {
+				fmt.Fprintf(stdout, "GPU operator controller %s (built from NVIDIA's sources): %s\n", r, b.Binary)
+			} else {
+				fmt.Fprintf(stdout, "GPU operator controller %s: sources missing, the fallback module %s stands in\n", r, sandbox.OperatorModuleVersion)
+			}
+		}
 		return nil
 	case "env":
 		if _, ok := runningPID(dir); !ok {
@@ -112,7 +125,16 @@ func stateDir(name string) (string, error) {
 	return filepath.Join(base, name), nil
 }
 
-func up(dir string, s sandbox.Scenario, stdout, stderr io.Writer) error {
+// releases are the GPU operator releases of gpuctl's catalog.
+func releases() []string {
+	var out []string
+	for _, b := range bundle.List() {
+		out = append(out, b.Version)
+	}
+	return out
+}
+
+func up(dir string, opts sandbox.Options, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.RemoveAll(filepath.Join(dir, "cluster")); err != nil {
@@ -126,7 +148,8 @@ func up(dir string, s sandbox.Scenario, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.Remove(pidFile)
-	c, err := sandbox.Start(ctx, sandbox.Options{Scenario: s, Dir: filepath.Join(dir, "cluster"), Progress: stderr})
+	opts.Dir, opts.Progress = filepath.Join(dir, "cluster"), stderr
+	c, err := sandbox.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

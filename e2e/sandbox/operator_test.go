@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestImageReleaseReadsTheOperatorImageTag(t *testing.T) {
+	for _, tt := range []struct {
+		image, release string
+		known          bool
+	}{
+		{"nvcr.io/nvidia/gpu-operator:v26.7.0", "v26.7.0", true},
+		{"nvcr.io/nvidia/gpu-operator:v26.3.3", "v26.3.3", true},
+		{"nvcr.io/nvidia/gpu-operator:v25.10.1", "v25.10.1", true},
+		{"registry.example:5000/mirror/gpu-operator:26.3.3", "v26.3.3", true},
+		{"nvcr.io/nvidia/gpu-operator:v25.3.4", "", false},
+		{"nvcr.io/nvidia/gpu-operator:v26.7.0-ubi9", "", false},
+		{"nvcr.io/nvidia/gpu-operator@sha256:" + strings.Repeat("ab", 32), "", false},
+		{"nvcr.io/nvidia/gpu-operator:v26.7.0@sha256:" + strings.Repeat("ab", 32), "", false},
+		{"registry.example:5000/gpu-operator", "", false},
+		{"nvcr.io/nvidia/gpu-operator:", "", false},
+	} {
+		t.Run(tt.image, func(t *testing.T) {
+			got, known := imageRelease(tt.image)
+			if got != tt.release || known != tt.known {
+				t.Errorf("imageRelease = %q, %v; want %q, %v", got, known, tt.release, tt.known)
+			}
+		})
+	}
+}
+
+func TestOperatorContainerIsTheOneNamedGPUOperator(t *testing.T) {
+	d := &appsv1.Deployment{}
+	d.Spec.Template.Spec.Containers = []corev1.Container{
+		{Name: "kube-rbac-proxy", Image: "quay.io/brancz/kube-rbac-proxy:v0.18.0"},
+		{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v26.3.3"},
+	}
+	if got := operatorContainer(d).Image; got != "nvcr.io/nvidia/gpu-operator:v26.3.3" {
+		t.Errorf("operator container image %q", got)
+	}
+}
+
+// Controller processes of different releases, started at the same time, each see their own release's
+// files at /opt/gpu-operator, and the machine's /opt/gpu-operator stays as it was.
+func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("private mount namespaces need root; the sandbox then copies files to the shared path")
+	}
+	hostMarker := filepath.Join(operatorFilesPath, releaseMarker)
+	before, _ := os.ReadFile(hostMarker)
+	builds := map[string]OperatorBuild{}
+	for _, r := range []string{"v26.7.0", "v25.10.1"} {
+		root := filepath.Join(t.TempDir(), operatorRootDir)
+		if err := os.MkdirAll(filepath.Join(root, "manifests"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, releaseMarker), []byte(r+" test\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		builds[r] = OperatorBuild{Release: r, Root: root}
+	}
+	view := chooseOperatorView(builds["v26.7.0"])
+	if !view.private {
+		t.Fatalf("root, but no private view: %s", view.warning)
+	}
+	sp := newSpawner()
+	defer sp.close()
+	var wg sync.WaitGroup
+	for r, b := range builds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logPath := filepath.Join(t.TempDir(), "out.log")
+			// The process reads the marker, then stays up for a moment so both run at once.
+			bin, args, unshare := view.wrap(b.Root, "/bin/sh", "-c", `cat "$1"; sleep 0.5; cat "$1"`, "read", hostMarker)
+			p, err := sp.startProcess("reader", bin, args, os.Environ(), t.TempDir(), logPath, unshare)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				p.stop(time.Second)
+			}
+			if p.err != nil {
+				t.Errorf("%s: %v", r, p.err)
+			}
+			out, _ := os.ReadFile(logPath)
+			if want := strings.Repeat(r+" test\n", 2); string(out) != want {
+				t.Errorf("the %s process saw %q at %s, want %q", r, out, hostMarker, want)
+			}
+		}()
+	}
+	wg.Wait()
+	if after, _ := os.ReadFile(hostMarker); string(after) != string(before) {
+		t.Errorf("the machine's %s changed from %q to %q", hostMarker, before, after)
+	}
+}
