@@ -115,8 +115,8 @@ type plannedInstall struct {
 // (gpu-operator-certified and nfd, olmBundleStrategy) and installs an empty strategy for any other;
 // bundle CRDs are the ones the sandbox is given per package and CSV version (for
 // gpu-operator-certified, that release's bundle/manifests CRDs from NVIDIA's sources), created when
-// missing and never upgraded; the ClusterRoles grant
-// everything instead of the bundle's exact clusterPermissions; no upgrades (one CSV per Subscription,
+// missing and never upgraded; the ClusterRoles grant everything instead of the bundle's exact
+// clusterPermissions; no upgrades (one CSV per Subscription,
 // never replaced), no dependency resolution, install-mode or OperatorGroup selector checks, CSV
 // copies into target namespaces, operator conditions or catalog health entries; a Succeeded CSV stays
 // Succeeded if its Deployment later becomes unavailable; objects the stand-in created are re-created
