@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -167,6 +168,10 @@ func TestInstallWithNoFlags(t *testing.T) {
 				if !found {
 					t.Errorf("no Ready/Reconciled condition: %v", conds)
 				}
+			})
+
+			t.Run("the controller that reconciled it is NVIDIA's of the default release, and it never exited", func(t *testing.T) {
+				assertRealController(t, c, bundle.Default().Version)
 			})
 
 			t.Run("Helm lists both releases with the values gpuctl chose", func(t *testing.T) {
