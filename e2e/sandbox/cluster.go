@@ -156,7 +156,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.NoOperator {
 		c.logf("operator: the follower is off (NoOperator): no GPU operator controller will run")
 	} else {
-		c.logf("operator: default release %s; built from sources: %s", release.Version, strings.Join(slices.Sorted(maps.Keys(tools.Operators)), ", "))
+		built := strings.Join(slices.Sorted(maps.Keys(tools.Operators)), ", ")
+		if built == "" {
+			built = "none (the fallback module stands in)"
+		}
+		c.logf("operator: default release %s; controllers built from NVIDIA's sources: %s", release.Version, built)
 	}
 	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
