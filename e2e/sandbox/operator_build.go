@@ -146,7 +146,7 @@ func buildOperatorFromSources(ctx context.Context, tag, dest string, progress io
 	}
 	start := time.Now()
 	what := "the GPU operator controller " + tag
-	fmt.Fprintf(progress, "sandbox: building %s from NVIDIA's sources (first run only; about 3 minutes on 2 cores)…\n", what)
+	fmt.Fprintf(progress, "sandbox: building %s from NVIDIA's sources (first run only; about 3–4 minutes on 2 cores)…\n", what)
 	// -trimpath keeps the trees' directories out of the build cache's keys, so vendored packages the
 	// releases share are compiled once.
 	args := []string{"build", "-v", "-trimpath", "-mod=vendor", "-o", filepath.Join(tmp, "gpu-operator"),
