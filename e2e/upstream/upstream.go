@@ -174,14 +174,39 @@ func Key(tag string) string {
 		return ""
 	}
 	clone := filepath.Join(src, "gpu-operator-"+tag)
-	if b, err := os.ReadFile(filepath.Join(clone, ".git", "HEAD")); err == nil {
-		return "clone-" + strings.TrimSpace(string(b))
+	if commit := headCommit(filepath.Join(clone, ".git")); commit != "" {
+		return "clone-" + commit
 	}
 	if sum, err := checksum(filepath.Join(src, "gpu-operator-"+tag+".tar.gz")); err == nil {
 		return sum[:12]
 	}
 	if _, err := os.Stat(filepath.Join(clone, "go.mod")); err == nil {
 		return "tree"
+	}
+	return ""
+}
+
+// headCommit is the commit a clone's HEAD points at (a detached HEAD, a loose ref or a packed ref), so
+// a clone moved to another commit gets another cache key; "" when it cannot be read.
+func headCommit(gitDir string) string {
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	head := strings.TrimSpace(string(b))
+	ref, isRef := strings.CutPrefix(head, "ref: ")
+	if !isRef {
+		return head
+	}
+	if b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[1] == ref {
+				return f[0]
+			}
+		}
 	}
 	return ""
 }

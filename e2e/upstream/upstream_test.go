@@ -101,6 +101,25 @@ func TestTree(t *testing.T) {
 		if err != nil || dir != clone {
 			t.Fatalf("Tree = %s, %v; want %s", dir, err, clone)
 		}
+		// The cache key follows the commit the branch points at, loose or packed.
+		git := filepath.Join(clone, ".git")
+		for p, body := range map[string]string{"HEAD": "ref: refs/heads/main\n", "refs/heads/main": "aaaa\n", "packed-refs": "# pack-refs\nbbbb refs/heads/other\n"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(git, p)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(git, p), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if k := Key("v9.9.9"); k != "clone-aaaa" {
+			t.Errorf("Key = %q, want clone-aaaa", k)
+		}
+		if err := os.WriteFile(filepath.Join(git, "HEAD"), []byte("ref: refs/heads/other\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if k := Key("v9.9.9"); k != "clone-bbbb" {
+			t.Errorf("Key after a checkout = %q, want clone-bbbb", k)
+		}
 	})
 	t.Run("missing sources say how to get them", func(t *testing.T) {
 		t.Setenv(SourcesEnv, t.TempDir())
