@@ -20,7 +20,18 @@ import (
 // loadChart loads one of the embedded charts for an upstream release (appVersion; "" = the chart's
 // own): the gpu-operator chart carries the templates and CRDs of every operator release gpuctl offers.
 func loadChart(name, appVersion string) (*chart.Chart, error) {
-	return release.LoadChartRelease(charts.FS, name, appVersion)
+	ch, err := release.LoadChartRelease(charts.FS, name, appVersion)
+	if err != nil || name != plan.OperatorRelease || appVersion == "" {
+		return ch, err
+	}
+	// Chart.yaml's kubeVersion is the default release's floor; an older release supports older
+	// Kubernetes (GPU Operator v25.10.x: 1.30 and newer).
+	b, err := bundle.Get(appVersion)
+	if err != nil {
+		return nil, err
+	}
+	ch.Metadata.KubeVersion = ">= " + b.KubernetesMinimum + ".0-0"
+	return ch, nil
 }
 
 // chartInfos describes the embedded charts for the plan, the gpu-operator chart loaded for the

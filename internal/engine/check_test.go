@@ -232,3 +232,15 @@ func TestPlanObjects(t *testing.T) {
 		t.Errorf("no NFD worker DaemonSet among %v", seen)
 	}
 }
+
+func TestOperatorChartIsLoadedWithItsReleasesKubernetesFloor(t *testing.T) {
+	for _, tc := range []struct{ version, want string }{{"", ">= 1.32.0-0"}, {"v26.7.0", ">= 1.32.0-0"}, {"v26.3.3", ">= 1.32.0-0"}, {"v25.10.1", ">= 1.30.0-0"}} {
+		ch, err := loadChart(plan.OperatorRelease, tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Metadata.KubeVersion != tc.want {
+			t.Errorf("%q: kubeVersion %q, want %q", tc.version, ch.Metadata.KubeVersion, tc.want)
+		}
+	}
+}
