@@ -25,7 +25,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -270,7 +269,7 @@ func ControllerGen(ctx context.Context, progress io.Writer) (string, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lock(ctx, dest+".lock")
+	unlock, err := upstream.Lock(ctx, dest+".lock", nil)
 	if err != nil {
 		return "", err
 	}
@@ -323,28 +322,4 @@ func goEnv(ctx context.Context, dir, name string) (string, error) {
 		return "", fmt.Errorf("go env %s (is Go installed?): %w", name, err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// lock takes an exclusive advisory lock on path, waiting without blocking the context.
-func lock(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -16,8 +16,9 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/gpuctl/gpuctl/e2e/upstream"
 )
 
 // Versions of the real programs the sandbox runs. They are pinned by the go.mod files under e2e/tools;
@@ -381,30 +382,9 @@ func copyTree(from, to string) error {
 
 // lockFile takes an exclusive advisory lock, waiting for it without blocking the context.
 func lockFile(ctx context.Context, path string, progress io.Writer) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	for announced := false; ; {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if !announced {
-			announced = true
-			fmt.Fprintf(progress, "sandbox: waiting for another process that is building the tools (%s)\n", path)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return upstream.Lock(ctx, path, func() {
+		fmt.Fprintf(progress, "sandbox: waiting for another process that is building the tools (%s)\n", path)
+	})
 }
 
 // tailBuffer keeps the last n lines written to it.

@@ -136,7 +136,7 @@ func Tree(ctx context.Context, tag string) (string, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lock(ctx, dest+".lock")
+	unlock, err := Lock(ctx, dest+".lock", nil)
 	if err != nil {
 		return "", err
 	}
@@ -315,13 +315,15 @@ func unpack(archive, dir string) error {
 	}
 }
 
-// lock takes an exclusive advisory lock on path, waiting without blocking the context.
-func lock(ctx context.Context, path string) (func(), error) {
+// Lock takes an exclusive advisory lock on path (created if missing), for build steps that parallel
+// test binaries share. onWait (may be nil) is called once if another process holds it. It waits
+// without blocking the context; the returned func releases it.
+func Lock(ctx context.Context, path string, onWait func()) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
-	for {
+	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
@@ -329,6 +331,9 @@ func lock(ctx context.Context, path string) (func(), error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !waited && onWait != nil {
+			onWait()
 		}
 		select {
 		case <-ctx.Done():
