@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -31,6 +30,11 @@ const (
 // Apply installs a release, or upgrades it when it exists, or does nothing when the deployed revision
 // already matches — so running gpuctl twice with the same inputs makes no new Helm revision. A release
 // left pending-install/-upgrade/-rollback by an interrupted run is recovered first (see Recovered).
+//
+// Apply never uninstalls a release that is or was deployed: the only revision it ever replaces is a
+// pending-install with no revision before it (nothing of it ever ran). A failed or interrupted
+// revision after a deployed or superseded one is rolled back to that one or upgraded from it, so the
+// release's history and the objects it owns (the ClusterPolicy, the operator) survive.
 type Apply struct {
 	Client *Client
 	// Name of the release and the chart to release with these user-supplied values (Helm merges the
@@ -43,6 +47,11 @@ type Apply struct {
 	// Timeout bounds Helm's own apply (default: the context's deadline, else 5 minutes). gpuctl does
 	// not let Helm wait for workloads; its health checks do.
 	Timeout time.Duration
+	// LockedSince is when the caller took gpuctl's install lock (internal/lock). A pending revision is
+	// recovered only under the lock (LockedSince set) and only when it was written before then: one
+	// written later belongs to a writer that does not take gpuctl's lock (`helm upgrade` in progress)
+	// and is left alone with an error. Zero: pending revisions are never touched.
+	LockedSince time.Time
 }
 
 // Result of Apply.
@@ -65,35 +74,35 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 		timeout = ctxTimeout(ctx, 5*time.Minute)
 	}
 	res := &Result{}
-	cur, err := a.Client.last(a.Name)
+	hist, err := a.Client.history(a.Name)
 	if err != nil {
 		return nil, err
 	}
-	if cur != nil && isPending(cur.Info.Status) && !a.DryRun {
-		msg, err := a.Client.recover(ctx, cur, timeout)
+	if len(hist) > 0 && isPending(hist[len(hist)-1].Info.Status) && !a.DryRun {
+		msg, err := a.Client.recover(ctx, hist, a.LockedSince, timeout)
 		if err != nil {
 			return nil, err
 		}
 		res.Recovered = msg
-		if cur, err = a.Client.last(a.Name); err != nil {
+		if hist, err = a.Client.history(a.Name); err != nil {
 			return nil, err
 		}
 	}
-
-	install := cur == nil || cur.Info.Status == common.StatusUninstalled
-	if cur != nil && cur.Info.Status == common.StatusFailed {
-		// A failed first install has no deployed revision to upgrade from: Helm refuses to upgrade it.
-		if dep, _ := a.Client.cfg.Releases.Deployed(a.Name); dep == nil {
-			if err := a.Client.uninstall(ctx, a.Name, timeout); err != nil {
-				return nil, fmt.Errorf("replace failed release %s: %w", a.Name, err)
-			}
-			res.Recovered = fmt.Sprintf("revision %d had failed with no deployed revision before it; reinstalled", cur.Version)
-			install = true
+	if !a.DryRun {
+		if err := a.Client.supersedeExtraDeployed(hist); err != nil {
+			return nil, err
 		}
 	}
-	if !install && cur.Info.Status == common.StatusDeployed && cur.Chart != nil && cur.Chart.Metadata != nil &&
-		cur.Chart.Metadata.Name == a.Chart.Metadata.Name && cur.Chart.Metadata.Version == a.Chart.Metadata.Version &&
-		sameValues(cur.Config, a.Values) {
+	var cur *releasev1.Release
+	if len(hist) > 0 {
+		cur = hist[len(hist)-1]
+	}
+
+	// A failed newest revision (a failed `helm upgrade`/`helm rollback`, or a failed first install) is
+	// upgraded: Helm upgrades from the last deployed revision, or from the failed one when none was
+	// ever deployed (action.Upgrade in helm.sh/helm/v4 v4.3.1 pkg/action/upgrade.go).
+	install := cur == nil || cur.Info.Status == common.StatusUninstalled
+	if !install && cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, a.Chart) && sameValues(cur.Config, a.Values) {
 		res.Outcome = Unchanged
 		res.Release = fromHelm(cur)
 		return res, nil
@@ -131,6 +140,10 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	up.Timeout = timeout
 	up.WaitStrategy = kube.HookOnlyStrategy
 	up.MaxHistory = maxHistory
+	// The objects are the release's own: fields an older gpuctl (field manager "gpuctl") or another
+	// manager (kubectl edit) left on them are taken over, as `helm upgrade --force-conflicts` does;
+	// otherwise server-side apply refuses the upgrade with conflicts.
+	up.ForceConflicts = true
 	// gpuctl passes the complete set of values every time (profile, facts, files, --set): values of
 	// the previous revision must not leak into this one.
 	up.ResetValues = true
@@ -153,37 +166,87 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// recover deals with a release an interrupted run left pending. gpuctl holds its install lock while it
-// runs (see the engine), so a pending revision is a leftover, not an operation in progress:
-// a pending install with nothing deployed before it is uninstalled (and installed again by the caller);
-// a pending upgrade or rollback is rolled back to the last deployed revision.
-func (c *Client) recover(ctx context.Context, rel *releasev1.Release, timeout time.Duration) (string, error) {
+// sameChart: the stored chart renders the same as ch (ChartDigest), not just the same version.
+func sameChart(stored, ch *chart.Chart) bool {
+	d := ChartDigest(ch)
+	return d != "" && ChartDigest(stored) == d
+}
+
+// recover deals with a release whose newest revision (the last of hist, oldest first) is pending.
+// Only under gpuctl's install lock, and only for a revision written before the lock was taken, is it a
+// leftover of an interrupted run rather than an operation in progress. Then:
+//   - a pending install with no revision before it is uninstalled (the caller installs it again) —
+//     the only case in which gpuctl ever uninstalls a release;
+//   - otherwise the revision is marked failed and, when an earlier revision was deployed or
+//     superseded, the release is rolled back to the newest such revision; with none, the caller
+//     upgrades from the failed revision.
+func (c *Client) recover(ctx context.Context, hist []*releasev1.Release, lockedSince time.Time, timeout time.Duration) (string, error) {
+	rel := hist[len(hist)-1]
 	was := rel.Info.Status
-	dep, _ := c.cfg.Releases.Deployed(rel.Name)
-	if dep == nil {
+	if lockedSince.IsZero() {
+		return "", fmt.Errorf("release %s revision %d is %s: another operation may be in progress; gpuctl recovers it only while holding its install lock", rel.Name, rel.Version, was)
+	}
+	if rel.Info.LastDeployed.After(lockedSince) {
+		return "", fmt.Errorf("release %s revision %d became %s at %s, after this run took gpuctl's install lock at %s: another tool (helm?) is changing it; let it finish, then run gpuctl install again",
+			rel.Name, rel.Version, was, rel.Info.LastDeployed.UTC().Format(time.RFC3339), lockedSince.UTC().Format(time.RFC3339))
+	}
+	if was == common.StatusPendingInstall && len(hist) == 1 {
 		if err := c.uninstall(ctx, rel.Name, timeout); err != nil {
 			return "", fmt.Errorf("release %s was left %s by an interrupted run and could not be removed: %w", rel.Name, was, err)
 		}
-		return fmt.Sprintf("revision %d was left %s by an interrupted run; removed it and installed again", rel.Version, was), nil
+		return fmt.Sprintf("revision %d was left %s by an interrupted run with no revision before it; removed it and installed again", rel.Version, was), nil
 	}
-	deployed, err := asV1(dep)
-	if err != nil {
-		return "", err
+	var good *releasev1.Release
+	for _, r := range hist[:len(hist)-1] {
+		switch r.Info.Status {
+		case common.StatusDeployed:
+			good = r
+		case common.StatusSuperseded:
+			if good == nil || good.Info.Status != common.StatusDeployed {
+				good = r
+			}
+		}
 	}
-	// Mark the stuck revision failed, so Helm's rollback does not refuse with "another operation is in progress".
-	rel.SetStatus(common.StatusFailed, "interrupted; marked failed by gpuctl before a rollback")
+	// Mark the stuck revision failed, so Helm's rollback or upgrade does not refuse with "another
+	// operation is in progress".
+	rel.SetStatus(common.StatusFailed, "interrupted; marked failed by gpuctl")
 	if err := c.cfg.Releases.Update(rel); err != nil {
 		return "", fmt.Errorf("mark release %s revision %d failed: %w", rel.Name, rel.Version, err)
 	}
+	if good == nil {
+		return fmt.Sprintf("revision %d was left %s by an interrupted run; marked it failed (no earlier revision was deployed) and upgraded", rel.Version, was), nil
+	}
 	rb := action.NewRollback(c.cfg)
-	rb.Version = deployed.Version
+	rb.Version = good.Version
 	rb.Timeout = timeout
 	rb.WaitStrategy = kube.HookOnlyStrategy
 	rb.MaxHistory = maxHistory
+	rb.ForceConflicts = true // the release's own objects, as for an upgrade
 	if err := rb.Run(rel.Name); err != nil {
-		return "", fmt.Errorf("roll back release %s to revision %d: %w", rel.Name, deployed.Version, err)
+		return "", fmt.Errorf("roll back release %s to revision %d: %w", rel.Name, good.Version, err)
 	}
-	return fmt.Sprintf("revision %d was left %s by an interrupted run; rolled back to revision %d", rel.Version, was, deployed.Version), nil
+	return fmt.Sprintf("revision %d was left %s by an interrupted run; rolled back to revision %d", rel.Version, was, good.Version), nil
+}
+
+// supersedeExtraDeployed marks every deployed revision but the newest superseded: two runs without
+// a lock could leave two revisions deployed, and Helm's upgrade supersedes only the newest.
+func (c *Client) supersedeExtraDeployed(hist []*releasev1.Release) error {
+	newest := -1
+	for i, r := range hist {
+		if r.Info.Status == common.StatusDeployed {
+			newest = i
+		}
+	}
+	for i, r := range hist {
+		if i == newest || r.Info.Status != common.StatusDeployed {
+			continue
+		}
+		r.SetStatus(common.StatusSuperseded, "superseded by gpuctl: a newer revision is deployed")
+		if err := c.cfg.Releases.Update(r); err != nil {
+			return fmt.Errorf("mark release %s revision %d superseded: %w", r.Name, r.Version, err)
+		}
+	}
+	return nil
 }
 
 func (c *Client) uninstall(ctx context.Context, name string, timeout time.Duration) error {
@@ -197,8 +260,4 @@ func (c *Client) uninstall(ctx context.Context, name string, timeout time.Durati
 // Uninstall removes a release and its history, as `helm uninstall` does.
 func (c *Client) Uninstall(ctx context.Context, name string) error {
 	return c.uninstall(ctx, name, ctxTimeout(ctx, 5*time.Minute))
-}
-
-func sortByRevision(rs []*Release) {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Revision < rs[j].Revision })
 }

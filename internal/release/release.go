@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"path"
 	"reflect"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -17,6 +19,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
@@ -36,8 +39,22 @@ type Client struct {
 	namespace string
 }
 
+// fieldManagerOnce guards the one write of Helm's package-level kube.ManagedFieldsManager.
+var fieldManagerOnce sync.Once
+
+// useHelmFieldManager makes gpuctl's Helm writes own their fields as the field manager "helm", as
+// Helm's own CLI does (helm.sh/helm/v4 v4.3.1 cmd/helm/helm.go: kube.ManagedFieldsManager = "helm").
+// Unset, Helm's SDK names the manager after the program (pkg/kube/client.go getManagedFieldsManager:
+// "gpuctl", or "e2e.test" in tests), and a later `helm rollback`/`helm upgrade` of gpuctl's releases
+// fails with server-side-apply conflicts against that manager. The variable is Helm's and
+// process-wide, so it is set once, before any Client exists, and never changed back.
+func useHelmFieldManager() {
+	fieldManagerOnce.Do(func() { kube.ManagedFieldsManager = "helm" })
+}
+
 // New returns a Client for namespace that stores releases as Helm does by default (Secrets).
 func New(getter genericclioptions.RESTClientGetter, namespace string, logger *slog.Logger) (*Client, error) {
+	useHelmFieldManager()
 	var opts []action.ConfigurationOption
 	if logger != nil {
 		opts = append(opts, action.ConfigurationSetLogger(logger.Handler()))
@@ -52,6 +69,7 @@ func New(getter genericclioptions.RESTClientGetter, namespace string, logger *sl
 // NewWithConfiguration wraps an existing Helm configuration (tests use Helm's in-memory storage and
 // fake Kubernetes client).
 func NewWithConfiguration(cfg *action.Configuration, namespace string) *Client {
+	useHelmFieldManager()
 	return &Client{cfg: cfg, namespace: namespace}
 }
 
@@ -115,24 +133,41 @@ func (c *Client) last(name string) (*releasev1.Release, error) {
 	return asV1(r)
 }
 
-// History lists every stored revision of a release, oldest first.
-func (c *Client) History(name string) ([]*Release, error) {
+// history is every stored revision of a release, oldest first (none: nil). Storage errors are
+// errors, never "no release".
+func (c *Client) history(name string) ([]*releasev1.Release, error) {
 	rs, err := c.cfg.Releases.History(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", name, err)
+		return nil, fmt.Errorf("history of release %s: %w", name, err)
 	}
-	out := make([]*Release, 0, len(rs))
+	out := make([]*releasev1.Release, 0, len(rs))
 	for _, r := range rs {
 		v1, err := asV1(r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, fromHelm(v1))
+		if v1.Info == nil {
+			return nil, fmt.Errorf("release %s revision %d has no status", name, v1.Version)
+		}
+		out = append(out, v1)
 	}
-	sortByRevision(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// History lists every stored revision of a release, oldest first.
+func (c *Client) History(name string) ([]*Release, error) {
+	rs, err := c.history(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Release, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, fromHelm(r))
+	}
 	return out, nil
 }
 

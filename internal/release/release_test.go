@@ -40,7 +40,7 @@ func testChart(version string) *chart.Chart {
 
 func apply(t *testing.T, c *Client, ch *chart.Chart, vals map[string]any) *Result {
 	t.Helper()
-	res, err := (&Apply{Client: c, Name: "demo", Chart: ch, Values: vals}).Run(context.Background())
+	res, err := (&Apply{Client: c, Name: "demo", Chart: ch, Values: vals, LockedSince: time.Now()}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestApply(t *testing.T) {
 	t.Run("an install left pending with nothing deployed is removed and installed again", func(t *testing.T) {
 		c := newTestClient(t)
 		rel := &releasev1.Release{Name: "demo", Namespace: "gpu-operator", Version: 1, Chart: testChart("1.0.0"),
-			Info: &releasev1.Info{Status: rcommon.StatusPendingInstall, LastDeployed: time.Now()}}
+			Info: &releasev1.Info{Status: rcommon.StatusPendingInstall, LastDeployed: time.Now().Add(-time.Minute)}}
 		if err := c.cfg.Releases.Create(rel); err != nil {
 			t.Fatal(err)
 		}
