@@ -1,0 +1,376 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// Where the lock lives, and the annotations that describe its holder.
+const (
+	DefaultNamespace = "kube-system"
+	DefaultName      = "gpuctl"
+
+	AnnotationHost    = "gpuctl.io/lock-host"
+	AnnotationPID     = "gpuctl.io/lock-pid"
+	AnnotationCommand = "gpuctl.io/lock-command"
+	AnnotationSince   = "gpuctl.io/lock-since"
+)
+
+// Defaults of Lock's timing.
+const (
+	DefaultDuration = 30 * time.Second
+	DefaultPoll     = time.Second
+)
+
+// ErrLocked is returned (wrapped in a *HeldError) when another run holds the lock.
+var ErrLocked = errors.New("another gpuctl run holds the install lock")
+
+// ErrLost is returned by Held.Err when the lock could not be renewed before it expired, or another
+// run took it over.
+var ErrLost = errors.New("gpuctl's install lock was lost")
+
+// Holder describes a run that holds (or held) the lock.
+type Holder struct {
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Since   time.Time `json:"since"`
+	// Identity is the Lease's holderIdentity: host, pid and a random token, unique per run even when
+	// two runs share a process (tests).
+	Identity string `json:"identity"`
+}
+
+func (h Holder) String() string {
+	s := fmt.Sprintf("%s pid %d", h.Host, h.PID)
+	if h.Command != "" {
+		s += fmt.Sprintf(" (%s)", h.Command)
+	}
+	if !h.Since.IsZero() {
+		s += " since " + h.Since.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// HeldError says who holds the lock.
+type HeldError struct {
+	Lease   string
+	Holder  Holder
+	Renewed time.Time
+	Expires time.Time
+	Waited  time.Duration
+}
+
+func (e *HeldError) Error() string {
+	msg := fmt.Sprintf("%s: %s (Lease %s, renewed %s, expires %s unless renewed)", ErrLocked, e.Holder,
+		e.Lease, e.Renewed.UTC().Format(time.RFC3339), e.Expires.UTC().Format(time.RFC3339))
+	if e.Waited > 0 {
+		msg += fmt.Sprintf("; waited %s", e.Waited.Round(time.Second))
+	}
+	return msg
+}
+
+func (e *HeldError) Unwrap() error { return ErrLocked }
+
+// Lock takes the Lease. Zero values are sensible defaults except Client.
+type Lock struct {
+	Client coordinationclient.LeasesGetter
+	// Namespace and Name of the Lease (default kube-system/gpuctl).
+	Namespace, Name string
+	// Holder is this run (default: Self()).
+	Holder *Holder
+	// Duration is how long the Lease is valid without renewal (default 30s); it is renewed every
+	// third of it.
+	Duration time.Duration
+	// Wait is how long Acquire waits for another holder to release the lock (0: not at all).
+	Wait time.Duration
+	// Poll is how often a waiting Acquire looks again (default 1s).
+	Poll time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Self describes the running process.
+func Self() Holder {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	pid := os.Getpid()
+	return Holder{Host: host, PID: pid, Command: strings.Join(os.Args, " "),
+		Identity: fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b))}
+}
+
+func (l *Lock) defaults() {
+	if l.Namespace == "" {
+		l.Namespace = DefaultNamespace
+	}
+	if l.Name == "" {
+		l.Name = DefaultName
+	}
+	if l.Duration <= 0 {
+		l.Duration = DefaultDuration
+	}
+	if l.Poll <= 0 {
+		l.Poll = DefaultPoll
+	}
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	if l.Holder == nil {
+		h := Self()
+		l.Holder = &h
+	}
+}
+
+// Acquire takes the lock: creates the Lease, or takes it when it is free (released or expired). When
+// another run holds it, Acquire waits up to Wait for it, then returns a *HeldError (errors.Is
+// ErrLocked). The returned Held renews the Lease until Release; ctx bounds the wait and the renewals.
+func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
+	l.defaults()
+	start := l.Now()
+	for {
+		since, err := l.try(ctx)
+		if err == nil {
+			return l.hold(ctx, since), nil
+		}
+		var held *HeldError
+		if !errors.As(err, &held) {
+			return nil, err
+		}
+		waited := l.Now().Sub(start)
+		if waited >= l.Wait {
+			held.Waited = waited
+			return nil, held
+		}
+		t := time.NewTimer(min(l.Poll, l.Wait-waited))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for gpuctl's install lock held by %s: %w", held.Holder, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Lock) leases() coordinationclient.LeaseInterface { return l.Client.Leases(l.Namespace) }
+
+// try takes the lock once, or says who holds it.
+func (l *Lock) try(ctx context.Context) (time.Time, error) {
+	now := l.Now()
+	lease, err := l.leases().Get(ctx, l.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace}}
+		l.stamp(lease, now)
+		if _, err := l.leases().Create(ctx, lease, metav1.CreateOptions{FieldManager: "gpuctl"}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return l.try(ctx) // another run created it a moment ago: say who
+			}
+			return time.Time{}, fmt.Errorf("create Lease %s/%s: %w", l.Namespace, l.Name, err)
+		}
+		return now, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read Lease %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	if holder, renewed, expires, held := l.heldByOther(lease, now); held {
+		return time.Time{}, &HeldError{Lease: l.Namespace + "/" + l.Name, Holder: holder, Renewed: renewed, Expires: expires}
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+		n := int32(1)
+		if lease.Spec.LeaseTransitions != nil {
+			n = *lease.Spec.LeaseTransitions + 1
+		}
+		lease.Spec.LeaseTransitions = &n
+	}
+	l.stamp(lease, now)
+	// The Update carries the resourceVersion read above: of two runs taking a free Lease at once,
+	// one gets a conflict and looks again.
+	if _, err := l.leases().Update(ctx, lease, metav1.UpdateOptions{FieldManager: "gpuctl"}); err != nil {
+		if apierrors.IsConflict(err) {
+			return l.try(ctx)
+		}
+		return time.Time{}, fmt.Errorf("take Lease %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	return now, nil
+}
+
+// heldByOther: the Lease names a holder other than this run and was renewed within its duration.
+func (l *Lock) heldByOther(lease *coordinationv1.Lease, now time.Time) (Holder, time.Time, time.Time, bool) {
+	id := ""
+	if lease.Spec.HolderIdentity != nil {
+		id = *lease.Spec.HolderIdentity
+	}
+	if id == "" || id == l.Holder.Identity {
+		return Holder{}, time.Time{}, time.Time{}, false
+	}
+	var renewed time.Time
+	switch {
+	case lease.Spec.RenewTime != nil:
+		renewed = lease.Spec.RenewTime.Time
+	case lease.Spec.AcquireTime != nil:
+		renewed = lease.Spec.AcquireTime.Time
+	}
+	d := l.Duration
+	if lease.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	expires := renewed.Add(d)
+	if !now.Before(expires) {
+		return Holder{}, time.Time{}, time.Time{}, false
+	}
+	a := lease.Annotations
+	h := Holder{Identity: id, Host: a[AnnotationHost], Command: a[AnnotationCommand]}
+	h.PID, _ = strconv.Atoi(a[AnnotationPID])
+	h.Since, _ = time.Parse(time.RFC3339Nano, a[AnnotationSince])
+	if h.Host == "" {
+		h.Host = id
+	}
+	return h, renewed, expires, true
+}
+
+func (l *Lock) stamp(lease *coordinationv1.Lease, now time.Time) {
+	id := l.Holder.Identity
+	secs := int32((l.Duration + time.Second - 1) / time.Second)
+	t := metav1.NewMicroTime(now)
+	lease.Spec.HolderIdentity = &id
+	lease.Spec.LeaseDurationSeconds = &secs
+	lease.Spec.AcquireTime = &t
+	lease.Spec.RenewTime = &t
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[AnnotationHost] = l.Holder.Host
+	lease.Annotations[AnnotationPID] = strconv.Itoa(l.Holder.PID)
+	lease.Annotations[AnnotationCommand] = truncate(l.Holder.Command, 1024)
+	lease.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339Nano)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Held is a lock this run holds.
+type Held struct {
+	l *Lock
+	// Since is when the lock was taken.
+	Since  time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+	lost   chan struct{}
+}
+
+func (l *Lock) hold(ctx context.Context, since time.Time) *Held {
+	ctx, cancel := context.WithCancel(ctx)
+	h := &Held{l: l, Since: since, cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
+	go h.renew(ctx)
+	return h
+}
+
+// Lost is closed when the lock is lost (see Err).
+func (h *Held) Lost() <-chan struct{} { return h.lost }
+
+// Err is nil while the lock is held, else an error wrapping ErrLost.
+func (h *Held) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+func (h *Held) renew(ctx context.Context) {
+	defer close(h.done)
+	every := h.l.Duration / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := h.Since
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := h.renewOnce(ctx)
+		if err == nil {
+			last = h.l.Now()
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// A failed renewal is retried at the next tick until the Lease would have expired.
+		if errors.Is(err, ErrLost) || !h.l.Now().Before(last.Add(h.l.Duration)) {
+			h.mu.Lock()
+			if !errors.Is(err, ErrLost) {
+				err = fmt.Errorf("%w: not renewed for %s: %w", ErrLost, h.l.Duration, err)
+			}
+			h.err = err
+			h.mu.Unlock()
+			close(h.lost)
+			return
+		}
+	}
+}
+
+func (h *Held) renewOnce(ctx context.Context) error {
+	lease, err := h.l.leases().Get(ctx, h.l.Name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: Lease %s/%s was deleted", ErrLost, h.l.Namespace, h.l.Name)
+		}
+		return err
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != h.l.Holder.Identity {
+		who := "nobody"
+		if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+			who = *lease.Spec.HolderIdentity
+		}
+		return fmt.Errorf("%w: Lease %s/%s is now held by %s", ErrLost, h.l.Namespace, h.l.Name, who)
+	}
+	t := metav1.NewMicroTime(h.l.Now())
+	lease.Spec.RenewTime = &t
+	_, err = h.l.leases().Update(ctx, lease, metav1.UpdateOptions{FieldManager: "gpuctl"})
+	return err
+}
+
+// Release stops renewing and frees the Lease (when this run still holds it), so the next run need
+// not wait for it to expire. It is safe to call more than once.
+func (h *Held) Release(ctx context.Context) error {
+	h.cancel()
+	<-h.done
+	lease, err := h.l.leases().Get(ctx, h.l.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release Lease %s/%s: %w", h.l.Namespace, h.l.Name, err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != h.l.Holder.Identity {
+		return nil
+	}
+	lease.Spec.HolderIdentity = nil
+	lease.Spec.AcquireTime = nil
+	lease.Spec.RenewTime = nil
+	for _, k := range []string{AnnotationHost, AnnotationPID, AnnotationCommand, AnnotationSince} {
+		delete(lease.Annotations, k)
+	}
+	if _, err := h.l.leases().Update(ctx, lease, metav1.UpdateOptions{FieldManager: "gpuctl"}); err != nil {
+		return fmt.Errorf("release Lease %s/%s: %w", h.l.Namespace, h.l.Name, err)
+	}
+	return nil
+}
