@@ -24,8 +24,8 @@ every permission the install needs, the Kubernetes, OpenShift and containerd ver
 Operator release supports, no other GPU operator, ClusterPolicy or device plugin is in the way, the GPU
 nodes' drivers and OS fit the plan, Pod Security admits the operands, and the GPU taint strands nothing.
 
-A failed check exits with code 5. Give the same --profile, -f and --set as for install: the checks judge
-the plan those values make.`,
+A failed check exits with code 5. Give the same flags as for install (--profile, -f, --set, the
+operator release, the channel, the licensing inputs): the checks judge the plan they make.`,
 		Example: `  gpuctl check --pre
   gpuctl check --pre --profile gke -f my-values.yaml
   gpuctl check --pre -o json --skip-check host-driver`,
@@ -39,6 +39,9 @@ the plan those values make.`,
 			}
 			if err := (&preflight.Runner{Skip: skip}).Validate(); err != nil {
 				return usageError{err}
+			}
+			if err := validateInstallOptions(&o); err != nil {
+				return err
 			}
 			clients, err := g.clients()
 			if err != nil {
@@ -62,8 +65,7 @@ the plan those values make.`,
 	f := cmd.Flags()
 	f.BoolVar(&pre, "pre", false, "run the pre-install checks (required; checks of an installed stack come later)")
 	f.StringSliceVar(&skip, "skip-check", nil, "a check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
-	addValuesFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
-	f.BoolVar(&o.NoTaint, "no-taint", false, "check an install that does not taint GPU nodes")
+	addInstallFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json")
 	return cmd
 }

@@ -31,6 +31,12 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 			if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
 				return usageError{err}
 			}
+			if err := validateTimeout(o.Timeout); err != nil {
+				return err
+			}
+			if err := validateInstallOptions(&o); err != nil {
+				return err
+			}
 			clients, err := g.clients()
 			if err != nil {
 				return err
@@ -73,19 +79,20 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 			if errors.As(err, &stuck) {
 				return notReadyError{err}
 			}
+			if err != nil && res == nil {
+				// Detection is the only thing before the plan; it failing changed nothing, and the
+				// reason it failed is what check --pre reports as a failed check.
+				return detectionFailed(err)
+			}
 			return err
 		},
 	}
 	f := cmd.Flags()
-	addValuesFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
-	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
+	addInstallFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
-	f.StringVar(&o.Channel, "channel", "", "OpenShift: the OLM channel of NVIDIA's certified operator (default: the package's default channel)")
-	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to install: v26.7.0 (default), v26.3.3 or v25.10.1")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
-	addLicensingFlags(f, &o.Licensing)
 	return cmd
 }
 

@@ -78,9 +78,15 @@ binary, and waits until the validator has passed on every GPU node.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applySettings(cmd, g.config, getenv)
+			if err := applySettings(cmd, g.config, getenv); err != nil {
+				return err
+			}
+			return validateNamespace(*g.kube.Namespace)
 		},
 	}
+	// A flag's value that does not parse (--timeout forever) is a usage error, as the same value from
+	// GPUCTL_TIMEOUT or the config file is.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	g.kube.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $XDG_CONFIG_HOME/gpuctl/config.yaml); flags win over it, GPUCTL_* environment variables over the file")
 	root.PersistentFlags().StringVar(&g.progress, "progress", "auto", "progress on stderr: auto (spinner on a terminal, plain lines otherwise), plain, json")
@@ -124,26 +130,38 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 		if f.Changed || ferr != nil {
 			return
 		}
-		env := getenv("GPUCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		envName := "GPUCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := getenv(envName)
 		var val string
+		source := envName
 		switch {
 		case env != "":
 			val = env
 		case v.IsSet(f.Name):
+			source = "config file " + configFile
 			if s, ok := v.Get(f.Name).([]any); ok {
-				var parts []string
+				// A YAML list stays a list: each item is one value of a repeatable flag (-f, --set,
+				// --skip-check), never items joined into one value with commas.
+				items := make([]string, 0, len(s))
 				for _, x := range s {
-					parts = append(parts, fmt.Sprint(x))
+					items = append(items, fmt.Sprint(x))
 				}
-				val = strings.Join(parts, ",")
-			} else {
-				val = v.GetString(f.Name)
+				if sv, ok := f.Value.(pflag.SliceValue); ok {
+					if err := sv.Replace(items); err != nil {
+						ferr = usageError{fmt.Errorf("%s: %s: %w", source, f.Name, err)}
+					}
+					f.Changed = true
+					return
+				}
+				ferr = usageError{fmt.Errorf("%s: %s takes one value, not a list", source, f.Name)}
+				return
 			}
+			val = v.GetString(f.Name)
 		default:
 			return
 		}
 		if err := cmd.Flags().Set(f.Name, val); err != nil {
-			ferr = usageError{fmt.Errorf("setting %s from the environment or config file: %w", f.Name, err)}
+			ferr = usageError{fmt.Errorf("%s=%s: %w", source, val, err)}
 		}
 	})
 	return ferr

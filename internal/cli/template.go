@@ -19,6 +19,9 @@ works offline (use --kube-version for the cluster's version); without it, it det
 		Example: "  gpuctl template --profile gke --kube-version 1.33 > gpu-stack.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateValuesOptions(&o); err != nil {
+				return err
+			}
 			t := &engine.Template{Namespace: *g.kube.Namespace, Options: o, KubeVersion: kubeVersion}
 			if o.Profile == "" {
 				clients, err := g.clients()

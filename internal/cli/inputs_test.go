@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badInput is a mistake gpuctl must refuse before it reads the cluster: exit 2 and one line that
+// names the input.
+type badInput struct {
+	name string
+	env  map[string]string
+	args []string
+	want string
+}
+
+func TestBadInputsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	huge := filepath.Join(dir, "huge.yaml")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 140 MB, sparse: the size is what is judged, before anything reads it.
+	if err := f.Truncate(140 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cfg := func(name, content string) []string { return []string{"--config", write(name, content)} }
+	noCluster := []string{"--kubeconfig", filepath.Join(dir, "no-kubeconfig")}
+
+	cases := []badInput{
+		{"a timeout that is no duration", nil, []string{"install", "--timeout", "forever"}, `"forever"`},
+		{"a timeout that is no duration, from GPUCTL_TIMEOUT", map[string]string{"GPUCTL_TIMEOUT": "forever"}, []string{"install"}, "GPUCTL_TIMEOUT=forever"},
+		{"a timeout that is no duration, from the config file", nil, append(cfg("t.yaml", "timeout: forever\n"), "install"), "forever"},
+		{"a negative timeout", nil, []string{"install", "--timeout", "-5m"}, "--timeout -5m0s: must be positive"},
+		{"a zero timeout", nil, []string{"install", "--timeout", "0"}, "must be positive"},
+		{"a negative timeout from GPUCTL_TIMEOUT", map[string]string{"GPUCTL_TIMEOUT": "-1s"}, []string{"install"}, "must be positive"},
+		{"a namespace that is no DNS-1123 label", nil, []string{"install", "-n", "Bad_NS"}, `"Bad_NS"`},
+		{"a namespace that is no DNS-1123 label, for check --pre", nil, []string{"check", "--pre", "-n", "Bad_NS"}, `"Bad_NS"`},
+		{"a namespace that is no DNS-1123 label, from GPUCTL_NAMESPACE", map[string]string{"GPUCTL_NAMESPACE": "Bad_NS"}, []string{"install"}, `"Bad_NS"`},
+		{"a namespace that is no DNS-1123 label, from the config file", nil, append(cfg("n.yaml", "namespace: Bad_NS\n"), "install"), `"Bad_NS"`},
+		{"a namespace too long for a label", nil, []string{"install", "-n", strings.Repeat("a", 64)}, "namespace"},
+		{"--set with an empty key", nil, []string{"install", "--set", "=x"}, `--set "=x"`},
+		{"--set with an empty key after a good one", nil, []string{"install", "--set", "a=1,=x"}, `"=x"`},
+		{"--set with an empty path segment", nil, []string{"install", "--set", "driver..enabled=false"}, "--set"},
+		{"--set with a leading dot", nil, []string{"install", "--set", ".driver=1"}, "--set"},
+		{"--set without a value", nil, []string{"install", "--set", "driver.enabled"}, "--set driver.enabled"},
+		{"--set with an unclosed index", nil, []string{"install", "--set", "a[0=1"}, "--set"},
+		{"--set that sets nothing", nil, []string{"install", "--set", ""}, "--set"},
+		{"--set with an empty key, from GPUCTL_SET", map[string]string{"GPUCTL_SET": "=x"}, []string{"install"}, `"=x"`},
+		{"--set with an empty key, from the config file", nil, append(cfg("s.yaml", "set: [\"=x\"]\n"), "install"), `"=x"`},
+		{"--set with an empty key in check --pre", nil, []string{"check", "--pre", "--set", "=x"}, `"=x"`},
+		{"--set with an empty key in template", nil, []string{"template", "--profile", "gke", "--set", "=x"}, `"=x"`},
+		{"an unknown profile in install", nil, []string{"install", "--profile", "bogus"}, "--profile bogus"},
+		{"an unknown profile in check --pre", nil, []string{"check", "--pre", "--profile", "bogus"}, "--profile bogus"},
+		{"an unknown profile in template", nil, []string{"template", "--profile", "nosuch"}, "--profile nosuch"},
+		{"an unknown profile in profiles show", nil, []string{"profiles", "show", "bogus"}, "bogus"},
+		{"an unknown profile from GPUCTL_PROFILE", map[string]string{"GPUCTL_PROFILE": "bogus"}, []string{"install"}, "--profile bogus"},
+		{"a missing NGC key file", nil, []string{"install", "--ngc-api-key-file", "/nope"}, "--ngc-api-key-file /nope"},
+		{"a missing NGC key file in check --pre", nil, []string{"check", "--pre", "--ngc-api-key-file", "/nope"}, "--ngc-api-key-file /nope"},
+		{"a missing NLS token file", nil, []string{"install", "--nls-token-file", "/nope.tok"}, "--nls-token-file /nope.tok"},
+		{"a missing gridd.conf", nil, []string{"install", "--gridd-conf-file", "/nope.conf"}, "--gridd-conf-file /nope.conf"},
+		{"a missing gridd.conf from GPUCTL_GRIDD_CONF_FILE", map[string]string{"GPUCTL_GRIDD_CONF_FILE": "/nope.conf"}, []string{"install"}, "--gridd-conf-file /nope.conf"},
+		{"a directory as NLS token file", nil, []string{"install", "--nls-token-file", dir}, "is a directory"},
+		{"a missing values file", nil, []string{"install", "-f", "/nope.yaml"}, "-f/--values /nope.yaml"},
+		{"a missing values file in template", nil, []string{"template", "--profile", "gke", "-f", "/nope.yaml"}, "-f/--values /nope.yaml"},
+		{"a 140 MB values file", nil, []string{"install", "-f", huge}, "140.0 MiB"},
+		{"a directory as values file", nil, []string{"install", "-f", dir}, "is a directory"},
+		{"an unknown check to skip", nil, []string{"install", "--skip-check", "bogus"}, `"bogus"`},
+		{"an unknown output format", nil, []string{"install", "-o", "xml"}, `"xml"`},
+		{"an unknown flag", nil, []string{"install", "--bogus"}, "--bogus"},
+		{"a boolean flag with a non-boolean value", nil, []string{"install", "--dry-run=maybe"}, "maybe"},
+		{"a scalar setting given a list in the config file", nil, append(cfg("l.yaml", "profile: [gke, rke2]\n"), "install"), "profile takes one value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.env, append(append([]string{}, noCluster...), tc.args...)...)
+			assertUsageError(t, code, out, errOut, tc.want)
+		})
+	}
+}
+
+// assertUsageError asserts exit 2 and one line on stderr that names the input.
+func assertUsageError(t *testing.T, code int, out, errOut, want string) {
+	t.Helper()
+	if code != ExitUsage {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errOut)
+	}
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 {
+		t.Errorf("%d lines on stderr, want one:\n%s", len(lines), errOut)
+	}
+	if !strings.Contains(errOut, want) {
+		t.Errorf("stderr does not name the input (%q):\n%s", want, errOut)
+	}
+	if strings.Contains(out+errOut, "goroutine") {
+		t.Errorf("a stack trace:\n%s", errOut)
+	}
+}
+
+func TestConfigFileListsStayLists(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("profile: kubeadm\nkube-version: \"1.33\"\nset:\n  - driver.version=999.1\n  - toolkit.version=888.2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, nil, "template", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"999.1", "888.2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the config file's set item %q did not reach the render", want)
+		}
+	}
+	if strings.Contains(out, "999.1,toolkit") {
+		t.Error("the config file's list was joined into one --set value")
+	}
+}
+
+func TestValidateSet(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		ok   bool
+	}{
+		{"driver.enabled=false", true},
+		{"a=1,b=2", true},
+		{`a=x\,y`, true},
+		{"a={x,y}", true},
+		{"a[0]=1", true},
+		{"a=", true},
+		{"=x", false},
+		{"a=1,=x", false},
+		{".a=1", false},
+		{"a.=1", false},
+		{"a", false},
+		{"", false},
+		{",", false},
+	} {
+		err := validateSet([]string{tc.expr})
+		if (err == nil) != tc.ok {
+			t.Errorf("validateSet(%q) = %v, want ok=%v", tc.expr, err, tc.ok)
+		}
+	}
+}
+
+func TestSplitSet(t *testing.T) {
+	got := splitSet(`a=1,b={x,y},c=d\,e`)
+	want := []string{"a=1", "b={x,y}", `c=d\,e`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("splitSet = %q, want %q", got, want)
+	}
+}
