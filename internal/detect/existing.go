@@ -10,6 +10,7 @@ import (
 // Subscriptions, ClusterPolicies and node labels.
 func existing(s *Snapshot) Existing {
 	var e Existing
+	e.Secrets = s.Secrets
 	nfdNamespaces := map[string]bool{}
 
 	for _, w := range s.Workloads {

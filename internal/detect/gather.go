@@ -89,6 +89,7 @@ func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
 		g.clusterPolicies,
 		g.subscriptions,
 		g.clusterVersion,
+		g.nvaieSecrets,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {

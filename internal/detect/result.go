@@ -161,6 +161,8 @@ type Existing struct {
 	// HostDriverNodes are nodes labelled nvidia.com/gpu.deploy.driver=pre-installed by the GPU
 	// operator's driver manager (research §3).
 	HostDriverNodes []string `json:"hostDriverNodes,omitempty"`
+	// Secrets are the NVIDIA AI Enterprise Secrets that exist (names only), which a re-run reuses.
+	Secrets []SecretRef `json:"secrets,omitempty"`
 }
 
 // Component is one installed workload.

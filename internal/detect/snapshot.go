@@ -35,6 +35,9 @@ type Snapshot struct {
 	// ClusterVersion is OpenShift's ClusterVersion "version", read only when config.openshift.io is
 	// served.
 	ClusterVersion *ClusterVersion `json:"clusterVersion,omitempty"`
+	// Secrets are the NVIDIA AI Enterprise Secrets (LicensingSecret, NGCPullSecret) in any namespace,
+	// by name only: their data is never read.
+	Secrets []SecretRef `json:"secrets,omitempty"`
 	// Warnings say which optional reads were refused (Forbidden) or could not be decoded, so the
 	// Result can say what it could not see.
 	Warnings []string `json:"warnings,omitempty"`

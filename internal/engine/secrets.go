@@ -21,6 +21,10 @@ func (i *Install) secretMaterial(p *plan.Plan) ([]map[string]any, error) {
 			continue
 		}
 		for _, spec := range s.Secrets {
+			if spec.KeepIfUnset && i.unsetSource(spec.Files[0]) {
+				// A re-run without a new key keeps the Secret that exists (the plan says so).
+				continue
+			}
 			obj, err := i.secretObject(spec)
 			if err != nil {
 				return nil, err
@@ -40,7 +44,9 @@ func (i *Install) secretObject(spec plan.SecretSpec) (map[string]any, error) {
 			return nil, fmt.Errorf("NGC API key for secret %s: %w", spec.Name, err)
 		}
 		key = strings.TrimSpace(key)
-		// NGC takes the literal user name $oauthtoken with the API key as password (research §5 TKGS).
+		// NGC takes the literal user name $oauthtoken with the API key as password (NVIDIA's "GPU
+		// Operator with NVIDIA AI Enterprise" guide,
+		// https://docs.nvidia.com/ai-enterprise/deployment/vmware/latest/gpu-operator.html).
 		auth := base64.StdEncoding.EncodeToString([]byte("$oauthtoken:" + key))
 		cfg, err := json.Marshal(map[string]any{"auths": map[string]any{spec.Server: map[string]any{
 			"username": "$oauthtoken", "password": key, "auth": auth,
@@ -55,7 +61,7 @@ func (i *Install) secretObject(spec plan.SecretSpec) (map[string]any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("secret %s: %s: %w", spec.Name, key, err)
 			}
-			// gridd.conf may be empty (research §5 TKGS); the token may not.
+			// gridd.conf may be empty (the same guide); the token may not.
 			if len(strings.TrimSpace(string(b))) == 0 && key != plan.GriddConfKey {
 				return nil, fmt.Errorf("secret %s: %s (%s) is empty", spec.Name, key, spec.Files[n])
 			}
@@ -68,6 +74,12 @@ func (i *Install) secretObject(spec plan.SecretSpec) (map[string]any, error) {
 			"labels": map[string]any{"app.kubernetes.io/managed-by": "gpuctl"}},
 		"data": data,
 	}, nil
+}
+
+// unsetSource is true for "env NAME" when NAME is not set.
+func (i *Install) unsetSource(src string) bool {
+	name, ok := strings.CutPrefix(src, "env ")
+	return ok && (i.Getenv == nil || strings.TrimSpace(i.Getenv(name)) == "")
 }
 
 // readSource reads "file PATH", "stdin" or "env NAME"; an empty value is an error.

@@ -129,6 +129,9 @@ func Build(in Input) (*Plan, error) {
 		return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
 	}
 	nfdForeign := det.Existing.NFD.Present && !ours(det.Existing.NFD.Helm, NFDRelease, o.Namespace)
+	if o.Channel != "" {
+		p.Warnings = append(p.Warnings, "--channel "+o.Channel+": not used, OLM channels apply on OpenShift only and this is "+distro+" (installed with Helm)")
+	}
 
 	opValues, nfdValues := split(prof.Values)
 	opValues, nfdValues = clone(opValues), merge(nfdValues, prof.NFD)
@@ -197,10 +200,11 @@ func Build(in Input) (*Plan, error) {
 	}
 	add(prereq)
 
-	licensing, err := secretsStep(opRelease.Values, o.Namespace, o.Licensing)
+	licensing, notes, err := licensingStep(opRelease.Values, o.Namespace, o.Licensing, det.Existing)
 	if err != nil {
 		return nil, err
 	}
+	p.Warnings = append(p.Warnings, notes...)
 	add(licensing)
 	if distro == "tkgs" {
 		// Older TKGS clusters (Kubernetes < 1.25) enforce PodSecurityPolicy; VMware's practice binds

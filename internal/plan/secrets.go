@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
-// Secrets gpuctl creates for NVIDIA AI Enterprise (vGPU guest drivers, TKGS/VKS; research §5 TKGS):
+// Secrets gpuctl creates for NVIDIA AI Enterprise (vGPU guest drivers, TKGS/VKS; NVIDIA's "GPU
+// Operator with NVIDIA AI Enterprise" guide, https://docs.nvidia.com/ai-enterprise/deployment/vmware/latest/gpu-operator.html):
 // the NLS licensing Secret the driver reads, and the pull secret for NVIDIA's NVAIE registry. gpuctl
 // manages them under exactly these names, when the values refer to them.
 const (
-	LicensingSecret = "licensing-config"
-	NGCPullSecret   = "ngc-secret"
-	// NGCRegistry is the registry the NVAIE driver images come from (research §5 TKGS).
+	LicensingSecret = detect.LicensingSecret
+	NGCPullSecret   = detect.NGCPullSecret
+	// NGCRegistry is the registry the NVAIE driver images come from (the guide above).
 	NGCRegistry = "nvcr.io/nvaie"
 	// NLSTokenKey and GriddConfKey are the file names the vGPU guest driver expects in the Secret.
 	NLSTokenKey  = "client_configuration_token.tok"
@@ -43,44 +46,111 @@ type SecretSpec struct {
 	Files []string `json:"files"`
 	// Server is the registry of a kubernetes.io/dockerconfigjson secret.
 	Server string `json:"server,omitempty"`
+	// KeepIfUnset: the Secret exists and its source is an environment variable; when the variable is
+	// not set, the engine keeps the existing Secret instead of failing.
+	KeepIfUnset bool `json:"keepIfUnset,omitempty"`
 }
 
 // ErrMissingLicense means the values need NVAIE licensing inputs that were not given.
 var ErrMissingLicense = errors.New("missing NVIDIA AI Enterprise licensing inputs")
 
-// secretsStep decides, from the operator values, which NVAIE secrets are needed, and checks the inputs
-// are named. It does not read them (Build is pure); the engine does, before it changes anything.
+// secretsStep is licensingStep for a cluster where no NVAIE Secret exists yet.
 func secretsStep(values map[string]any, ns string, lic Licensing) (Step, error) {
+	step, _, err := licensingStep(values, ns, lic, detect.Existing{})
+	return step, err
+}
+
+// licensingStep decides, from the operator values, which NVAIE secrets are needed, and checks the
+// inputs are named. A needed Secret that already exists in the namespace (a re-run) is reused when no
+// input for it is given; given inputs replace it. It does not read the inputs (Build is pure); the
+// engine does, before it changes anything. The notes are plan warnings: the Secrets reused, and
+// licensing inputs given where the values use no NVAIE Secret.
+func licensingStep(values map[string]any, ns string, lic Licensing, existing detect.Existing) (Step, []string, error) {
 	step := Step{ID: "licensing", Kind: KindSecrets, Title: "NVIDIA AI Enterprise secrets",
 		Why: "the vGPU guest driver needs its NLS license and pulls from NVIDIA's NVAIE registry"}
-	var missing []string
+	var missing, reused, notes []string
+	var reusedIfUnset string
+	needed := false
 	if name, _ := at(values, "driver", "licensingConfig", "secretName").(string); name == LicensingSecret {
-		if lic.NLSTokenFile == "" {
-			missing = append(missing, "the NLS client token (--nls-token-file)")
+		needed = true
+		switch {
+		case lic.NLSTokenFile == "" && lic.GriddConfFile == "" && existing.HasSecret(ns, LicensingSecret):
+			reused = append(reused, LicensingSecret)
+		default:
+			if lic.NLSTokenFile == "" {
+				missing = append(missing, "the NLS client token (--nls-token-file)")
+			}
+			if lic.GriddConfFile == "" {
+				missing = append(missing, "gridd.conf (--gridd-conf-file; an empty file is valid)")
+			}
+			step.Secrets = append(step.Secrets, SecretSpec{Name: LicensingSecret, Namespace: ns, Type: "Opaque",
+				Keys: []string{NLSTokenKey, GriddConfKey}, Files: []string{lic.NLSTokenFile, lic.GriddConfFile}})
 		}
-		if lic.GriddConfFile == "" {
-			missing = append(missing, "gridd.conf (--gridd-conf-file; an empty file is valid)")
-		}
-		step.Secrets = append(step.Secrets, SecretSpec{Name: LicensingSecret, Namespace: ns, Type: "Opaque",
-			Keys: []string{NLSTokenKey, GriddConfKey}, Files: []string{lic.NLSTokenFile, lic.GriddConfFile}})
 	}
 	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); containsString(pullSecrets, NGCPullSecret) {
+		needed = true
 		src := ngcKeySource(lic)
-		if src == "" {
+		switch {
+		case lic.NGCAPIKeyFile == "" && existing.HasSecret(ns, NGCPullSecret):
+			// Whether the key's environment variable is set is not the plan's to know (Build is
+			// pure): the engine replaces the Secret when it is, and keeps it otherwise.
+			reusedIfUnset = "the environment variable " + lic.NGCAPIKeyEnv + " is set"
+			if lic.NGCAPIKeyEnv == "" {
+				src = ""
+				reused = append(reused, NGCPullSecret)
+			} else {
+				reused = append(reused, NGCPullSecret+" (unless "+lic.NGCAPIKeyEnv+" is set)")
+			}
+		case src == "":
 			missing = append(missing, "the NGC API key (--ngc-api-key-file FILE or -, or the environment variable --ngc-api-key-env names; never a flag value)")
 		}
-		step.Secrets = append(step.Secrets, SecretSpec{Name: NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
-			Keys: []string{".dockerconfigjson"}, Files: []string{src}, Server: NGCRegistry})
+		if src != "" {
+			step.Secrets = append(step.Secrets, SecretSpec{Name: NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
+				Keys: []string{".dockerconfigjson"}, Files: []string{src}, Server: NGCRegistry, KeepIfUnset: reusedIfUnset != ""})
+		}
 	}
-	if len(step.Secrets) == 0 {
+	if !needed {
 		step.Skip = "the values use no NVIDIA AI Enterprise secrets"
-		return step, nil
+		if given := lic.given(); len(given) > 0 {
+			notes = append(notes, strings.Join(given, ", ")+": not used, the values use no NVIDIA AI Enterprise secrets (driver.licensingConfig.secretName, driver.imagePullSecrets)")
+		}
+		return step, notes, nil
 	}
 	if len(missing) > 0 {
-		return step, fmt.Errorf("%w: the values use the %s driver from %s, which needs %s", ErrMissingLicense,
+		return step, nil, fmt.Errorf("%w: the values use the %s driver from %s, which needs %s", ErrMissingLicense,
 			"vGPU guest", NGCRegistry, strings.Join(missing, ", "))
 	}
-	return step, nil
+	if len(reused) > 0 {
+		note := fmt.Sprintf("reusing the existing Secret%s %s in %s (no new licensing inputs given; give them to replace %s)",
+			plural(len(reused)), strings.Join(reused, " and "), ns, map[bool]string{true: "them", false: "it"}[len(reused) > 1])
+		notes = append(notes, note)
+		if len(step.Secrets) == 0 {
+			step.Skip = note
+		} else {
+			step.Why += "; " + note
+		}
+	}
+	return step, notes, nil
+}
+
+// given lists the licensing flags that name an input.
+func (l Licensing) given() []string {
+	var out []string
+	for _, f := range []struct{ flag, v string }{
+		{"--nls-token-file", l.NLSTokenFile}, {"--gridd-conf-file", l.GriddConfFile}, {"--ngc-api-key-file", l.NGCAPIKeyFile},
+	} {
+		if f.v != "" {
+			out = append(out, f.flag)
+		}
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // ngcKeySource describes where the NGC key comes from: "file PATH", "stdin" or "env NAME".
