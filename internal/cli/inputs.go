@@ -18,7 +18,7 @@ import (
 )
 
 // MaxValuesFileSize caps a -f values file. Helm keeps each release, values included, in one Secret,
-// and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 at v0.36); a values
+// and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 v0.37.2); a values
 // file ten times that cannot become a release however well it compresses, and reading it whole would
 // only cost memory.
 const MaxValuesFileSize = 10 << 20

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	helmcommon "helm.sh/helm/v4/pkg/release/common"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
+
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -106,7 +109,8 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 		if in.detection != nil {
 			kubeVersion = in.detection.KubernetesVersion
 		}
-		objs, err := planObjects(ctx, in.plan, kubeVersion)
+		objs, sizes, err := renderPlan(ctx, in.plan, kubeVersion)
+		env.ReleaseSizes = sizes
 		if err != nil {
 			if ctx.Err() != nil {
 				return preflight.Report{}, ctx.Err()
@@ -195,19 +199,40 @@ func chooseBundle(o InstallOptions) (bundle.Bundle, error) {
 
 // preflightError is nil for a report without failures, else an error wrapping ErrPreflightFailed
 // that names the failed checks.
+//
+// When every failed check judges the user's inputs (the values too large for a release), the error
+// wraps ErrInput instead: a mistake in the command line, not in the cluster. Its text is the checks'
+// messages, so the one line the CLI prints says what is wrong.
 func preflightError(rep preflight.Report) error {
 	if !rep.Failed {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrPreflightFailed, strings.Join(rep.IDs(preflight.StatusFail), ", "))
+	failed := rep.IDs(preflight.StatusFail)
+	if len(rep.InputFailed) == len(failed) {
+		var msgs []string
+		for _, id := range failed {
+			msgs = append(msgs, strings.ReplaceAll(rep.Get(id).Message, "\n", "; "))
+		}
+		return fmt.Errorf("%w: %s", ErrInput, strings.Join(msgs, "; "))
+	}
+	return fmt.Errorf("%w: %s", ErrPreflightFailed, strings.Join(failed, ", "))
 }
 
-// planObjects are the objects the Plan would write: each objects step's, then each release's rendered
-// manifest with its chart's CRDs, rendered for the cluster's Kubernetes version as Helm would. Skipped
+// planObjects are the objects the Plan would write: each objects step's, then each release's chart
+// CRDs and rendered manifest, rendered for the cluster's Kubernetes version as Helm would. Skipped
 // steps write nothing. An object that appears twice (a CRD the CRD step and Helm both carry) is kept
 // once.
 func planObjects(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructured.Unstructured, error) {
+	objs, _, err := renderPlan(ctx, p, kubeVersion)
+	return objs, err
+}
+
+// renderPlan is planObjects and, for each release, its size in Helm's storage: the release record
+// Helm would store (chart, values, manifest without the crds/ files, which the chart carries)
+// encoded as Helm encodes it.
+func renderPlan(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructured.Unstructured, []preflight.ReleaseSize, error) {
 	var out []*unstructured.Unstructured
+	var sizes []preflight.ReleaseSize
 	seen := map[string]bool{}
 	add := func(o *unstructured.Unstructured) {
 		key := o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
@@ -232,22 +257,39 @@ func planObjects(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unst
 			}
 			ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
 			if err != nil {
-				return out, err
+				return out, sizes, err
 			}
-			manifest, err := (&release.Render{Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Values: s.Release.Values, KubeVersion: kubeVersion, IncludeCRDs: true}).Run(ctx)
+			manifest, err := (&release.Render{Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Values: s.Release.Values, KubeVersion: kubeVersion}).Run(ctx)
 			if err != nil {
-				return out, err
+				return out, sizes, err
+			}
+			size, err := preflight.EncodedSize(&helmrelease.Release{
+				Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Config: s.Release.Values, Manifest: manifest,
+				Version: 1, Info: &helmrelease.Info{Status: helmcommon.StatusDeployed, Description: "Install complete"}, ApplyMethod: "ssa",
+			})
+			if err != nil {
+				return out, sizes, fmt.Errorf("encode release %s: %w", s.Release.Name, err)
+			}
+			sizes = append(sizes, preflight.ReleaseSize{Name: s.Release.Name, Bytes: size})
+			for _, crd := range ch.CRDObjects() {
+				objs, err := decodeManifest(string(crd.File.Data))
+				if err != nil {
+					return out, sizes, fmt.Errorf("%s: %s: %w", s.Release.Name, crd.Filename, err)
+				}
+				for _, o := range objs {
+					add(o)
+				}
 			}
 			objs, err := decodeManifest(manifest)
 			if err != nil {
-				return out, fmt.Errorf("render %s: %w", s.Release.Name, err)
+				return out, sizes, fmt.Errorf("render %s: %w", s.Release.Name, err)
 			}
 			for _, o := range objs {
 				add(o)
 			}
 		}
 	}
-	return out, nil
+	return out, sizes, nil
 }
 
 // decodeManifest splits a multi-document YAML manifest into objects, dropping empty documents.

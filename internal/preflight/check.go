@@ -73,6 +73,8 @@ type Env struct {
 	// counts as part of the plan.
 	DetectError error
 	PlanError   error
+	// ReleaseSizes are the Plan's releases as Helm would store them (EncodedSize).
+	ReleaseSizes []ReleaseSize
 }
 
 // Check is one preflight check.
@@ -82,6 +84,9 @@ type Check struct {
 	Description string
 	// Fatal checks stop the run when they fail: the checks after them are reported as skipped.
 	Fatal bool
+	// Input checks judge the user's inputs, not the cluster: their failure is a usage mistake (exit 2
+	// in the CLI), not a failed preflight.
+	Input bool
 	Run   func(ctx context.Context, env *Env) Result
 }
 
@@ -91,6 +96,7 @@ func Checks() []Check {
 		{ID: "api", Category: CategoryAPI, Description: "can read the cluster through the Kubernetes API", Fatal: true, Run: checkAPI},
 		{ID: "autopilot", Category: CategoryAPI, Description: "the cluster is not GKE Autopilot", Run: checkAutopilot},
 		{ID: "plan", Category: CategoryPlan, Description: "gpuctl can plan the install", Run: checkPlan},
+		{ID: "release-size", Category: CategoryPlan, Description: "each release fits in Helm's storage", Input: true, Run: checkReleaseSize},
 		{ID: "permissions", Category: CategoryPermissions, Description: "you may do everything the install does", Run: checkPermissions},
 		{ID: "kubernetes-version", Category: CategoryVersions, Description: "Kubernetes version is in the tested range", Run: checkKubernetesVersion},
 		{ID: "openshift-version", Category: CategoryVersions, Description: "OpenShift version is in the tested range", Run: checkOpenShiftVersion},

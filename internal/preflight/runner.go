@@ -26,6 +26,8 @@ type Report struct {
 	Results []Result `json:"results"`
 	// Failed is true when any check failed: gpuctl must not go ahead.
 	Failed bool `json:"failed"`
+	// InputFailed lists the failed checks that judge the user's inputs (Check.Input).
+	InputFailed []string `json:"inputFailed,omitempty"`
 }
 
 func (r *Runner) checks() []Check {
@@ -82,6 +84,9 @@ func (r *Runner) Run(ctx context.Context, env *Env) (Report, error) {
 		}
 		if res.Status == StatusFail {
 			rep.Failed = true
+			if c.Input {
+				rep.InputFailed = append(rep.InputFailed, c.ID)
+			}
 			if c.Fatal && stoppedBy == "" {
 				stoppedBy = "the check \"" + c.Description + "\" failed"
 			}
