@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-snapshot clean crds
+.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-snapshot clean crds fuzz
 
 all: build
 
@@ -69,6 +69,13 @@ vet:
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## fuzz: run each fuzz test for FUZZTIME (their seeds also run in test-unit).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSet$$' -fuzztime $(FUZZTIME) ./internal/release
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeValues$$' -fuzztime $(FUZZTIME) ./internal/plan
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./internal/detect
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
