@@ -48,7 +48,7 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 				return err
 			}
 			res, err := (&engine.Check{Clients: clients, Options: o, Skip: skip}).Run(cmd.Context())
-			if res != nil {
+			if res != nil && len(res.Report.Results) > 0 {
 				var werr error
 				if output == "json" {
 					werr = writeJSON(streams.Out, res.Report)

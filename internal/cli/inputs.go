@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
@@ -80,13 +81,16 @@ func validateValuesOptions(o *engine.InstallOptions) error {
 }
 
 // detectionFailed marks a failed detection in install as a failed preflight check (exit 5), as check
-// --pre reports it: detection runs before anything is written, and usually fails for want of
-// permissions (--as=nobody) or of an answering API.
+// --pre reports it: detection runs before anything is written, and fails for want of permissions
+// (--as=nobody) or of an answering API. Other errors keep their own meaning.
 func detectionFailed(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrPreflightFailed) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", engine.ErrPreflightFailed, err)
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || strings.HasPrefix(err.Error(), "detect: ") {
+		return fmt.Errorf("%w: %w", engine.ErrPreflightFailed, err)
+	}
+	return err
 }
 
 // validateLicensingFiles refuses a licensing flag naming a file that does not exist, whether or not

@@ -1,10 +1,18 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
 )
 
 // badInput is a mistake gpuctl must refuse before it reads the cluster: exit 2 and one line that
@@ -158,5 +166,25 @@ func TestSplitSet(t *testing.T) {
 	want := []string{"a=1", "b={x,y}", `c=d\,e`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("splitSet = %q, want %q", got, want)
+	}
+}
+
+func TestDetectionFailed(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no"))
+	for _, tc := range []struct {
+		name      string
+		err       error
+		preflight bool
+	}{
+		{"a forbidden read is a failed preflight", fmt.Errorf("detect: list nodes: %w", forbidden), true},
+		{"a detection that failed otherwise is a failed preflight", errors.New("detect: list nodes: connection refused"), true},
+		{"an interrupt stays an interrupt", fmt.Errorf("detect: %w", context.Canceled), false},
+		{"another error keeps its meaning", errors.New("another gpuctl run holds the lock"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errors.Is(detectionFailed(tc.err), engine.ErrPreflightFailed); got != tc.preflight {
+				t.Errorf("preflight %v, want %v", got, tc.preflight)
+			}
+		})
 	}
 }

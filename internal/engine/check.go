@@ -63,6 +63,11 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	if detErr == nil {
 		res.Detection = det
 		p, planErr = (&Install{Clients: c.Clients}).buildPlan(det, c.Options)
+		if errors.Is(planErr, ErrInput) {
+			// A mistake in the inputs (an unknown --operator-version, a values file that does not
+			// parse) is a usage error here as in install, not a failed check.
+			return res, planErr
+		}
 		res.Plan = p
 	}
 	rep, err := runPreflight(ctx, c.Clients, c.Options, c.Skip, preflightInput{detection: det, detectErr: detErr, plan: p, planErr: planErr})
