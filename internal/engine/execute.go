@@ -145,8 +145,12 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		err := x.waiter(progress).DeploymentAvailable(ctx, x.plan.Namespace, s.Target)
 		return stepOutcome{message: "Deployment " + s.Target + " is Available"}, err
 	case plan.KindWaitValidators:
-		err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace)
-		return stepOutcome{message: fmt.Sprintf("%d/%d GPU nodes validated", len(x.gpuNodes), len(x.gpuNodes))}, err
+		validated, err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace, x.gpuNodes)
+		if err == nil {
+			// The operator may have labelled GPU nodes NFD had not when the earlier steps ran.
+			x.gpuNodes = sortedUnique(append(slices.Clone(x.gpuNodes), validated...))
+		}
+		return stepOutcome{message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
 	case plan.KindWaitAllocatable:
 		err := x.waiter(progress).GPUsAllocatable(ctx, x.gpuNodes)
 		return stepOutcome{message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err

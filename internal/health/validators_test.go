@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ func TestValidatorsReady(t *testing.T) {
 		w := &Waiter{Kube: c, OnProgress: rec.on}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		errc := run(ctx, func(ctx context.Context) error { return w.ValidatorsReady(ctx, "gpu-operator") })
+		errc := run(ctx, func(ctx context.Context) error {
+			_, err := w.ValidatorsReady(ctx, "gpu-operator", nil)
+			return err
+		})
 
 		rec.waitForMessage(t, "waiting for GPU nodes: no node is labelled nvidia.com/gpu.present=true yet")
 		// The operator labels the GPU nodes after NFD…
@@ -64,7 +68,7 @@ func TestValidatorsReady(t *testing.T) {
 
 	t.Run("the informers list with the GPU-node and validator label selectors", func(t *testing.T) {
 		c := fake.NewClientset(testNode("gpu-1", map[string]string{GPUPresentLabel: "true"}), validatorPod("v", "gpu-1", true))
-		if err := (&Waiter{Kube: c}).ValidatorsReady(context.Background(), "gpu-operator"); err != nil {
+		if _, err := (&Waiter{Kube: c}).ValidatorsReady(context.Background(), "gpu-operator", nil); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]string{}
@@ -78,6 +82,70 @@ func TestValidatorsReady(t *testing.T) {
 			if got[k] != v {
 				t.Errorf("%s list label selector = %q, want %q", k, got[k], v)
 			}
+		}
+	})
+
+	t.Run("a GPU node gpuctl knows of counts before the operator labels it, and the result names the validated nodes", func(t *testing.T) {
+		// gpu-3 has a taint the operands do not tolerate: nothing ever labels or validates it.
+		c := fake.NewClientset(
+			testNode("gpu-1", map[string]string{GPUPresentLabel: "true"}),
+			testNode("gpu-2", map[string]string{GPUPresentLabel: "true"}),
+			testNode("gpu-3", nil),
+			validatorPod("nvidia-operator-validator-aaaaa", "gpu-1", true),
+			validatorPod("nvidia-operator-validator-bbbbb", "gpu-2", true),
+		)
+		rec := newRecorder()
+		w := &Waiter{Kube: c, OnProgress: rec.on, DiagnoseTimeout: -1}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		type outcome struct {
+			validated []string
+			err       error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			v, err := w.ValidatorsReady(ctx, "gpu-operator", []string{"gpu-3", "gpu-1", "gone"})
+			done <- outcome{v, err}
+		}()
+		p := rec.waitForMessage(t, "2/3 GPU nodes validated")
+		if !slices.Equal(p.Pending, []string{"gpu-3"}) {
+			t.Errorf("pending = %v, want gpu-3 (known, not labelled; the node that is gone does not count)", p.Pending)
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("the wait returned (%v, %v) with gpu-3 unvalidated", o.validated, o.err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if _, err := c.CoreV1().Pods("gpu-operator").Create(ctx, validatorPod("nvidia-operator-validator-ccccc", "gpu-3", true), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case o := <-done:
+			if o.err != nil {
+				t.Fatalf("ValidatorsReady() = %v", o.err)
+			}
+			if want := []string{"gpu-1", "gpu-2", "gpu-3"}; !slices.Equal(o.validated, want) {
+				t.Errorf("validated = %v, want %v", o.validated, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the wait did not end once gpu-3 was validated")
+		}
+	})
+
+	t.Run("a deadline while a known node is unvalidated names it and returns the nodes validated so far", func(t *testing.T) {
+		c := fake.NewClientset(
+			testNode("gpu-1", map[string]string{GPUPresentLabel: "true"}),
+			testNode("gpu-2", nil),
+			validatorPod("nvidia-operator-validator-aaaaa", "gpu-1", true),
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		validated, err := (&Waiter{Kube: c, DiagnoseTimeout: -1}).ValidatorsReady(ctx, "gpu-operator", []string{"gpu-2"})
+		if err == nil || !strings.Contains(err.Error(), "1/2 GPU nodes validated (waiting for gpu-2)") {
+			t.Errorf("ValidatorsReady() = %v, want a timeout naming gpu-2", err)
+		}
+		if !slices.Equal(validated, []string{"gpu-1"}) {
+			t.Errorf("validated = %v, want [gpu-1]", validated)
 		}
 	})
 }

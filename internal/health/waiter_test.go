@@ -25,7 +25,7 @@ func TestWaitTimeoutReturnsStuckError(t *testing.T) {
 		w := &Waiter{Kube: c}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		err := w.ValidatorsReady(ctx, "gpu-operator")
+		_, err := w.ValidatorsReady(ctx, "gpu-operator", nil)
 
 		var stuck *StuckError
 		if !errors.As(err, &stuck) {
