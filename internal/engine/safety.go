@@ -69,11 +69,16 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 	changed := false
 	if len(open) == 0 {
 		if !s.Safety.TolerationsPlanned {
-			x.extraValues[s.Safety.OperatorRelease] = s.Safety.OperatorValues
+			// The tolerations join the detected facts, below -f and --set, where the next run's detection
+			// puts them: both runs give the same values, so the next one does not upgrade the releases.
+			const source = "detected by the safety check: every schedulable worker is a GPU node"
+			if op := x.plan.Step(s.Safety.OperatorRelease); op != nil && op.Release != nil {
+				op.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.OperatorValues})
+			}
 			if s.Safety.NFDRelease != "" {
-				x.extraValues[s.Safety.NFDRelease] = s.Safety.NFDValues
 				// NFD is already installed: apply its release again with the tolerations.
-				if nfd := x.plan.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" {
+				if nfd := x.plan.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" && nfd.Release != nil {
+					nfd.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.NFDValues})
 					out, err := x.release(ctx, nfd)
 					if err != nil {
 						return stepOutcome{}, err

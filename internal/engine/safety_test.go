@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,7 +26,8 @@ func safetyPlan(opValues map[string]any, planned bool) *plan.Plan {
 			TolerationsPlanned: planned, OperatorRelease: "release-gpu-operator",
 			OperatorValues: map[string]any{"operator": map[string]any{"tolerations": []any{"x"}}},
 		}},
-		{ID: "release-gpu-operator", Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator", Values: opValues}},
+		{ID: "release-gpu-operator", Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator", Values: opValues,
+			Layers: []plan.Layer{{Source: "profile kubeadm", Values: opValues}, {Source: "--set", Values: map[string]any{"driver": map[string]any{"enabled": false}}}}}},
 	}}
 }
 
@@ -33,11 +35,10 @@ func runSafety(t *testing.T, p *plan.Plan, objs ...runtime.Object) (*executor, [
 	t.Helper()
 	var events []Event
 	x := &executor{
-		clients:     &kube.Clients{Kube: fake.NewClientset(objs...)},
-		plan:        p,
-		sink:        SinkFunc(func(e Event) { events = append(events, e) }),
-		gpuNodes:    []string{"gpu-1"},
-		extraValues: map[string]map[string]any{},
+		clients:  &kube.Clients{Kube: fake.NewClientset(objs...)},
+		plan:     p,
+		sink:     SinkFunc(func(e Event) { events = append(events, e) }),
+		gpuNodes: []string{"gpu-1"},
 	}
 	_, err := x.safety(context.Background(), p.Step("safety"))
 	return x, events, err
@@ -54,18 +55,23 @@ func TestSafety(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(x.extraValues) != 0 {
-			t.Errorf("extra values %v", x.extraValues)
+		if r := x.plan.Step("release-gpu-operator").Release; len(r.Layers) != 2 {
+			t.Errorf("layers %+v, want none added", r.Layers)
 		}
 	})
 
-	t.Run("when NFD shows every worker is a GPU node, the operator gets the toleration at run time", func(t *testing.T) {
+	t.Run("when NFD shows every worker is a GPU node, the operator gets the toleration at run time, below --set", func(t *testing.T) {
 		x, _, err := runSafety(t, safetyPlan(nil, false), gpu, cp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if x.extraValues["release-gpu-operator"] == nil {
-			t.Error("no tolerations added to the operator release")
+		r := x.plan.Step("release-gpu-operator").Release
+		if len(r.Layers) != 3 || r.Layers[2].Source != "--set" || !strings.Contains(r.Layers[1].Source, "safety check") {
+			t.Fatalf("layers %+v, want the safety check's between the profile and --set", r.Layers)
+		}
+		want := map[string]any{"operator": map[string]any{"tolerations": []any{"x"}}, "driver": map[string]any{"enabled": false}}
+		if !reflect.DeepEqual(r.Values, want) {
+			t.Errorf("values %v, want %v", r.Values, want)
 		}
 	})
 

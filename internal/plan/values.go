@@ -2,6 +2,8 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 )
 
 // nfdSection is the key under which profiles, -f files and --set hold values for the NFD chart. It is
@@ -11,6 +13,22 @@ const nfdSection = "node-feature-discovery"
 // MergeValues is merge for the engine, which layers run-time values (tolerations the safety check
 // adds, an OLM channel, ClusterPolicy overrides) with the same rules as the plan's layers.
 func MergeValues(dst, src map[string]any) map[string]any { return merge(dst, src) }
+
+// AddDetectedLayer puts l among the detected facts — above the profile and what detection found, below
+// the -f files and --set — and recomputes Values. The safety check adds the tolerations it finds
+// necessary at run time this way, so a first run gives the values a later run's detection gives (the
+// same layer order), and the user's -f and --set still win over them.
+func (r *Release) AddDetectedLayer(l Layer) {
+	i := slices.IndexFunc(r.Layers, userLayer)
+	if i < 0 {
+		i = len(r.Layers)
+	}
+	r.Layers = slices.Insert(slices.Clone(r.Layers), i, l)
+	r.Values = flatten(r.Layers)
+}
+
+// userLayer is true for the layers the user gave: -f files and --set (Build names them so).
+func userLayer(l Layer) bool { return strings.HasPrefix(l.Source, "file ") || l.Source == "--set" }
 
 // merge returns a copy of dst with src merged over it: maps merge key by key, anything else (lists
 // included, as Helm does) is replaced. A nil value in src deletes the key, as `--set key=null` does.
