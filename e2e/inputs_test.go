@@ -4,13 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -141,13 +142,14 @@ func TestBadInputs(t *testing.T) {
 	})
 }
 
-// A TKGS re-run without the licence inputs reuses the Secrets that exist and says so; check --pre
-// takes the same licensing flags as install.
+// A TKGS re-run without the licence inputs reuses the Secrets the first install made and says so,
+// instead of failing preflight; check --pre takes the same licensing flags as install.
 func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
-	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}, NoOperator: true})
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()
 	env := nvaieInputs(t)
-	planCheck := func(t *testing.T, stdout string) {
+	var estimate string
+	checks := func(t *testing.T, stdout string) {
 		t.Helper()
 		var rep struct {
 			Results []struct{ ID, Status, Message string } `json:"results"`
@@ -156,12 +158,13 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 			t.Fatalf("check --pre -o json: %v", err)
 		}
 		for _, r := range rep.Results {
-			// release-size: a plan with the NVAIE values must fit in Helm's storage with room to spare.
+			// release-size: a plan with the NVAIE values fits in Helm's storage with room to spare.
 			if (r.ID == "plan" || r.ID == "release-size") && r.Status != "pass" {
 				t.Errorf("%s check %s: %s", r.ID, r.Status, r.Message)
 			}
 			if r.ID == "release-size" {
 				t.Logf("release sizes: %s", r.Message)
+				estimate = r.Message
 			}
 		}
 	}
@@ -170,21 +173,40 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 		if code == cli.ExitUsage {
 			t.Fatalf("exit %d", code)
 		}
-		planCheck(t, stdout)
+		checks(t, stdout)
+	})
+	if code, _, stderr := gpuctlEnv(t, c, env, "install"); code != 0 {
+		t.Fatalf("first install exited %d:\n%s", code, stderr)
+	}
+	versions := func() map[string]string {
+		out := map[string]string{}
+		for _, name := range []string{"licensing-config", "ngc-secret"} {
+			s, err := c.Kube.CoreV1().Secrets("gpu-operator").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = s.ResourceVersion
+		}
+		return out
+	}
+	before := versions()
+	t.Run("the release-size check measured what Helm stored", func(t *testing.T) {
+		secs, err := c.Kube.CoreV1().Secrets("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=gpu-operator"})
+		if err != nil || len(secs.Items) != 1 {
+			t.Fatalf("release Secrets: %v, %d", err, len(secs.Items))
+		}
+		stored := float64(len(secs.Items[0].Data["release"])) / (1 << 10)
+		_, after, _ := strings.Cut(estimate, "gpu-operator ")
+		var measured float64
+		if _, err := fmt.Sscanf(after, "%f KiB", &measured); err != nil {
+			t.Fatalf("no gpu-operator size in %q", estimate)
+		}
+		// The stored record differs only in timestamps, labels and annotations a real run adds.
+		if measured < stored-2 || measured > stored+2 {
+			t.Errorf("Helm stored %.1f KiB; the check measured %.0f KiB", stored, measured)
+		}
 	})
 
-	// The Secrets a first install made (names only matter: detection never reads their data).
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "licensing-config", Namespace: "gpu-operator"}, Data: map[string][]byte{"client_configuration_token.tok": []byte("tok"), "gridd.conf": nil}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "ngc-secret", Namespace: "gpu-operator"}, Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{".dockerconfigjson": []byte(`{"auths":{}}`)}},
-	} {
-		if _, err := c.Kube.CoreV1().Secrets("gpu-operator").Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	t.Run("install without inputs plans to reuse them and says so", func(t *testing.T) {
 		code, stdout, stderr := gpuctl(t, c, "install", "--dry-run")
 		if code != 0 {
@@ -196,6 +218,25 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 	})
 	t.Run("check --pre without inputs passes the plan check", func(t *testing.T) {
 		_, stdout, _ := gpuctl(t, c, "check", "--pre", "-o", "json")
-		planCheck(t, stdout)
+		checks(t, stdout)
+	})
+	t.Run("install without inputs succeeds and keeps the Secrets", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "install", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		if !strings.Contains(stderr, "reusing the existing Secrets") {
+			t.Errorf("the run does not say the Secrets are reused")
+		}
+		var res struct{ Changed bool }
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Changed {
+			t.Error("the re-run changed something")
+		}
+		if after := versions(); !reflect.DeepEqual(before, after) {
+			t.Errorf("Secrets changed: %v → %v", before, after)
+		}
 	})
 }
