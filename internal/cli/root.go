@@ -39,6 +39,8 @@ const (
 	ExitNotReady = 4
 	// ExitPreflight: a preflight check failed; nothing was changed.
 	ExitPreflight = 5
+	// ExitLocked: another gpuctl run holds the install lock (it is named); nothing was changed.
+	ExitLocked = 6
 	// ExitInterrupted: Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -210,6 +212,9 @@ func report(w io.Writer, err error) int {
 	case errors.Is(err, engine.ErrInput):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
+	case errors.Is(err, engine.ErrLocked):
+		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed; run gpuctl install again when it has finished, or wait for it with --wait-for-lock 15m.\n", err)
+		return ExitLocked
 	case errors.Is(err, plan.ErrUnsupported):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)
 		return ExitUnsupported

@@ -36,6 +36,9 @@ type executor struct {
 	changed bool
 	// releases are Helm clients by namespace.
 	releases map[string]*release.Client
+	// lockedSince is when this run took the install lock: release recovery touches only pending
+	// revisions older than that.
+	lockedSince time.Time
 }
 
 // stepOutcome is what one step reports when it ends well.
@@ -249,7 +252,7 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	res, err := (&release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values}).Run(ctx)
+	res, err := (&release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, LockedSince: x.lockedSince}).Run(ctx)
 	if err != nil {
 		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}

@@ -8,11 +8,13 @@ import (
 	"os"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/profile"
@@ -38,11 +40,16 @@ type InstallOptions struct {
 	SkipChecks []string
 	// Channel is the OLM channel of the GPU operator on OpenShift ("" = the package's default).
 	Channel string
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	WaitForLock time.Duration
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
 // operator version): reported as such, not as a failed preflight check.
 var ErrInput = plan.ErrInput
+
+// ErrLocked: another gpuctl run holds the install lock (internal/lock); nothing was changed.
+var ErrLocked = lock.ErrLocked
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
 type Install struct {
@@ -100,6 +107,36 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 		sink = SinkFunc(func(Event) {})
 	}
 
+	// One writer at a time (internal/lock). The lock is taken before detection, not just before the
+	// first write: detection, the plan and preflight must not judge a cluster another run is halfway
+	// through changing (its new ClusterPolicy is not "another tool's"). A dry run takes no lock.
+	var held *lock.Held
+	var lockErr error // a lock this run may not take: reported after preflight, with the other permissions
+	if !o.DryRun {
+		held, lockErr = i.lock(ctx, o, sink)
+		if lockErr != nil && !apierrors.IsForbidden(lockErr) {
+			return &InstallResult{}, lockErr
+		}
+	}
+	if held != nil {
+		defer func() {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer rcancel()
+			_ = held.Release(rctx) // an unreleased Lease expires by itself
+		}()
+		// A run that loses the lock (not renewed in time, or taken over) stops.
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			select {
+			case <-held.Lost():
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+
 	det, err := (&Detect{Clients: i.Clients}).Run(ctx)
 	if err != nil {
 		return nil, err
@@ -132,11 +169,22 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
 		return res, fmt.Errorf("%w: %w", ErrPreflightFailed, err)
 	}
+	if lockErr != nil {
+		sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
+			Hint: "nothing was changed; gpuctl needs permission to create and update Leases in " + lock.DefaultNamespace})
+		return res, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", ErrPreflightFailed, lockErr)
+	}
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
 	}
-	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets}
+	if held == nil {
+		return res, errors.New("no install lock: a dry run changes nothing")
+	}
+	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: held.Since}
 	err = x.run(ctx)
+	if lerr := held.Err(); lerr != nil && err != nil {
+		err = fmt.Errorf("%w; the run stopped: %v", lerr, err)
+	}
 	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
 	for _, s := range p.Steps {
 		if s.Release == nil || s.Skip != "" {
@@ -150,6 +198,13 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 		}
 	}
 	return res, err
+}
+
+// lock takes gpuctl's install lock, waiting up to o.WaitForLock for another holder.
+func (i *Install) lock(ctx context.Context, o InstallOptions, sink Sink) (*lock.Held, error) {
+	return (&lock.Lock{Client: i.Clients.Kube.CoordinationV1(), Wait: o.WaitForLock, OnWait: func(e *lock.HeldError) {
+		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", o.WaitForLock, e)})
+	}}).Acquire(ctx)
 }
 
 func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {

@@ -100,6 +100,8 @@ type Lock struct {
 	Poll time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnWait, if set, is called once when Acquire starts waiting for another holder.
+	OnWait func(*HeldError)
 }
 
 // Self describes the running process.
@@ -140,6 +142,7 @@ func (l *Lock) defaults() {
 func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 	l.defaults()
 	start := l.Now()
+	told := false
 	for {
 		since, err := l.try(ctx)
 		if err == nil {
@@ -153,6 +156,10 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 		if waited >= l.Wait {
 			held.Waited = waited
 			return nil, held
+		}
+		if l.OnWait != nil && !told {
+			l.OnWait(held)
+			told = true
 		}
 		t := time.NewTimer(min(l.Poll, l.Wait-waited))
 		select {
