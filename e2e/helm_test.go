@@ -2,19 +2,28 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 // Our charts are ordinary Helm charts: `helm install` of each, from a directory as a person would
@@ -63,4 +72,224 @@ func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string
 	if _, err := in.RunWithContext(t.Context(), ch, nil); err != nil {
 		t.Fatalf("helm install %s: %v", releaseName, err)
 	}
+}
+
+// helmCLI builds Helm's own command line, helm.sh/helm/v4/cmd/helm at the version gpuctl's go.mod
+// requires, once per test binary, cached beside the sandbox tools. It builds from the main module
+// with a copy of its go.mod and go.sum (-modfile), so dependency versions are gpuctl's and the
+// go.sum entries cmd/helm alone needs (cobra/doc's go-md2man, Masterminds/vcs) are downloaded into
+// the copy, never into the repository. No -trimpath: the packages it shares with the test binary are
+// then already in Go's build cache.
+var helmCLI = sync.OnceValues(func() (string, error) {
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v4").Output()
+	if err != nil {
+		return "", fmt.Errorf("the version of helm.sh/helm/v4 in go.mod: %w", err)
+	}
+	version := strings.TrimSpace(string(v))
+	cache, err := sandbox.DefaultCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "helm-"+version)
+	bin := filepath.Join(dir, "helm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := upstream.Lock(context.Background(), filepath.Join(dir, ".lock"), nil)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.Command("go", "build", "-modfile", filepath.Join(tmp, "go.mod"), "-mod=mod",
+		"-ldflags", "-X helm.sh/helm/v4/internal/version.version="+version,
+		"-o", filepath.Join(tmp, "helm"), "helm.sh/helm/v4/cmd/helm")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build helm %s: %w\n%s", version, err, out)
+	}
+	return bin, os.Rename(filepath.Join(tmp, "helm"), bin)
+})
+
+// helm runs Helm's CLI against the sandbox and returns its exit code and combined output.
+func helm(t *testing.T, c *sandbox.Cluster, args ...string) (int, string) {
+	t.Helper()
+	bin, err := helmCLI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
+		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("helm %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	t.Logf("helm %s → exit %d\n%s", strings.Join(args, " "), code, out)
+	return code, string(out)
+}
+
+// chartDir is gpuctl's chart copied out of the binary, as a person would check it out.
+func chartDir(t *testing.T, chart string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, charts.FS); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, chart)
+}
+
+// history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
+func history(t *testing.T, c *sandbox.Cluster, name string) string {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &c.Kubeconfig
+	rc, err := release.New(flags, "gpu-operator", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := rc.History(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range h {
+		out = append(out, fmt.Sprintf("%d:%s", r.Revision, r.Status))
+	}
+	return strings.Join(out, " ")
+}
+
+func clusterPolicyUID(t *testing.T, c *sandbox.Cluster) types.UID {
+	t.Helper()
+	cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(t.Context(), "cluster-policy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp.GetUID()
+}
+
+// Helm's CLI and gpuctl work on the same releases, in any order: Helm rolls back, upgrades and
+// uninstalls what gpuctl installed, without --force-conflicts, and gpuctl carries on from whatever
+// Helm left — a failed revision is upgraded, never uninstalled. One sandbox for the whole story.
+func TestHelmCLIOnGpuctlReleases(t *testing.T) {
+	if _, err := helmCLI(); err != nil {
+		t.Fatal(err)
+	}
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}})
+	const op = "gpu-operator"
+	if code, _, stderr := gpuctl(t, c, "install"); code != 0 {
+		t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
+	}
+	uid := clusterPolicyUID(t, c)
+	dir := chartDir(t, op)
+
+	t.Run("helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
+		if code, _, stderr := gpuctl(t, c, "install", "--set", "operator.annotations.team=ml"); code != 0 {
+			t.Fatalf("gpuctl install --set exited %d:\n%s", code, stderr)
+		}
+		if got := history(t, c, op); got != "1:superseded 2:deployed" {
+			t.Fatalf("after the gpuctl upgrade: %s", got)
+		}
+		if code, out := helm(t, c, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
+			t.Fatalf("helm rollback exited %d: %s", code, out)
+		}
+		if got := history(t, c, op); got != "1:superseded 2:superseded 3:deployed" {
+			t.Errorf("after helm rollback: %s", got)
+		}
+	})
+
+	t.Run("helm upgrade --reuse-values of a gpuctl release with gpuctl's chart works", func(t *testing.T) {
+		if code, out := helm(t, c, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator"); code != 0 {
+			t.Fatalf("helm upgrade exited %d: %s", code, out)
+		}
+		if got := history(t, c, op); !strings.HasSuffix(got, "4:deployed") {
+			t.Errorf("after helm upgrade: %s", got)
+		}
+		code, out := helm(t, c, "get", "values", op, "-n", "gpu-operator", "-o", "json")
+		if code != 0 || !strings.Contains(out, `"nfd":{"enabled":false}`) {
+			t.Errorf("the values gpuctl chose were not reused: %s", out)
+		}
+	})
+
+	t.Run("after a failed helm upgrade gpuctl install upgrades the release, never reinstalls it", func(t *testing.T) {
+		// An annotation key the API server refuses (more than one "/") passes Helm's client-side
+		// checks, so Helm stores the revision and marks it failed, as any upgrade the cluster refuses.
+		code, out := helm(t, c, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator", "--set", "operator.annotations.not/a/key=x")
+		if code == 0 {
+			t.Fatalf("helm upgrade with a bad annotation succeeded: %s", out)
+		}
+		if got := history(t, c, op); !strings.HasSuffix(got, "5:failed") {
+			t.Fatalf("after the failed helm upgrade: %s, want revision 5 failed", got)
+		}
+		code, _, stderr := gpuctl(t, c, "install")
+		if code != 0 {
+			t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
+		}
+		for _, bad := range []string{"reinstalled", "removed it"} {
+			if strings.Contains(stderr, bad) {
+				t.Errorf("gpuctl said %q:\n%s", bad, stderr)
+			}
+		}
+		if got := history(t, c, op); got != "1:superseded 2:superseded 3:superseded 4:superseded 5:failed 6:deployed" {
+			t.Errorf("history %s: want every revision kept and 6 deployed", got)
+		}
+		if got := clusterPolicyUID(t, c); got != uid {
+			t.Errorf("ClusterPolicy UID %s, was %s: it was deleted and created again", got, uid)
+		}
+	})
+
+	t.Run("a gpuctl install after that changes nothing", func(t *testing.T) {
+		res, _ := installJSON(t, c)
+		if res.Changed {
+			t.Errorf("changed: %+v", res.Steps)
+		}
+		if got := history(t, c, op); !strings.HasSuffix(got, "6:deployed") {
+			t.Errorf("history %s", got)
+		}
+	})
+
+	t.Run("helm uninstall of gpuctl's releases works, and gpuctl installs them again cleanly", func(t *testing.T) {
+		for _, name := range []string{op, "node-feature-discovery"} {
+			if code, out := helm(t, c, "uninstall", name, "-n", "gpu-operator"); code != 0 {
+				t.Fatalf("helm uninstall %s exited %d: %s", name, code, out)
+			}
+			if got := history(t, c, name); got != "" {
+				t.Errorf("history of %s after helm uninstall: %s", name, got)
+			}
+		}
+		res, _ := installJSON(t, c)
+		for _, r := range res.Releases {
+			if r.Revision != 1 || r.Status != "deployed" {
+				t.Errorf("release %s: %s revision %d", r.Name, r.Status, r.Revision)
+			}
+		}
+		assertReconciled(t, c, "cluster-policy")
+	})
 }
