@@ -154,7 +154,9 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 		}
 		waited := l.Now().Sub(start)
 		if waited >= l.Wait {
-			held.Waited = waited
+			if l.Wait > 0 {
+				held.Waited = waited
+			}
 			return nil, held
 		}
 		if l.OnWait != nil && !told {
