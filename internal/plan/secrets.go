@@ -112,7 +112,7 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 	if !needed {
 		step.Skip = "the values use no NVIDIA AI Enterprise secrets"
 		if given := lic.given(); len(given) > 0 {
-			notes = append(notes, strings.Join(given, ", ")+": not used, the values use no NVIDIA AI Enterprise secrets (driver.licensingConfig.secretName, driver.imagePullSecrets)")
+			notes = append(notes, strings.Join(given, ", ")+": not used, "+step.Skip+" (driver.licensingConfig.secretName, driver.imagePullSecrets)")
 		}
 		return step, notes, nil
 	}
@@ -131,6 +131,16 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 		}
 	}
 	return step, notes, nil
+}
+
+// unusedLicensing is the warning for licensing inputs given to a plan whose licensing step is
+// skipped, for plans (OpenShift's) that build the step with secretsStep.
+func unusedLicensing(p *Plan, lic Licensing) []string {
+	s := p.Step("licensing")
+	if s == nil || s.Skip == "" || len(lic.given()) == 0 {
+		return nil
+	}
+	return []string{strings.Join(lic.given(), ", ") + ": not used, " + s.Skip}
 }
 
 // given lists the licensing flags that name an input.

@@ -83,6 +83,20 @@ func TestFlagsThatDoNotApplyAreWarnings(t *testing.T) {
 			t.Errorf("warnings %q", p.Warnings)
 		}
 	})
+	t.Run("licensing inputs on OpenShift where the values use no NVAIE Secret", func(t *testing.T) {
+		charts := map[string]ChartInfo{OLMChart: {Name: OLMChart, Version: "0.1.0"}}
+		for k, v := range testCharts {
+			charts[k] = v
+		}
+		p, err := Build(Input{Detection: detection("openshift"), Profile: fakeProfiles, Charts: charts,
+			Options: Options{Licensing: Licensing{GriddConfFile: "/t/gridd.conf"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(p.Warnings, "\n"), "--gridd-conf-file: not used") {
+			t.Errorf("warnings %q", p.Warnings)
+		}
+	})
 	t.Run("--channel off OpenShift", func(t *testing.T) {
 		p := build(t, detection("gke"), Options{Channel: "stable"})
 		if !strings.Contains(strings.Join(p.Warnings, "\n"), "--channel stable: not used") {
