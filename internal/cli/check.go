@@ -66,6 +66,7 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 	f.BoolVar(&pre, "pre", false, "run the pre-install checks (required; checks of an installed stack come later)")
 	f.StringSliceVar(&skip, "skip-check", nil, "a check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	addInstallFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
+	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "check an install that tolerates the GPU nodes' own taints")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json")
 	return cmd
 }

@@ -91,6 +91,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	addInstallFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
+	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")

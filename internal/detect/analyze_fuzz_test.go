@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,16 +70,14 @@ func FuzzAnalyze(f *testing.F) {
 }
 
 // fuzzSnapshot builds a Snapshot from bytes: a node count, then per node picks of labels, providerID,
-// nodeInfo, GPU capacity, taints and cordoning. Node names repeat now and then, as a broken input might.
+// nodeInfo, GPU capacity, taints and cordoning.
 func fuzzSnapshot(data []byte) *Snapshot {
 	d := &fuzzBytes{data: data}
 	snap := &Snapshot{ServerVersion: serverVersion(pick(d, fuzzKubelets))}
 	nodes := int(d.next() % 8)
 	for i := range nodes {
-		name := "node-" + string('a'+rune(d.next()%6))
-		if i == 0 {
-			name = "node-0"
-		}
+		// Names are unique, as the API server keeps them; the name sorts apart from the creation order.
+		name := fmt.Sprintf("node-%c%d", 'a'+rune(d.next()%6), i)
 		n := corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
 			Spec:       corev1.NodeSpec{ProviderID: pick(d, fuzzProviderIDs), Unschedulable: d.next()%5 == 0},

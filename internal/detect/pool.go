@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,6 +77,7 @@ func pools(v *view, distro string, gpus map[string][]Evidence) ([]Pool, []GPUNod
 			ControlPlane:  isControlPlane(n),
 			Unschedulable: n.Spec.Unschedulable,
 			Tainted:       hasGPUTaint(n),
+			Taints:        slices.Clone(n.Spec.Taints),
 			HostDriver:    hostDriver(n),
 		})
 	}

@@ -1,5 +1,7 @@
 package detect
 
+import corev1 "k8s.io/api/core/v1"
+
 // Result is what Analyze concluded from a Snapshot. It is printed by `gpuctl detect` (Table, or
 // JSON/YAML through the json tags) and read by the planner.
 type Result struct {
@@ -98,6 +100,9 @@ type GPUNode struct {
 	Unschedulable bool `json:"unschedulable,omitempty"`
 	// Tainted is true when the node already has a taint with key nvidia.com/gpu.
 	Tainted bool `json:"tainted"`
+	// Taints are the node's taints, as spec.taints lists them: the planner and preflight look for ones
+	// the GPU stack's DaemonSets do not tolerate.
+	Taints []corev1.Taint `json:"taints,omitempty"`
 	// HostDriver says why the node is believed to have a driver installed on the host, if it is.
 	HostDriver string `json:"hostDriver,omitempty"`
 }

@@ -40,6 +40,9 @@ type InstallOptions struct {
 	SkipChecks []string
 	// Channel is the OLM channel of the GPU operator on OpenShift ("" = the package's default).
 	Channel string
+	// TolerateExistingTaints adds tolerations for the GPU nodes' own taints that the NFD worker and
+	// the operands do not tolerate (otherwise preflight refuses such nodes).
+	TolerateExistingTaints bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 }
@@ -241,6 +244,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
+			TolerateExistingTaints: o.TolerateExistingTaints,
 		},
 	})
 }

@@ -63,6 +63,9 @@ type Options struct {
 	Licensing Licensing
 	// Channel is the OLM channel of NVIDIA's certified operator on OpenShift ("" = the package's default).
 	Channel string
+	// TolerateExistingTaints adds tolerations for the GPU nodes' own taints that the NFD worker and
+	// the operands do not tolerate (a values layer above the detected facts, below -f and --set).
+	TolerateExistingTaints bool
 }
 
 // Input is everything Build reads.
@@ -159,6 +162,15 @@ func Build(in Input) (*Plan, error) {
 	opLayers = append(opLayers, Layer{Source: "detected: " + strings.Join(why, "; "), Values: normalized(opFacts)})
 	if len(nfdFacts) > 0 {
 		nfdLayers = append(nfdLayers, Layer{Source: "detected: every schedulable worker is a GPU node", Values: normalized(nfdFacts)})
+	}
+	if o.TolerateExistingTaints {
+		opTols, nfdTols := existingTaintLayers(det, flatten(opLayers), flatten(nfdLayers))
+		if len(opTols.Values) > 0 {
+			opLayers = append(opLayers, opTols)
+		}
+		if len(nfdTols.Values) > 0 {
+			nfdLayers = append(nfdLayers, nfdTols)
+		}
 	}
 	for _, f := range o.Files {
 		op, nfd := split(f.Values)

@@ -110,6 +110,7 @@ func Checks() []Check {
 		{ID: "driver-os", Category: CategoryNodes, Description: "the driver container supports the GPU nodes' OS", Run: checkDriverOS},
 		{ID: "psa", Category: CategoryScheduling, Description: "Pod Security admits the privileged GPU DaemonSets", Run: checkPSA},
 		{ID: "taint-safety", Category: CategoryScheduling, Description: "the GPU taint strands nothing gpuctl installs", Run: checkTaintSafety},
+		{ID: "gpu-node-taints", Category: CategoryScheduling, Description: "gpuctl's DaemonSets tolerate the GPU nodes' own taints", Run: checkGPUNodeTaints},
 	}
 }
 
