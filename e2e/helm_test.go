@@ -16,6 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
@@ -210,13 +212,34 @@ func TestHelmCLIOnGpuctlReleases(t *testing.T) {
 	uid := clusterPolicyUID(t, c)
 	dir := chartDir(t, op)
 
-	t.Run("helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
+	t.Run("a gpuctl upgrade takes over fields an older gpuctl left under its own field manager", func(t *testing.T) {
+		// Releases an older gpuctl wrote are owned by field manager "gpuctl" (Helm's SDK names the
+		// manager after the program); a field it holds with another value conflicts with this upgrade.
+		old := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "gpu-operator", "namespace": "gpu-operator"},
+			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"team": "old"}}}},
+		}}
+		deployments := dynamicClient(t, c).Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("gpu-operator")
+		if _, err := deployments.Apply(t.Context(), "gpu-operator", old, metav1.ApplyOptions{FieldManager: "gpuctl", Force: true}); err != nil {
+			t.Fatal(err)
+		}
 		if code, _, stderr := gpuctl(t, c, "install", "--set", "operator.annotations.team=ml"); code != 0 {
 			t.Fatalf("gpuctl install --set exited %d:\n%s", code, stderr)
 		}
 		if got := history(t, c, op); got != "1:superseded 2:deployed" {
 			t.Fatalf("after the gpuctl upgrade: %s", got)
 		}
+		d, err := deployments.Get(t.Context(), "gpu-operator", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", "team"); got != "ml" {
+			t.Errorf("annotation team = %q, want ml", got)
+		}
+	})
+
+	t.Run("helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
 		if code, out := helm(t, c, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
 			t.Fatalf("helm rollback exited %d: %s", code, out)
 		}
