@@ -148,3 +148,55 @@ func podIsReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// TestSafetyTolerationsKeepTheirPlaceOnRerun: on a kubeadm cluster whose every worker is a GPU node,
+// detection cannot know that before NFD has run, so the first install's safety check adds the
+// operator's and NFD master/gc's toleration at run time, and the next install's detection plans it.
+// Both put it among the detected facts, below --set, so the user's operator.tolerations win both times
+// and the second run upgrades nothing.
+func TestSafetyTolerationsKeepTheirPlaceOnRerun(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2}})
+	ctx := t.Context()
+	args := []string{"install", "--set", "operator.tolerations[0].operator=Exists", "-o", "json"}
+	install := func() engine.InstallResult {
+		t.Helper()
+		code, stdout, stderr := gpuctl(t, c, args...)
+		if code != 0 {
+			t.Fatalf("install exited %d:\n%s", code, stderr)
+		}
+		var res engine.InstallResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("install -o json: %v\n%s", err, stdout)
+		}
+		return res
+	}
+	first := install()
+	if first.Plan.Step("safety").Safety.TolerationsPlanned {
+		t.Fatal("the first plan already knew every worker is a GPU node; this test needs the run-time path")
+	}
+	revisions := map[string]int{}
+	for _, r := range first.Releases {
+		revisions[r.Name] = r.Revision
+	}
+	want := []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	dep, err := c.Kube.AppsV1().Deployments(first.Plan.Namespace).Get(ctx, "gpu-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Spec.Template.Spec.Tolerations; !slices.EqualFunc(got, want, func(a, b corev1.Toleration) bool { return a == b }) {
+		t.Errorf("first run: operator tolerations %v, want --set's %v (the safety check's go below it)", got, want)
+	}
+
+	second := install()
+	if !second.Plan.Step("safety").Safety.TolerationsPlanned {
+		t.Error("the second plan does not know every worker is a GPU node")
+	}
+	if second.Changed {
+		t.Errorf("the second run changed something: %+v", second.Steps)
+	}
+	for _, r := range second.Releases {
+		if r.Revision != revisions[r.Name] {
+			t.Errorf("release %s: revision %d after the second run, %d after the first", r.Name, r.Revision, revisions[r.Name])
+		}
+	}
+}
