@@ -82,6 +82,7 @@ type Cluster struct {
 	pki             *pki
 	spawner         *spawner
 	server          string
+	procsMu         sync.Mutex
 	procs           []*process
 	operator        *operatorFollower
 	cancel          context.CancelFunc
@@ -279,7 +280,9 @@ func (c *Cluster) run(name, bin string, args ...string) error {
 	if err != nil {
 		return err
 	}
+	c.procsMu.Lock()
 	c.procs = append(c.procs, p)
+	c.procsMu.Unlock()
 	return nil
 }
 
@@ -492,6 +495,40 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, timeout time.Du
 	})
 }
 
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling control-plane upgrade does) and starts
+// it again with the same flags on the same port, then waits until it is ready. Clients see their
+// connections and watches drop and requests refused meanwhile: tests use it to prove that gpuctl's
+// watches re-establish and transient errors are retried.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	c.procsMu.Lock()
+	idx := -1
+	for i, p := range c.procs {
+		if p.name == "kube-apiserver" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		c.procsMu.Unlock()
+		return errors.New("no kube-apiserver to restart")
+	}
+	old := c.procs[idx]
+	c.procsMu.Unlock()
+	c.logf("restarting kube-apiserver")
+	old.stop(30 * time.Second)
+	p, err := c.spawner.startProcess(old.name, old.cmd.Path, old.cmd.Args[1:], os.Environ(), c.Dir, old.logPath, 0)
+	if err != nil {
+		return err
+	}
+	c.procsMu.Lock()
+	c.procs[idx] = p
+	c.procsMu.Unlock()
+	if err := waitHTTP(ctx, c.server+"/readyz", c.Config, 90*time.Second); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready again: %w", err)
+	}
+	c.logf("kube-apiserver is ready again")
+	return nil
+}
+
 // Stop ends every process the sandbox started (the operator first, etcd last), waits for them, and
 // removes the state directory unless it was asked to keep it. It is safe to call more than once.
 func (c *Cluster) Stop() {
@@ -503,8 +540,11 @@ func (c *Cluster) Stop() {
 		if c.operator != nil {
 			c.operator.stopProcess()
 		}
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			c.procs[i].stop(10 * time.Second)
+		c.procsMu.Lock()
+		procs := slices.Clone(c.procs)
+		c.procsMu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop(10 * time.Second)
 		}
 		c.spawner.close()
 		if c.log != nil {
@@ -519,6 +559,8 @@ func (c *Cluster) Stop() {
 // PIDs are the process IDs of everything the sandbox runs now (for tests that check for orphans).
 func (c *Cluster) PIDs() []int {
 	var pids []int
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	for _, p := range c.procs {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
@@ -532,6 +574,8 @@ func (c *Cluster) PIDs() []int {
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
 	names := []string{"sandbox"}
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	for _, p := range c.procs {
 		names = append(names, p.name)
 	}
