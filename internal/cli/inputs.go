@@ -22,7 +22,7 @@ import (
 // and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 v0.37.2); a values
 // file ten times that cannot become a release however well it compresses, and reading it whole would
 // only cost memory.
-const MaxValuesFileSize = 10 << 20
+const MaxValuesFileSize = engine.MaxValuesFileSize
 
 // addInstallFlags adds every flag that changes the install Plan: the values flags, the operator
 // release, the OpenShift channel, the NVIDIA AI Enterprise inputs and --no-taint. install and check

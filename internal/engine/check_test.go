@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -242,5 +244,23 @@ func TestOperatorChartIsLoadedWithItsReleasesKubernetesFloor(t *testing.T) {
 		if ch.Metadata.KubeVersion != tc.want {
 			t.Errorf("%q: kubeVersion %q, want %q", tc.version, ch.Metadata.KubeVersion, tc.want)
 		}
+	}
+}
+
+func TestValuesFilesAreReadUpToTheCap(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("a: \""+strings.Repeat("x", MaxValuesFileSize)+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readValuesFile(big); err == nil || !strings.Contains(err.Error(), "larger than gpuctl reads (10 MiB)") {
+		t.Errorf("a values file over the cap: %v", err)
+	}
+	small := filepath.Join(dir, "small.yaml")
+	if err := os.WriteFile(small, []byte("driver:\n  enabled: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := readValuesFile(small); err != nil || v["driver"] == nil {
+		t.Errorf("a small values file: %v, %v", v, err)
 	}
 }
