@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -65,6 +66,9 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 			open = append(open, n.Name)
 		}
 	}
+	if err := x.reach(s, gpuNodeObjs); err != nil {
+		return stepOutcome{}, err
+	}
 	var msgs []string
 	changed := false
 	if len(open) == 0 {
@@ -111,6 +115,38 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
 	}
 	return stepOutcome{message: strings.Join(msgs, "; "), changed: changed}, nil
+}
+
+// reach fails when a GPU node — NFD may have found ones detection did not know, which preflight could
+// not judge — has a taint the operands or the NFD worker do not tolerate: the install would skip it.
+func (x *executor) reach(s *plan.Step, nodes []corev1.Node) error {
+	var gpu []detect.GPUNode
+	for _, n := range nodes {
+		gpu = append(gpu, detect.GPUNode{Name: n.Name, Taints: n.Spec.Taints})
+	}
+	var lines []string
+	for _, c := range []struct {
+		step, what string
+		tols       func(map[string]any) []corev1.Toleration
+	}{
+		{s.Safety.OperatorRelease, "the GPU operator's operands (daemonsets.tolerations)", plan.OperandTolerations},
+		{s.Safety.NFDRelease, "the NFD worker (node-feature-discovery.worker.tolerations)", plan.NFDWorkerTolerations},
+	} {
+		st := x.plan.Step(c.step)
+		if st == nil || st.Release == nil || st.Skip != "" {
+			continue
+		}
+		for _, nt := range plan.Untolerated(gpu, c.tols(st.Release.Values)) {
+			lines = append(lines, fmt.Sprintf("GPU node %s has taint %s, which %s do not tolerate", nt.Node, plan.TaintString(nt.Taint), c.what))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return &stepError{
+		err:  fmt.Errorf("gpuctl's DaemonSets cannot reach every GPU node: %s", strings.Join(lines, "; ")),
+		hint: "run gpuctl install again with --tolerate-existing-taints (NFD's labels now tell detection about these nodes), or remove the taint",
+	}
 }
 
 // tolerationsAt reads a tolerations list from values; set is false when the values leave the chart's

@@ -106,4 +106,19 @@ func TestSafety(t *testing.T) {
 			t.Errorf("events %+v", events)
 		}
 	})
+
+	t.Run("a GPU node with a taint the operands do not tolerate stops the run before the taint, naming it", func(t *testing.T) {
+		reserved := node("gpu-1", map[string]string{"gpu": "yes"}, corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule})
+		_, _, err := runSafety(t, safetyPlan(nil, false), reserved, cpu)
+		if err == nil || !strings.Contains(err.Error(), "GPU node gpu-1 has taint dedicated=ml:NoSchedule") {
+			t.Fatalf("err %v", err)
+		}
+		tolerating := map[string]any{"daemonsets": map[string]any{"tolerations": []any{
+			map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+			map[string]any{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+		}}}
+		if _, _, err := runSafety(t, safetyPlan(tolerating, false), reserved, cpu); err != nil {
+			t.Errorf("with a toleration for it: %v", err)
+		}
+	})
 }
