@@ -48,7 +48,8 @@ func Untolerated(nodes []detect.GPUNode, tolerations []corev1.Toleration) []Node
 
 // daemonSetTolerates: the DaemonSet controller adds these tolerations to every DaemonSet pod
 // (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/#taints-and-tolerations;
-// pkg/controller/daemon/util/daemonset_util.go AddOrUpdateDaemonPodTolerations at v1.33.0).
+// AddOrUpdateDaemonPodTolerations in
+// https://github.com/kubernetes/kubernetes/blob/v1.32.0/pkg/controller/daemon/util/daemonset_util.go).
 // node.kubernetes.io/network-unavailable is tolerated only by host-network pods, so it is not here.
 func daemonSetTolerates(t corev1.Taint) bool {
 	switch t.Key {
