@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v4/pkg/action"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -159,6 +163,38 @@ func TestLockOneWriterAtATime(t *testing.T) {
 			t.Errorf("changed: %+v", res.Steps)
 		}
 		if got := history(t, c, op); got != "1:superseded 2:deployed" {
+			t.Errorf("history %s", got)
+		}
+		if got := clusterPolicyUID(t, c); got != uid {
+			t.Errorf("ClusterPolicy UID %s, was %s", got, uid)
+		}
+	})
+
+	t.Run("an upgrade an interrupted run left pending is rolled back under the lock, never uninstalled", func(t *testing.T) {
+		// What a gpuctl or helm killed mid-upgrade leaves: the next revision stored pending-upgrade.
+		flags := genericclioptions.NewConfigFlags(false)
+		flags.KubeConfig = &c.Kubeconfig
+		cfg := action.NewConfiguration()
+		if err := cfg.Init(flags, "gpu-operator", "secret"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := cfg.Releases.Last(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := r.(*releasev1.Release)
+		stuck := *last
+		info := *last.Info
+		info.Status, info.LastDeployed, info.Description = rcommon.StatusPendingUpgrade, time.Now().Add(-time.Minute), "Preparing upgrade"
+		stuck.Info, stuck.Version = &info, last.Version+1
+		if err := cfg.Releases.Create(&stuck); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr := installJSON(t, c, "--set", "operator.annotations.team=ml")
+		if !strings.Contains(stderr, "was left pending-upgrade by an interrupted run; rolled back to revision 2") {
+			t.Errorf("stderr does not say what was recovered:\n%s", stderr)
+		}
+		if got := history(t, c, op); got != "1:superseded 2:superseded 3:failed 4:deployed" {
 			t.Errorf("history %s", got)
 		}
 		if got := clusterPolicyUID(t, c); got != uid {
