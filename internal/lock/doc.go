@@ -4,7 +4,7 @@
 // operator namespace, because what gpuctl writes is largely cluster-scoped (CRDs, the ClusterPolicy,
 // node taints) and two runs with different -n would still collide there; and kube-system exists
 // before gpuctl has created anything, so taking the lock is never itself a write that needs a lock.
-// The holder (host, pid, command line, since when) is recorded in the Lease's holderIdentity and
+// The holder (host, pid, command line with --set values left out, since when) is recorded in the Lease's holderIdentity and
 // annotations, so a second run can name it. The holder renews the Lease while it runs; a Lease
 // that was not renewed for its duration has expired and may be taken over (the holder was killed).
 // Expiry is judged by the Lease's renewTime against the local clock, so hosts whose clocks are

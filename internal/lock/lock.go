@@ -110,8 +110,34 @@ func Self() Holder {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	pid := os.Getpid()
-	return Holder{Host: host, PID: pid, Command: strings.Join(os.Args, " "),
+	return Holder{Host: host, PID: pid, Command: commandLine(os.Args),
 		Identity: fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b))}
+}
+
+// commandLine is args as one line for the Lease, which anyone who may read Leases in kube-system
+// sees: the values of --set expressions are left out (keys kept), as they may carry credentials.
+func commandLine(args []string) string {
+	out := make([]string, len(args))
+	hide := func(expr string) string {
+		parts := strings.Split(expr, ",")
+		for i, p := range parts {
+			if k, _, ok := strings.Cut(p, "="); ok {
+				parts[i] = k + "=…"
+			}
+		}
+		return strings.Join(parts, ",")
+	}
+	for i, a := range args {
+		out[i] = a
+		switch {
+		case i > 0 && (args[i-1] == "--set" || args[i-1] == "--set-string"):
+			out[i] = hide(a)
+		case strings.HasPrefix(a, "--set="), strings.HasPrefix(a, "--set-string="):
+			flag, expr, _ := strings.Cut(a, "=")
+			out[i] = flag + "=" + hide(expr)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func (l *Lock) defaults() {

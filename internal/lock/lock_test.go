@@ -220,3 +220,20 @@ func TestHeldRenews(t *testing.T) {
 		}
 	})
 }
+
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gpuctl", "install", "--timeout", "5m"}, "gpuctl install --timeout 5m"},
+		{[]string{"gpuctl", "install", "--set", "driver.licensingConfig.secretName=abc,x=1", "-f", "v.yaml"}, "gpuctl install --set driver.licensingConfig.secretName=…,x=… -f v.yaml"},
+		{[]string{"gpuctl", "install", "--set=password=hunter2"}, "gpuctl install --set=password=…"},
+	} {
+		t.Run("the Lease shows "+tc.want, func(t *testing.T) {
+			if got := commandLine(tc.args); got != tc.want {
+				t.Errorf("got %q", got)
+			}
+		})
+	}
+}
