@@ -4,12 +4,12 @@
 // operator namespace, because what gpuctl writes is largely cluster-scoped (CRDs, the ClusterPolicy,
 // node taints) and two runs with different -n would still collide there; and kube-system exists
 // before gpuctl has created anything, so taking the lock is never itself a write that needs a lock.
-// The holder (host, pid, command line with --set values left out, since when) is recorded in the Lease's holderIdentity and
-// annotations, so a second run can name it. The holder renews the Lease while it runs; a Lease
+// The holder (host, pid, command line with --set values left out, since when) is recorded in the
+// Lease's holderIdentity and annotations, so a second run can name it. The holder renews the Lease while it runs; a Lease
 // that was not renewed for its duration has expired and may be taken over (the holder was killed).
 // Expiry is judged by the Lease's renewTime against the local clock, so hosts whose clocks are
 // further apart than the Lease duration can take over a live lock.
 //
 // It does not decide what is safe to change under the lock (internal/release does, given when the
-// lock was taken). The engine takes it around an install's writes.
+// lock was taken). The engine takes it for a whole install run (not a dry run), before detection.
 package lock
