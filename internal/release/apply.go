@@ -20,7 +20,7 @@ const (
 	Installed Outcome = "installed"
 	// Upgraded: a new revision with a different chart or values.
 	Upgraded Outcome = "upgraded"
-	// Unchanged: the deployed revision already has this chart version and these values; nothing written.
+	// Unchanged: the deployed revision already has this chart (by ChartDigest) and these values; nothing written.
 	Unchanged Outcome = "unchanged"
 	// WouldInstall and WouldUpgrade: dry run.
 	WouldInstall Outcome = "would-install"
