@@ -23,7 +23,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
-	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -76,62 +75,10 @@ func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string
 	}
 }
 
-// helmCLI builds Helm's own command line, helm.sh/helm/v4/cmd/helm at the version gpuctl's go.mod
-// requires, once per test binary, cached beside the sandbox tools. It builds from the main module
-// with a copy of its go.mod and go.sum (-modfile), so dependency versions are gpuctl's and the
-// go.sum entries cmd/helm alone needs (cobra/doc's go-md2man, Masterminds/vcs) are downloaded into
-// the copy, never into the repository. No -trimpath: the packages it shares with the test binary are
-// then already in Go's build cache.
+// helmCLI is Helm's own command line at the version gpuctl's go.mod requires (built ahead of the tests
+// by `sandbox tools`; a cache hit here).
 var helmCLI = sync.OnceValues(func() (string, error) {
-	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v4").Output()
-	if err != nil {
-		return "", fmt.Errorf("the version of helm.sh/helm/v4 in go.mod: %w", err)
-	}
-	version := strings.TrimSpace(string(v))
-	cache, err := sandbox.DefaultCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "helm-"+version)
-	bin := filepath.Join(dir, "helm")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := upstream.Lock(context.Background(), filepath.Join(dir, ".lock"), nil)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	cmd := exec.Command("go", "build", "-modfile", filepath.Join(tmp, "go.mod"), "-mod=mod",
-		"-ldflags", "-X helm.sh/helm/v4/internal/version.version="+version,
-		"-o", filepath.Join(tmp, "helm"), "helm.sh/helm/v4/cmd/helm")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build helm %s: %w\n%s", version, err, out)
-	}
-	return bin, os.Rename(filepath.Join(tmp, "helm"), bin)
+	return sandbox.EnsureHelmCLI(context.Background(), nil)
 })
 
 // helm runs Helm's CLI against the sandbox and returns its exit code and combined output.

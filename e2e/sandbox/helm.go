@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/e2e/upstream"
+)
+
+// EnsureHelmCLI builds Helm's own command line, helm.sh/helm/v4/cmd/helm at the version gpuctl's
+// go.mod requires, once per cache (beside the sandbox tools), and returns its path. The e2e suites use
+// it to prove that plain `helm` works on the releases gpuctl makes; `sandbox tools` builds it ahead of
+// the tests. It builds from the main module with a copy of its go.mod and go.sum (-modfile), so
+// dependency versions are gpuctl's and the go.sum entries cmd/helm alone needs (cobra/doc's
+// go-md2man, Masterminds/vcs) are added to the copy, never to the repository.
+func EnsureHelmCLI(ctx context.Context, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	root, err := goCommandOutput(ctx, ".", "env", "GOMOD")
+	if err != nil {
+		return "", err
+	}
+	root = filepath.Dir(root)
+	version, err := goCommandOutput(ctx, root, "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v4")
+	if err != nil {
+		return "", fmt.Errorf("the version of helm.sh/helm/v4 in go.mod: %w", err)
+	}
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "helm-"+version)
+	bin := filepath.Join(dir, "helm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := upstream.Lock(ctx, filepath.Join(dir, ".lock"), func() {
+		fmt.Fprintf(progress, "sandbox: waiting for another process that is building helm %s\n", version)
+	})
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	start := time.Now()
+	fmt.Fprintf(progress, "sandbox: building helm %s (first run only)…\n", version)
+	cmd := exec.CommandContext(ctx, "go", "build", "-modfile", filepath.Join(tmp, "go.mod"), "-mod=mod",
+		"-ldflags", "-X helm.sh/helm/v4/internal/version.version="+version,
+		"-o", filepath.Join(tmp, "helm"), "helm.sh/helm/v4/cmd/helm")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build helm %s: %w\n%s", version, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Rename(filepath.Join(tmp, "helm"), bin); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "sandbox: built helm %s in %s\n", version, time.Since(start).Round(time.Second))
+	return bin, nil
+}
