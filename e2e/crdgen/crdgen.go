@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -208,26 +206,9 @@ func Write(chartDir string, files map[string][]byte) ([]string, error) {
 	return changed, nil
 }
 
-// RepoRoot is the gpuctl checkout this file is in (go run, go test), else the working directory's.
+// RepoRoot is the gpuctl checkout (see upstream.RepoRoot).
 func RepoRoot() (string, error) {
-	var starts []string
-	if _, file, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(file))
-	}
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	for _, s := range starts {
-		for d := s; ; d = filepath.Dir(d) {
-			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/gpuctl/gpuctl\n") {
-				return d, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", errors.New("cannot find the gpuctl repository (run from inside it)")
+	return upstream.RepoRoot()
 }
 
 // ControllerGen returns the path of controller-gen built from e2e/tools/controller-gen, building it

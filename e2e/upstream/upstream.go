@@ -64,7 +64,7 @@ func SourcesDir() (string, error) {
 	if d := os.Getenv(SourcesEnv); d != "" {
 		return d, nil
 	}
-	if root, ok := repoRoot(); ok {
+	if root, err := RepoRoot(); err == nil {
 		for _, c := range []string{
 			filepath.Join(filepath.Dir(root), "shared", "third_party", "gpu-operator"),
 			filepath.Join(filepath.Dir(root), "third_party", "gpu-operator"),
@@ -77,8 +77,8 @@ func SourcesDir() (string, error) {
 	return "", fmt.Errorf("%w: set %s to a directory holding gpu-operator-TAG.tar.gz archives or gpu-operator-TAG clones", ErrNoSources, SourcesEnv)
 }
 
-// repoRoot is the gpuctl checkout this file is in (go test, go run), else the working directory's.
-func repoRoot() (string, bool) {
+// RepoRoot is the gpuctl checkout this file is in (go test, go run), else the working directory's.
+func RepoRoot() (string, error) {
 	var starts []string
 	if _, file, _, ok := runtime.Caller(0); ok {
 		starts = append(starts, filepath.Dir(file))
@@ -89,14 +89,14 @@ func repoRoot() (string, bool) {
 	for _, s := range starts {
 		for d := s; ; d = filepath.Dir(d) {
 			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/gpuctl/gpuctl\n") {
-				return d, true
+				return d, nil
 			}
 			if filepath.Dir(d) == d {
 				break
 			}
 		}
 	}
-	return "", false
+	return "", errors.New("cannot find the gpuctl repository (run from inside it)")
 }
 
 // Tree returns a directory holding the source tree of release tag ("v26.7.0"): a clone named
