@@ -222,17 +222,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 			}
 
 			t.Run("a second install changes nothing", func(t *testing.T) {
-				code, stdout, stderr := gpuctlEnv(t, c, env, "install", "-o", "json")
-				if code != 0 {
-					t.Fatalf("second install exited %d:\n%s", code, stderr)
-				}
-				var again engine.InstallResult
-				if err := json.Unmarshal([]byte(stdout), &again); err != nil {
-					t.Fatal(err)
-				}
-				if again.Changed {
-					t.Errorf("second install changed something: %+v", again.Steps)
-				}
+				again := assertRerunChangesNothing(t, c, env)
 				for _, r := range again.Releases {
 					if r.Revision != 1 {
 						t.Errorf("release %s is at revision %d after a no-op install", r.Name, r.Revision)
@@ -251,6 +241,24 @@ func TestInstallWithNoFlags(t *testing.T) {
 			})
 		})
 	}
+}
+
+// assertRerunChangesNothing runs gpuctl install -o json again with args and fails the test unless it
+// succeeds without changing anything; it returns the result for further checks.
+func assertRerunChangesNothing(t *testing.T, c *sandbox.Cluster, env map[string]string, args ...string) engine.InstallResult {
+	t.Helper()
+	code, stdout, stderr := gpuctlEnv(t, c, env, append([]string{"install", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("the rerun exited %d:\n%s", code, stderr)
+	}
+	var again engine.InstallResult
+	if err := json.Unmarshal([]byte(stdout), &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Changed {
+		t.Errorf("the rerun changed something: %+v", again.Steps)
+	}
+	return again
 }
 
 func normalize(t *testing.T, v map[string]any) map[string]any {

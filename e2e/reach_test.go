@@ -126,17 +126,7 @@ func TestGPUNodeWithItsOwnTaint(t *testing.T) {
 	})
 
 	t.Run("a second run with the same flags changes nothing", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "install", "--tolerate-existing-taints", "-o", "json")
-		if code != 0 {
-			t.Fatalf("install exited %d:\n%s", code, stderr)
-		}
-		var again engine.InstallResult
-		if err := json.Unmarshal([]byte(stdout), &again); err != nil {
-			t.Fatal(err)
-		}
-		if again.Changed {
-			t.Errorf("the second run changed something: %+v", again.Steps)
-		}
+		assertRerunChangesNothing(t, c, nil, "--tolerate-existing-taints")
 	})
 }
 

@@ -372,11 +372,13 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		if err := gke.Kube.AppsV1().Deployments(ns).Delete(ctx, "gpu-operator", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// The follower forgets the controller first and records its exit once the process is gone.
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return gke.OperatorNamespace() == "", nil
+			runs := gke.OperatorRuns()
+			return gke.OperatorNamespace() == "" && len(runs) > 0 && !runs[len(runs)-1].Exited.IsZero(), nil
 		})
 		if err != nil {
-			t.Fatalf("the operator controller still runs for %q after its Deployment was deleted", gke.OperatorNamespace())
+			t.Fatalf("the operator controller still runs for %q after its Deployment was deleted: %+v", gke.OperatorNamespace(), gke.OperatorRuns())
 		}
 		assertGone(t, pids)
 		got := gke.OperatorRuns()

@@ -333,7 +333,6 @@ func (h *Held) renew(ctx context.Context) {
 	every := h.l.Duration / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := h.Since
 	for {
 		select {
 		case <-ctx.Done():
@@ -342,18 +341,18 @@ func (h *Held) renew(ctx context.Context) {
 		}
 		err := h.renewOnce(ctx)
 		if err == nil {
-			last = h.l.Now()
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		// A failed renewal is retried at the next tick until the Lease would have expired.
-		if errors.Is(err, ErrLost) || !h.l.Now().Before(last.Add(h.l.Duration)) {
+		// The lock is lost only when the Lease says so: deleted, or held by someone else. A renewal
+		// that fails because the API server cannot be reached (a control-plane restart) is retried at
+		// every tick, however long it takes: while this run cannot reach the API server it cannot
+		// write either, and nobody who took the Lease over in the meantime goes unnoticed, because
+		// the next renewal reads the Lease first and updates it only at the version it read.
+		if errors.Is(err, ErrLost) {
 			h.mu.Lock()
-			if !errors.Is(err, ErrLost) {
-				err = fmt.Errorf("%w: not renewed for %s: %w", ErrLost, h.l.Duration, err)
-			}
 			h.err = err
 			h.mu.Unlock()
 			close(h.lost)

@@ -11,7 +11,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // clock is a settable clock for Lease expiry.
@@ -219,6 +221,48 @@ func TestHeldRenews(t *testing.T) {
 			t.Errorf("holder after release %s", got)
 		}
 	})
+}
+
+func TestAnUnreachableAPIServerDoesNotLoseTheLock(t *testing.T) {
+	cs := fake.NewClientset()
+	var down sync.Mutex
+	refused := false
+	cs.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		down.Lock()
+		defer down.Unlock()
+		if refused {
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		return false, nil, nil
+	})
+	h, err := (&Lock{Client: cs.CoordinationV1(), Holder: run("alpha", 1), Duration: 300 * time.Millisecond}).Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(context.Background())
+	// The API server restarts: every Lease request fails for several Lease durations.
+	down.Lock()
+	refused = true
+	down.Unlock()
+	select {
+	case <-h.Lost():
+		t.Fatalf("lost the lock while nobody could take it: %v", h.Err())
+	case <-time.After(time.Second):
+	}
+	down.Lock()
+	refused = false
+	down.Unlock()
+	before := lease(t, cs).Spec.RenewTime.Time
+	deadline := time.Now().Add(5 * time.Second)
+	for !lease(t, cs).Spec.RenewTime.Time.After(before) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Lease was not renewed once the API server was back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.Err() != nil {
+		t.Errorf("err %v after the API server came back", h.Err())
+	}
 }
 
 func TestCommandLine(t *testing.T) {
