@@ -42,6 +42,18 @@ func gpuctlEnv(t *testing.T, c *sandbox.Cluster, environ map[string]string, args
 	return code, out.String(), errOut.String()
 }
 
+// simulatedGPUNodes names the sandbox's nodes that have GPUs, sorted.
+func simulatedGPUNodes(c *sandbox.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		if n.Hardware.GPUs > 0 {
+			out = append(out, n.Node.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func taintsByNode(t *testing.T, c *sandbox.Cluster) map[string][]corev1.Taint {
 	t.Helper()
 	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
@@ -80,13 +92,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 		t.Run(tc.distro, func(t *testing.T) {
 			c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: tc.distro, GPUNodes: 2, CPUNodes: 1}})
 			ctx := t.Context()
-			var gpuNodes []string
-			for _, n := range c.Nodes {
-				if n.Hardware.GPUs > 0 {
-					gpuNodes = append(gpuNodes, n.Node.Name)
-				}
-			}
-			sort.Strings(gpuNodes)
+			gpuNodes := simulatedGPUNodes(c)
 			before := taintsByNode(t, c)
 			var env map[string]string
 			if tc.distro == "tkgs" {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -23,13 +22,7 @@ import (
 func TestGPUNodeWithItsOwnTaint(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 3, CPUNodes: 1}})
 	ctx := t.Context()
-	var gpuNodes []string
-	for _, n := range c.Nodes {
-		if n.Hardware.GPUs > 0 {
-			gpuNodes = append(gpuNodes, n.Node.Name)
-		}
-	}
-	sort.Strings(gpuNodes)
+	gpuNodes := simulatedGPUNodes(c)
 	if len(gpuNodes) != 3 {
 		t.Fatalf("GPU nodes %v, want 3", gpuNodes)
 	}
