@@ -31,12 +31,13 @@ var (
 	packageManifestGVR = schema.GroupVersionResource{Group: "packages.operators.coreos.com", Version: "v1", Resource: "packagemanifests"}
 )
 
-// channelHead is what a package's channel installs now: the PackageManifest's default channel when
-// none is given, and that channel's current CSV.
-func (x *executor) channelHead(ctx context.Context, source, pkg, channel string) (string, string, error) {
+// catalogChannel is what a package's channel offers: the PackageManifest's default channel when none
+// is given, its current CSV (the head), and every CSV it lists (status.channels[].entries, newest
+// first; the head alone when the catalog lists no entries). One read of the PackageManifest.
+func (x *executor) catalogChannel(ctx context.Context, source, pkg, channel string) (name, head string, offered []string, err error) {
 	pm, err := x.clients.Dynamic.Resource(packageManifestGVR).Namespace("openshift-marketplace").Get(ctx, pkg, metav1.GetOptions{})
 	if err != nil {
-		return "", "", fmt.Errorf("package %s in catalog %s: %w", pkg, source, err)
+		return "", "", nil, fmt.Errorf("package %s in catalog %s: %w", pkg, source, err)
 	}
 	if channel == "" {
 		channel, _, _ = unstructured.NestedString(pm.Object, "status", "defaultChannel")
@@ -44,12 +45,30 @@ func (x *executor) channelHead(ctx context.Context, source, pkg, channel string)
 	chans, _, _ := unstructured.NestedSlice(pm.Object, "status", "channels")
 	for _, c := range chans {
 		m, _ := c.(map[string]any)
-		if m["name"] == channel {
-			csv, _ := m["currentCSV"].(string)
-			return channel, csv, nil
+		if m["name"] != channel {
+			continue
 		}
+		head, _ = m["currentCSV"].(string)
+		entries, _ := m["entries"].([]any)
+		for _, e := range entries {
+			if em, ok := e.(map[string]any); ok {
+				if n, _ := em["name"].(string); n != "" {
+					offered = append(offered, n)
+				}
+			}
+		}
+		if len(offered) == 0 && head != "" {
+			offered = []string{head}
+		}
+		return channel, head, offered, nil
 	}
-	return "", "", fmt.Errorf("package %s has no channel %q", pkg, channel)
+	return "", "", nil, fmt.Errorf("package %s has no channel %q", pkg, channel)
+}
+
+// channelHead is what a package's channel installs now (see catalogChannel).
+func (x *executor) channelHead(ctx context.Context, source, pkg, channel string) (string, string, error) {
+	name, head, _, err := x.catalogChannel(ctx, source, pkg, channel)
+	return name, head, err
 }
 
 // olmValues fills in the channel a Subscription follows (and, for Manual approval, the CSV to start
@@ -59,7 +78,7 @@ func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[st
 	pkg, _ := values["package"].(string)
 	source, _ := values["source"].(string)
 	channel, _ := values["channel"].(string)
-	ch, csv, err := x.channelHead(ctx, source, pkg, channel)
+	ch, csv, offered, err := x.catalogChannel(ctx, source, pkg, channel)
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +86,6 @@ func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[st
 	if want, _ := values["startingCSV"].(string); want != "" {
 		// The release asked for (--operator-version) must be in the channel, or OLM would wait forever
 		// for a CSV the catalog does not offer there.
-		offered, err := x.channelCSVs(ctx, pkg, ch)
-		if err != nil {
-			return nil, err
-		}
 		if !slices.Contains(offered, want) {
 			return nil, &stepError{err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
 				hint: "choose another --operator-version, or a --channel that has it (oc get packagemanifest " + pkg + " -n openshift-marketplace -o yaml lists them)"}
@@ -79,38 +94,6 @@ func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[st
 		out["startingCSV"] = csv
 	}
 	return out, nil
-}
-
-// channelCSVs lists the CSVs a package's channel offers (status.channels[].entries, newest first; the
-// channel's current CSV when the catalog lists no entries).
-func (x *executor) channelCSVs(ctx context.Context, pkg, channel string) ([]string, error) {
-	pm, err := x.clients.Dynamic.Resource(packageManifestGVR).Namespace("openshift-marketplace").Get(ctx, pkg, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("package %s: %w", pkg, err)
-	}
-	chans, _, _ := unstructured.NestedSlice(pm.Object, "status", "channels")
-	for _, c := range chans {
-		m, _ := c.(map[string]any)
-		if m["name"] != channel {
-			continue
-		}
-		var out []string
-		entries, _ := m["entries"].([]any)
-		for _, e := range entries {
-			if em, ok := e.(map[string]any); ok {
-				if name, _ := em["name"].(string); name != "" {
-					out = append(out, name)
-				}
-			}
-		}
-		if len(out) == 0 {
-			if cur, _ := m["currentCSV"].(string); cur != "" {
-				out = append(out, cur)
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("package %s has no channel %q", pkg, channel)
 }
 
 func splitTarget(target string) (ns, name string) {

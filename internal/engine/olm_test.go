@@ -31,7 +31,8 @@ func TestOLMValuesPinTheOperatorRelease(t *testing.T) {
 			map[string]any{"name": "stable", "currentCSV": "gpu-operator-certified.v26.7.0", "entries": entries("26.7.0", "26.3.3", "25.10.1")},
 		}},
 	}}
-	x := &executor{clients: &kube.Clients{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), pm)}, plan: &plan.Plan{}}
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), pm)
+	x := &executor{clients: &kube.Clients{Dynamic: dyn}, plan: &plan.Plan{}}
 	base := map[string]any{"package": "gpu-operator-certified", "source": "certified-operators", "installPlanApproval": "Manual"}
 	with := func(kv ...string) map[string]any {
 		out := plan.MergeValues(base, nil)
@@ -49,6 +50,15 @@ func TestOLMValuesPinTheOperatorRelease(t *testing.T) {
 			if err != nil || out["startingCSV"] != in["startingCSV"] || out["channel"] != in["channel"] {
 				t.Errorf("%v: %v, %v", in, out, err)
 			}
+		}
+	})
+	t.Run("the catalog is read once per subscription", func(t *testing.T) {
+		dyn.ClearActions()
+		if _, err := x.olmValues(context.Background(), with("channel", "v26.3", "startingCSV", "gpu-operator-certified.v26.3.3")); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(dyn.Actions()); n != 1 {
+			t.Errorf("%d API requests, want 1: %v", n, dyn.Actions())
 		}
 	})
 	t.Run("a release the channel does not offer is an input error naming what it offers", func(t *testing.T) {
