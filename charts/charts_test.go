@@ -643,7 +643,7 @@ func TestNFDWorkerLabelsNVIDIAGPUsByVendor(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(field[string](cm, "data", "nfd-worker.conf")), &conf); err != nil {
 		t.Fatalf("nfd-worker.conf: %v", err)
 	}
-	// research §8: the GPU Operator's values, which yield feature.node.kubernetes.io/pci-10de.present.
+	// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0 (key node-feature-discovery): the GPU Operator's values, which yield feature.node.kubernetes.io/pci-10de.present.
 	if want := []string{"02", "0200", "0207", "0300", "0302"}; !slices.Equal(conf.Sources.PCI.DeviceClassWhitelist, want) {
 		t.Errorf("deviceClassWhitelist = %v, want %v", conf.Sources.PCI.DeviceClassWhitelist, want)
 	}
@@ -675,7 +675,8 @@ func TestNFDWorkerLabelsNVIDIAGPUsByVendor(t *testing.T) {
 		})
 	}
 	if !tolerates(pod, "nvidia.com/gpu", "Exists") || !tolerates(pod, "node-role.kubernetes.io/control-plane", "Equal") {
-		t.Errorf("worker tolerations %v, want nvidia.com/gpu Exists and control-plane (research §7)", pod["tolerations"])
+		t.Errorf("worker tolerations %v, want nvidia.com/gpu Exists and control-plane ("+
+			"NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0)", pod["tolerations"])
 	}
 
 	for name, program := range map[string]string{fullname + "-master": "nfd-master", fullname + "-gc": "nfd-gc"} {
@@ -689,7 +690,8 @@ func TestNFDWorkerLabelsNVIDIAGPUsByVendor(t *testing.T) {
 	}
 	master := find(t, objs, "ConfigMap", fullname+"-master-conf")
 	if !strings.Contains(field[string](master, "data", "nfd-master.conf"), "nvidia.com") {
-		t.Errorf("nfd-master.conf does not allow the nvidia.com label namespace (research §8)")
+		t.Errorf("nfd-master.conf does not allow the nvidia.com label namespace (master.config.extraLabelNs in " +
+			"NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0)")
 	}
 }
 
@@ -944,7 +946,8 @@ func TestHelmLintIsClean(t *testing.T) {
 }
 
 // TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver checks the optional installer chart against
-// research §5 GKE and Google's installer manifests, for both node images.
+// NVIDIA's GKE guide (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html)
+// and Google's installer manifests, for both node images.
 func TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver(t *testing.T) {
 	if got := Optional(); !slices.Contains(got, installerChart) || slices.Contains(Names(), installerChart) {
 		t.Fatalf("Optional() = %v, want [%s]", got, installerChart)
@@ -994,7 +997,8 @@ func TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver(t *testing.T) {
 				}
 			}
 			if !sawNoLabel {
-				t.Errorf("no term matches nodes without cloud.google.com/gke-gpu-driver-version (research §5 GKE)")
+				t.Errorf("no term matches nodes without cloud.google.com/gke-gpu-driver-version (" +
+					"GoogleCloudPlatform/container-engine-accelerators nvidia-driver-installer/cos/daemonset-preloaded.yaml@master)")
 			}
 
 			if pod["priorityClassName"] != "system-node-critical" {

@@ -18,8 +18,8 @@ func Names() []string {
 // Optional lists the embedded charts that only some platforms need, so they are not in Names and
 // its install order. gke-driver-installer runs Google's NVIDIA driver installer on GKE GPU nodes
 // where GKE installs no driver; it must be ready before the GPU Operator, which then runs with
-// driver.enabled=false (research §5 GKE). olm-operator subscribes to an operator through OLM, the
-// only way NVIDIA supports on OpenShift (research §5 OpenShift).
+// driver.enabled=false (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html). olm-operator subscribes to an operator through OLM, the
+// only way NVIDIA supports on OpenShift (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst).
 func Optional() []string {
 	return []string{"gke-driver-installer", "olm-operator"}
 }

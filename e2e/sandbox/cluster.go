@@ -677,7 +677,7 @@ func writeKwokStages(dir, stages string) (string, error) {
 // writeCriticalPodQuotaConfig limits pods of the system-node-critical and system-cluster-critical
 // priority classes to namespaces with a ResourceQuota that covers them, as GKE's API server does.
 // That is why NVIDIA's GKE instructions create a ResourceQuota in the operator's namespace
-// (research §5 GKE); with this config the sandbox rejects operand pods when gpuctl forgets it.
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html); with this config the sandbox rejects operand pods when gpuctl forgets it.
 func writeCriticalPodQuotaConfig(dir string) (string, error) {
 	const quota = `apiVersion: apiserver.config.k8s.io/v1
 kind: ResourceQuotaConfiguration

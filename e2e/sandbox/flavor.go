@@ -23,7 +23,7 @@ import (
 
 const (
 	defaultDistro         = "kubeadm"
-	defaultKubeletVersion = "v1.37.2" // the sandbox control plane's version (shared/reference/README.md)
+	defaultKubeletVersion = "v1.37.2" // the sandbox control plane's version (the k8s.io/kubernetes release the sandbox builds its servers from)
 
 	// kwokNodeAnnotation marks the nodes kwok manages; kwok ignores nodes without it.
 	kwokNodeAnnotation = "kwok.x-k8s.io/node"

@@ -10,8 +10,8 @@ import (
 )
 
 // aksFlavor is an Azure Kubernetes Service cluster with a system node pool of CPU VMs and a user node
-// pool of A100 VMs, on the AKS Ubuntu 22.04 node image with Azure CNI Overlay. Facts from research
-// gpu-operator.md §5–§6: no control-plane nodes, plain kubelet version, kubernetes.azure.com/* labels
+// pool of A100 VMs, on the AKS Ubuntu 22.04 node image with Azure CNI Overlay. Facts from
+// https://learn.microsoft.com/azure/aks/nvidia-gpu-operator and replicatedhq/troubleshoot pkg/analyze/distribution.go: no control-plane nodes, plain kubelet version, kubernetes.azure.com/* labels
 // (accelerator=nvidia on GPU pools), azure:///subscriptions/… provider IDs, and VM scale set node
 // names aks-<pool>-<number>-vmss<instance>.
 func aksFlavor() Flavor {

@@ -19,8 +19,8 @@ func awsGPUShapes() []machine {
 }
 
 // eksFlavor is an Amazon EKS cluster with two managed node groups on the EKS-optimized Amazon Linux
-// 2023 AMIs (the NVIDIA variant for GPUs, which ships the driver and toolkit: research
-// gpu-operator.md §5). Facts from research §6: no control-plane nodes, kubelet "-eks-<hash>",
+// 2023 AMIs (the NVIDIA variant for GPUs, which ships the driver and toolkit: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html).
+// Facts from replicatedhq/troubleshoot pkg/analyze/distribution.go and node dumps in NVIDIA/gpu-operator issues: no control-plane nodes, kubelet "-eks-<hash>",
 // eks.amazonaws.com/* node-group labels, aws:///<zone>/<instance> provider IDs, osImage Amazon Linux
 // 2023, and ip-….ec2.internal node names (us-east-1). Amazon Linux is ID amzn, VERSION_ID 2023.
 func eksFlavor() Flavor {

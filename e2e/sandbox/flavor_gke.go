@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// GKE facts used below. Sources: research/gpu-operator.md §5 (modes, device-plugin opt-out label,
-// driver install path), §6 (labels, gce:// provider IDs, "-gke." kubelet suffix, COS), §7 (GPU taint);
+// GKE facts used below. Sources: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html
+// (modes, device-plugin opt-out label, driver install path), replicatedhq/troubleshoot pkg/analyze/distribution.go (labels, gce://
+// provider IDs, "-gke." kubelet suffix, COS), https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (GPU taint);
 // shared/seeds/004 (node names gke-<cluster>-<pool>-<hash>-<suffix>, nvidia-gpu-device-plugin pods in
 // kube-system); GoogleCloudPlatform/container-engine-accelerators cmd/nvidia_gpu/device-plugin.yaml
 // (the plugin DaemonSet's shape).
@@ -58,7 +59,7 @@ func gkeFlavor() Flavor {
 	return Flavor{
 		Name:        "gke",
 		Description: "Google Kubernetes Engine (Standard, or Autopilot) on Container-Optimized OS",
-		// GKE admits system-node-critical pods outside kube-system only with a ResourceQuota (research §5 GKE).
+		// GKE admits system-node-critical pods outside kube-system only with a ResourceQuota (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 		LimitCriticalPods: true,
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
@@ -68,7 +69,8 @@ func gkeFlavor() Flavor {
 			gpuShape := pickShape(gkeA2Shapes(), s.GPUsPerNode)
 			accelerator := "nvidia-tesla-a100"
 			// GKE taints GPU nodes nvidia.com/gpu=present:NoSchedule when the cluster also has non-GPU
-			// nodes; a GPU-only Standard cluster comes up untainted (research §7).
+			// nodes; a GPU-only Standard cluster comes up untainted (a community report, not in
+			// https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
 			gpuTainted := s.CPUNodes > 0
 			if s.GKEAutopilot {
 				// Autopilot: node names gk3-…, node auto-provisioned GPU pools (nap-…), 32 pods per
@@ -157,7 +159,7 @@ func gkeFlavor() Flavor {
 		Objects: func(s Scenario) []unstructured.Unstructured {
 			s = s.Defaults()
 			// GKE admits system-node-critical and system-cluster-critical pods only where a quota
-			// allows them; kube-system has this one (research §5: other namespaces need their own).
+			// allows them; kube-system has this one (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html: other namespaces need their own).
 			objs := []unstructured.Unstructured{object("v1", "ResourceQuota", "kube-system", "gcp-critical-pods", map[string]any{
 				"spec": map[string]any{
 					"hard": map[string]any{"pods": "1G"},

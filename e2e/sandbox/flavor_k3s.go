@@ -9,7 +9,8 @@ import (
 )
 
 // k3sFlavor is a k3s cluster: one server (SQLite datastore, so no etcd role) and agents. Facts from
-// research/gpu-operator.md §5–§6 and the k3s docs: kubelet "+k3s1", containerd "…-k3s1", node
+// replicatedhq/troubleshoot pkg/analyze/distribution.go, node dumps in NVIDIA/gpu-operator issues and the k3s docs
+// (k3s-io/docs docs/advanced/advanced.md): kubelet "+k3s1", containerd "…-k3s1", node
 // annotations k3s.io/*, instance-type "k3s" and k3s:// provider IDs from the embedded cloud controller,
 // servers labelled control-plane and master "true" and not tainted, flannel's node annotations, the
 // helm.cattle.io and k3s.cattle.io APIs, and the RuntimeClasses k3s ships in its runtimes.yaml manifest.

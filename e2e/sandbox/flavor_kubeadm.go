@@ -8,7 +8,7 @@ import (
 )
 
 // kubeadmFlavor is upstream Kubernetes installed with kubeadm on Ubuntu servers with containerd: the
-// fallback when no platform signal matches (research/gpu-operator.md §6). Its one mark is the
+// fallback when no platform signal matches (replicatedhq/troubleshoot pkg/analyze/distribution.go). Its one mark is the
 // ConfigMap kube-system/kubeadm-config; control-plane nodes carry kubeadm's role label and taint.
 func kubeadmFlavor() Flavor {
 	ubuntu2204 := ubuntu("22.04.5", "5.15.0-153-generic")

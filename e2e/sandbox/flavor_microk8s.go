@@ -10,7 +10,7 @@ import (
 // microk8sFlavor is a MicroK8s cluster on Ubuntu workstations: one node that runs the control plane,
 // and GPU and CPU nodes joined with --worker. MicroK8s labels every node microk8s.io/cluster=true and
 // marks control-plane and worker nodes with node.kubernetes.io/microk8s-controlplane and
-// microk8s-worker (research/gpu-operator.md §6). It sets no node-role.kubernetes.io labels (kubectl
+// microk8s-worker (replicatedhq/troubleshoot pkg/analyze/distribution.go). It sets no node-role.kubernetes.io labels (kubectl
 // shows ROLES <none>), taints nothing, and reports no provider ID or instance type.
 func microk8sFlavor() Flavor {
 	// A workstation on Ubuntu 22.04 with the HWE kernel.

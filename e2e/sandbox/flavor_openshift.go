@@ -30,7 +30,7 @@ type openshiftRelease struct {
 //     (Plow)", OSTREE_VERSION=9.6.20250715-0, and os-release (so NFD's system-os_release.ID and MCO's
 //     node.openshift.io/os_id) say ID=rhel, VERSION_ID=9.6 — seen on 4.21 nodes, assumed for
 //     4.19–4.20 and for later releases, which may move to a newer RHEL;
-//   - kubelets report "+<git hash>" versions (v1.23.5+70fb84c, research §6) up to about 4.16; 4.18 and
+//   - kubelets report "+<git hash>" versions (v1.23.5+70fb84c, replicatedhq/troubleshoot pkg/analyze/distribution.go) up to about 4.16; 4.18 and
 //     later report plain versions (v1.31.6, v1.32.6, v1.34.2);
 //   - CRI-O's version follows Kubernetes': cri-o://1.31.6-2.rhaos4.18.gitda737c9.el9.
 func openshiftReleaseFor(s Scenario) openshiftRelease {
@@ -66,8 +66,9 @@ func openshiftReleaseFor(s Scenario) openshiftRelease {
 // openshiftFlavor is OpenShift Container Platform installed by the installer on AWS (IPI): masters
 // tainted node-role.kubernetes.io/master:NoSchedule, RHCOS workers on CRI-O, the cluster-scoped
 // ClusterVersion the GPU operator reads its OpenShift version from, OLM with its catalogs, and the
-// API groups the GPU operator uses on OpenShift (shared/reference/README.md: config, security and
-// image.openshift.io and monitoring.coreos.com). Only one master is simulated (real clusters have
+// API groups the GPU operator uses on OpenShift (config, security and image.openshift.io and
+// monitoring.coreos.com: the real operator, run against the sandbox, reads ClusterVersion and ImageStreams, manages
+// SCCs and stops with "no matches for kind PrometheusRule" without monitoring.coreos.com). Only one master is simulated (real clusters have
 // three). Its node names and provider IDs look like EKS's: detection must key on the API groups.
 func openshiftFlavor() Flavor {
 	const (
@@ -298,9 +299,12 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 }
 
 // gpuOperatorPackage is the PackageManifest of NVIDIA's certified GPU operator. Channels and CSV facts
-// from research/gpu-operator.md §5 (OpenShift: bundle channels stable and v26.7, default v26.7;
+// from NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst and NVIDIA/gpu-operator
+// bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml@v26.7.0 (bundle channels stable and v26.7, default v26.7;
 // olm.skipRange; the alm-example ClusterPolicy gpu-cluster-policy with use_ocp_driver_toolkit, dcgm,
-// nodeStatusExporter and cdi enabled) and §2 (ClusterPolicy's required blocks, NVIDIADriver's fields).
+// nodeStatusExporter and cdi enabled) and NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0 (ClusterPolicy's
+// required blocks) and https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-driver-configuration.html
+// (NVIDIADriver's fields).
 //
 // The default channel is the one whose head is defaultRelease ("v26.3.3" → v26.3; "" → gpuctl's
 // default release), so a sandbox can stand for a catalog of another day.
@@ -308,7 +312,7 @@ func gpuOperatorPackage(defaultRelease string) unstructured.Unstructured {
 	clusterPolicy := func(version string) map[string]any {
 		operator := map[string]any{"use_ocp_driver_toolkit": true, "initContainer": map[string]any{}}
 		if version < "26" {
-			// ClusterPolicy CRDs before 26.x require operator.defaultRuntime (research §2.1).
+			// ClusterPolicy CRDs before 26.x require operator.defaultRuntime (NVIDIA/gpu-operator#2163).
 			operator["defaultRuntime"] = "crio"
 		}
 		return map[string]any{

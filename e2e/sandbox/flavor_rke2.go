@@ -8,7 +8,7 @@ import (
 // rke2Flavor is an RKE2 cluster: one server with embedded etcd, and agents. Facts from the server's
 // labels and capacity in shared/seeds/003 (RKE2 v1.24.9+rke2r2: roles control-plane, etcd and master
 // "true", instance-type "rke2", egress.rke2.io/cluster=true, 110 pods, no taint) and
-// research/gpu-operator.md §5–§6 (annotations rke2.io/*, etcd.rke2.cattle.io/*, rke2:// provider IDs,
+// https://docs.rke2.io/add-ons/gpu_operators and replicatedhq/troubleshoot pkg/analyze/distribution.go (annotations rke2.io/*, etcd.rke2.cattle.io/*, rke2:// provider IDs,
 // containerd "2.1.4-k3s1", the helm.cattle.io API). RKE2 is built on k3s's agent and deploy controller,
 // so it serves k3s.cattle.io Addons too (one per manifest it deploys), installs the external-snapshotter
 // CRDs (rke2-snapshot-controller-crd), and ships the RuntimeClasses of its rke2-runtimeclasses chart

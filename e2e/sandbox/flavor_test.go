@@ -815,7 +815,7 @@ func TestFlavorOpenShiftObjects(t *testing.T) {
 			}
 			if tt.exampleKind == "ClusterPolicy" {
 				spec := examples[0]["spec"].(map[string]any)
-				// The blocks the ClusterPolicy CRD requires (research/gpu-operator.md §2.1).
+				// The blocks the ClusterPolicy CRD requires (NVIDIA/gpu-operator deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml@v26.7.0).
 				for _, block := range []string{"daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "driver", "gfd", "nodeStatusExporter", "operator", "toolkit"} {
 					if _, ok := spec[block]; !ok {
 						t.Errorf("alm-example ClusterPolicy lacks spec.%s", block)

@@ -10,7 +10,7 @@ import (
 
 // tkgsFlavor is a Tanzu Kubernetes Grid Service (vSphere with Tanzu, now VKS) guest cluster with NVIDIA
 // AI Enterprise vGPU worker VMs. Facts from the node listing, namespaces and pods in
-// shared/seeds/002 (vSphere 7.0U3, TKr v1.20.8---vmware.1-tkg.2) and research/gpu-operator.md §5–§6:
+// shared/seeds/002 (vSphere 7.0U3, TKr v1.20.8---vmware.1-tkg.2) and replicatedhq/troubleshoot pkg/analyze/distribution.go:
 // kubelet "+vmware.1", label run.tanzu.vmware.com/kubernetesDistributionVersion on every node, no
 // instance-type label, Antrea as CNI, vmware-system-* namespaces, vsphere:// provider IDs. Guest
 // clusters are built by Cluster API with kubeadm, so nodes also carry CAPI's and kubeadm's marks.
@@ -72,8 +72,8 @@ func tkgsFlavor() Flavor {
 		},
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
 			// run.tanzu.vmware.com (TanzuKubernetesCluster, TanzuKubernetesRelease, ClusterBootstrap) is
-			// served by the Supervisor, not inside the guest cluster (research §6 calls guest clusters
-			// uncertain), so it is not here. What the guest does serve: Antrea's CRDs (the default CNI,
+			// served by the Supervisor, not inside the guest cluster (replicatedhq/troubleshoot pkg/analyze/distribution.go keys on it, but it is certain only on
+			// the Supervisor), so it is not here. What the guest does serve: Antrea's CRDs (the default CNI,
 			// seed 002 pods) and, uncertain, kapp-controller's packaging API for TKG's auto-managed packages.
 			return newCRDs(
 				crdSpec{"crd.antrea.io", "v1beta1", "ClusterNetworkPolicy", "clusternetworkpolicies", true},

@@ -91,7 +91,7 @@ func (c *Cluster) OperatorRuns() []OperatorRun {
 }
 
 // isGPUOperatorDeployment recognises the operator by its label (NVIDIA's chart and ours set
-// app: gpu-operator — research §3) or by its image (nvcr.io/nvidia/gpu-operator), whatever the
+// app: gpu-operator — NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0) or by its image (nvcr.io/nvidia/gpu-operator), whatever the
 // namespace or release name.
 func isGPUOperatorDeployment(d *appsv1.Deployment) bool {
 	if d.Labels["app"] == "gpu-operator" || d.Spec.Template.Labels["app"] == "gpu-operator" {
@@ -391,7 +391,7 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 
 // operatorEnv is the machine's environment plus the literal environment of the Deployment's
 // operator container (DRIVER_MANAGER_IMAGE, VALIDATOR_IMAGE, … — the operator falls back to these
-// for images a ClusterPolicy leaves unset, research §3). References to the pod's namespace resolve to
+// for images a ClusterPolicy leaves unset, imagePath() in NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0). References to the pod's namespace resolve to
 // the Deployment's namespace; other references are left out (the sandbox has no pod to resolve them in).
 func operatorEnv(d *appsv1.Deployment) []string {
 	var env []string

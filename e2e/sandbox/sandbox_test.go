@@ -400,7 +400,7 @@ func deployOperator(t *testing.T, c *Cluster, ns string, b OperatorBuild, image 
 		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		return err
 	})
-	// GKE admits the operands' system-node-critical pods only with this quota (research §5 GKE).
+	// GKE admits the operands' system-node-critical pods only with this quota (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	mustCreate(t, func() error {
 		_, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator-quota"},

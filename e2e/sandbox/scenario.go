@@ -74,6 +74,6 @@ type Flavor struct {
 	// exist. A "status" field is written through the status subresource after create.
 	Objects func(s Scenario) []unstructured.Unstructured
 	// LimitCriticalPods: the API server admits system-node-critical and system-cluster-critical pods
-	// only in namespaces with a ResourceQuota for them (GKE; research §5 GKE).
+	// only in namespaces with a ResourceQuota for them (GKE; https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	LimitCriticalPods bool
 }

@@ -21,15 +21,15 @@ import (
 )
 
 // nvidiaGPUResource is the extended resource NVIDIA's device plugin (and GKE's) registers with the
-// kubelet (research §4: the validator's plugin-validation waits for it in status.capacity).
+// kubelet (NVIDIA/gpu-operator cmd/nvidia-validator/main.go@v26.7.0: the validator's plugin-validation waits for it in status.capacity).
 const nvidiaGPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // isNVIDIADevicePluginPod recognises a pod that registers nvidia.com/gpu with the kubelet: one from the
-// GPU operator's DaemonSet nvidia-device-plugin-daemonset (research §4), or one with a container from
+// GPU operator's DaemonSet nvidia-device-plugin-daemonset (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0), or one with a container from
 // GKE's nvidia-gpu-device-plugin image, or one with a container from NVIDIA's k8s-device-plugin image
 // that runs the plugin itself. Since device plugin v0.15 the same image also carries
-// gpu-feature-discovery, the MPS control daemon and config-manager (research §1.3: "GFD uses the same
-// image"); containers running those do not register anything.
+// gpu-feature-discovery, the MPS control daemon and config-manager (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0:
+// GFD uses the device plugin's image); containers running those do not register anything.
 func isNVIDIADevicePluginPod(p *corev1.Pod) bool {
 	for _, ref := range p.OwnerReferences {
 		if ref.Kind == "DaemonSet" && ref.Name == "nvidia-device-plugin-daemonset" {

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Facts about Node Feature Discovery v0.19 (research §8; kubernetes-sigs/node-feature-discovery
+// Facts about Node Feature Discovery v0.19 (kubernetes-sigs/node-feature-discovery
 // api/nfd/v1alpha1 and pkg/nfd-master at v0.19.0) that the stand-in reproduces.
 const (
 	// nfdFeatureLabelNs is the default feature-label namespace; labels in it are listed in
@@ -39,7 +39,7 @@ const (
 )
 
 // nfdDefaultDeviceClassWhitelist and nfdDefaultDeviceLabelFields are NFD's upstream defaults for the pci
-// source (research §8); the GPU operator's NFD subchart overrides both.
+// source (kubernetes-sigs/node-feature-discovery@v0.19.0); the GPU operator's NFD subchart overrides both.
 func nfdDefaultDeviceClassWhitelist() []string { return []string{"03", "0b40", "12"} }
 func nfdDefaultDeviceLabelFields() []string    { return []string{"class", "vendor"} }
 

@@ -35,8 +35,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
-// The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (research §5
-// OpenShift), and the NFD operator's nodefeaturediscoveries.
+// The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst), and the NFD operator's nodefeaturediscoveries.
 var (
 	olmSubscriptionsGVR    = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
 	olmInstallPlansGVR     = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}
@@ -88,7 +87,7 @@ type plannedInstall struct {
 // olmStandIn is a STAND-IN for Operator Lifecycle Manager v0 (the catalog and olm operators of
 // OpenShift 4.x) plus the two operators' own work that cannot happen without their images: Red Hat's
 // NFD operator deploying NFD for a NodeFeatureDiscovery. It behaves, through the API, like OLM does
-// for the flow NVIDIA documents for OpenShift (research §5 OpenShift):
+// for the flow NVIDIA documents for OpenShift (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst):
 //
 //   - Subscription → resolve the package in its catalog's PackageManifest (spec.channel, else the
 //     default channel; spec.startingCSV if the channel lists it) → an InstallPlan (install-xxxxx,
@@ -1126,7 +1125,7 @@ func (o *olmStandIn) deleteClusterScoped(ctx context.Context, k olmKey) error {
 // bundles; any other package installs nothing.
 func olmBundleStrategy(pkg, version string) olmStrategy {
 	// The stand-in grants everything: the real bundles list exact clusterPermissions (for the GPU
-	// operator, the ClusterRole of research §3), which gpuctl does not author.
+	// operator, the ClusterRole of NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterrole.yaml@v26.7.0), which gpuctl does not author.
 	everything := []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 		{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
@@ -1145,8 +1144,8 @@ func olmBundleStrategy(pkg, version string) olmStrategy {
 // of NVIDIA/gpu-operator (v25.3.0 read from the module cache): Deployment gpu-operator, labels app and
 // app.kubernetes.io/component gpu-operator, SA gpu-operator, command gpu-operator --leader-elect, and
 // the operand images as <COMPONENT>_IMAGE variables, because the ClusterPolicy from alm-examples sets
-// no images (research §3, §5 OpenShift). The real CSV pins digests; the stand-in uses the tags of
-// research §1.3 for v26.7.0 (the operator's own image follows the CSV version).
+// no images (imagePath() in NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0; NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst). The real CSV pins digests; the stand-in uses the tags of
+// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0 for v26.7.0 (the operator's own image follows the CSV version).
 func gpuOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolerations []corev1.Toleration) olmStrategy {
 	tag := "v" + strings.TrimPrefix(version, "v")
 	selector := map[string]string{"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}
@@ -1400,7 +1399,7 @@ func nfdMasterDeployment(m metav1.ObjectMeta, image string) *appsv1.Deployment {
 
 // operatorImageEnv is the operator container's environment in NVIDIA's bundle: its namespace, and the
 // operand images as <COMPONENT>_IMAGE variables, which the operator falls back to for images a
-// ClusterPolicy leaves unset (research §3). tag is the operator's own image tag; the operand images
+// ClusterPolicy leaves unset (imagePath() in NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0). tag is the operator's own image tag; the operand images
 // are those gpuctl's catalog pins for that release (gpuctl's default release's for another tag).
 func operatorImageEnv(tag string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{

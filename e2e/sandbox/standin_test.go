@@ -121,7 +121,7 @@ func standInPod(ns, name, node string, ready bool, containers ...corev1.Containe
 	return p
 }
 
-// The NFD objects as the node-feature-discovery v0.19 chart names them (research §8).
+// The NFD objects as the node-feature-discovery v0.19 chart names them (kubernetes-sigs/node-feature-discovery@v0.19.0 deployments/helm/node-feature-discovery).
 const (
 	nfdTestNS      = "gpu-operator"
 	nfdTestConfMap = "gpu-operator-node-feature-discovery-worker-conf"
@@ -199,7 +199,7 @@ func TestNFDStandInLabelsWhileInstalledAndRemovesOnlyItsOwnLabels(t *testing.T) 
 	createTyped(t, cs.AppsV1().DaemonSets(nfdTestNS).Create, nfdWorkerDS())
 	createTyped(t, cs.CoreV1().ConfigMaps(nfdTestNS).Create, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nfdTestNS, Name: nfdTestConfMap},
-		// The GPU operator's NFD overrides (research §8).
+		// The GPU operator's NFD overrides (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0, key node-feature-discovery).
 		Data: map[string]string{"nfd-worker.conf": "sources:\n  pci:\n    deviceClassWhitelist: [\"02\", \"0200\", \"0207\", \"0300\", \"0302\"]\n    deviceLabelFields: [vendor]\n"},
 	})
 	createTyped(t, cs.CoreV1().Pods(nfdTestNS).Create, nfdWorkerPod("worker-a", "gpu-0", true))
@@ -439,7 +439,7 @@ func TestDevicePluginStandInAdvertisesGPUsWhileThePluginRuns(t *testing.T) {
 	eventuallyOK(t, "with the plugin gone allocatable is 0 and capacity stays", expect("gpu-0", "2", "0"))
 }
 
-// OLM fixtures: the catalog as the OpenShift flavour serves it (research §5 OpenShift).
+// OLM fixtures: the catalog as the OpenShift flavour serves it (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst).
 const (
 	gpuOperatorNS  = "nvidia-gpu-operator"
 	gpuOperatorCSV = "gpu-operator-certified.v26.7.0"
@@ -763,7 +763,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 		return "", nil
 	})
 
-	// What `oc patch installplan … --type merge -p '{"spec":{"approved":true}}'` does (research §5).
+	// What `oc patch installplan … --type merge -p '{"spec":{"approved":true}}'` does (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst).
 	if _, err := dyn.Resource(olmInstallPlansGVR).Namespace(gpuOperatorNS).Patch(ctx, planName, types.MergePatchType,
 		[]byte(`{"spec":{"approved":true}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)

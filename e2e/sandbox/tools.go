@@ -72,7 +72,7 @@ func toolModules() []toolModule {
 	var ld []string
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 		// Without these the servers report v0.0.0-master and the GPU operator refuses the cluster
-		// (shared/reference/README.md).
+		// (observed when the sandbox's servers were first built without them).
 		ld = append(ld,
 			"-X "+pkg+".gitVersion="+KubernetesVersion,
 			"-X "+pkg+".gitMajor=1",
