@@ -189,34 +189,22 @@ func LoadChart(fsys fs.FS, dir string) (*chart.Chart, error) {
 // that release, and `helm list` shows it.
 func LoadChartRelease(fsys fs.FS, dir, appVersion string) (*chart.Chart, error) {
 	var files []*archive.BufferedFile
-	var releaseCRDs []*archive.BufferedFile
-	releasePrefix := ReleasesDir + "/" + appVersion + "/"
-	found := false
 	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
 		}
-		rel := path.Clean(p[len(dir)+1:])
-		if strings.HasPrefix(rel, ReleasesDir+"/") {
-			if appVersion == "" || !strings.HasPrefix(rel, releasePrefix) {
-				return nil
-			}
-			found = true
-			if !strings.HasPrefix(rel, releasePrefix+"crds/") {
-				return nil
-			}
-			rel = strings.TrimPrefix(rel, releasePrefix)
+		rel := strings.TrimPrefix(p, dir+"/")
+		if d.IsDir() && rel == ReleasesDir {
+			return fs.SkipDir
+		}
+		if d.IsDir() {
+			return nil
 		}
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		f := &archive.BufferedFile{Name: rel, ModTime: time.Time{}, Data: data}
-		if strings.HasPrefix(p[len(dir)+1:], ReleasesDir+"/") {
-			releaseCRDs = append(releaseCRDs, f)
-			return nil
-		}
-		files = append(files, f)
+		files = append(files, &archive.BufferedFile{Name: path.Clean(rel), Data: data})
 		return nil
 	})
 	if err != nil {
@@ -229,8 +217,10 @@ func LoadChartRelease(fsys fs.FS, dir, appVersion string) (*chart.Chart, error) 
 	if appVersion == "" || appVersion == ch.Metadata.AppVersion {
 		return ch, nil
 	}
-	if !found {
-		return nil, fmt.Errorf("chart %s has nothing for release %s (no %s/%s/)", dir, appVersion, ReleasesDir, appVersion)
+	crdDir := path.Join(dir, ReleasesDir, appVersion, "crds")
+	entries, err := fs.ReadDir(fsys, crdDir)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s has nothing for release %s (no %s/%s/crds/): %w", dir, appVersion, ReleasesDir, appVersion, err)
 	}
 	kept := ch.Files[:0]
 	for _, f := range ch.Files {
@@ -239,8 +229,15 @@ func LoadChartRelease(fsys fs.FS, dir, appVersion string) (*chart.Chart, error) 
 		}
 	}
 	ch.Files = kept
-	for _, f := range releaseCRDs {
-		ch.Files = append(ch.Files, &chartcommon.File{Name: f.Name, ModTime: f.ModTime, Data: f.Data})
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, path.Join(crdDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read chart %s: %w", dir, err)
+		}
+		ch.Files = append(ch.Files, &chartcommon.File{Name: "crds/" + e.Name(), Data: data})
 	}
 	ch.Metadata.AppVersion = appVersion
 	ch.Metadata.Version = strings.TrimPrefix(appVersion, "v")
