@@ -15,7 +15,7 @@ import (
 // GKE facts used below. Sources: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html
 // (modes, device-plugin opt-out label, driver install path), replicatedhq/troubleshoot pkg/analyze/distribution.go (labels, gce://
 // provider IDs, "-gke." kubelet suffix, COS), https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (GPU taint);
-// shared/seeds/004 (node names gke-<cluster>-<pool>-<hash>-<suffix>, nvidia-gpu-device-plugin pods in
+// a user's published GKE GPU walk-through (node names gke-<cluster>-<pool>-<hash>-<suffix>, nvidia-gpu-device-plugin pods in
 // kube-system); GoogleCloudPlatform/container-engine-accelerators cmd/nvidia_gpu/device-plugin.yaml
 // (the plugin DaemonSet's shape).
 const (

@@ -6,7 +6,7 @@ import (
 )
 
 // rke2Flavor is an RKE2 cluster: one server with embedded etcd, and agents. Facts from the server's
-// labels and capacity in shared/seeds/003 (RKE2 v1.24.9+rke2r2: roles control-plane, etcd and master
+// labels and capacity in a user's published RKE2 GPU walk-through (RKE2 v1.24.9+rke2r2: roles control-plane, etcd and master
 // "true", instance-type "rke2", egress.rke2.io/cluster=true, 110 pods, no taint) and
 // https://docs.rke2.io/add-ons/gpu_operators and replicatedhq/troubleshoot pkg/analyze/distribution.go (annotations rke2.io/*, etcd.rke2.cattle.io/*, rke2:// provider IDs,
 // containerd "2.1.4-k3s1", the helm.cattle.io API). RKE2 is built on k3s's agent and deploy controller,
@@ -23,7 +23,7 @@ func rke2Flavor() Flavor {
 		serverArgs:    []string{"server", "--write-kubeconfig-mode", "0644", "--cni", "canal"},
 		joinPort:      9345, // RKE2's supervisor port
 		gpu:           gpuL40S,
-		// Seen on the seed's server; RKE2's egress selector labels every node it manages (uncertain
+		// Seen on the walk-through's server; RKE2's egress selector labels every node it manages (uncertain
 		// for agents).
 		extraLabels: map[string]string{"egress.rke2.io/cluster": "true"},
 		etcd:        true,

@@ -10,7 +10,7 @@ import (
 
 // tkgsFlavor is a Tanzu Kubernetes Grid Service (vSphere with Tanzu, now VKS) guest cluster with NVIDIA
 // AI Enterprise vGPU worker VMs. Facts from the node listing, namespaces and pods in
-// shared/seeds/002 (vSphere 7.0U3, TKr v1.20.8---vmware.1-tkg.2) and replicatedhq/troubleshoot pkg/analyze/distribution.go:
+// a user's published vSphere with Tanzu + NVAIE walk-through (vSphere 7.0U3, TKr v1.20.8---vmware.1-tkg.2) and replicatedhq/troubleshoot pkg/analyze/distribution.go:
 // kubelet "+vmware.1", label run.tanzu.vmware.com/kubernetesDistributionVersion on every node, no
 // instance-type label, Antrea as CNI, vmware-system-* namespaces, vsphere:// provider IDs. Guest
 // clusters are built by Cluster API with kubeadm, so nodes also carry CAPI's and kubeadm's marks.
@@ -26,7 +26,7 @@ func tkgsFlavor() Flavor {
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			kubelet := s.KubeletVersion + "+vmware.1"
-			// The seed shows v1.20.8_vmware.1-tkg.2: the TKr version with "+" made label-safe.
+			// The walk-through shows v1.20.8_vmware.1-tkg.2: the TKr version with "+" made label-safe.
 			distribution := strings.ReplaceAll(kubelet, "+", "_") + "-tkg.1"
 			return buildNodes(s, 1, func(r role, i int) nodeSpec {
 				n := nodeSpec{
@@ -46,7 +46,7 @@ func tkgsFlavor() Flavor {
 					maps.Copy(n.labels, cpLabels)
 					ownerKind, owner = "KubeadmControlPlane", cluster+"-control-plane"
 				case gpuWorker:
-					// A VM class with an NVIDIA vGPU PCI device (seed 002 "gpu01").
+					// A VM class with an NVIDIA vGPU PCI device (the walk-through's "gpu01").
 					owner = cluster + "-gpu-pool-" + token(cluster+"/gpu-pool", 5, kubeSuffixDigits)
 					n.name = owner + "-" + nodeSuffix(owner, i, 9, kubeSuffixDigits)
 					n.machine = machine{cpu: 8, memoryGiB: 64, diskGiB: 60, pods: 110, gpus: s.GPUsPerNode, gpu: gpuA100vGPU40C}
@@ -74,7 +74,7 @@ func tkgsFlavor() Flavor {
 			// run.tanzu.vmware.com (TanzuKubernetesCluster, TanzuKubernetesRelease, ClusterBootstrap) is
 			// served by the Supervisor, not inside the guest cluster (replicatedhq/troubleshoot pkg/analyze/distribution.go keys on it, but it is certain only on
 			// the Supervisor), so it is not here. What the guest does serve: Antrea's CRDs (the default CNI,
-			// seed 002 pods) and, uncertain, kapp-controller's packaging API for TKG's auto-managed packages.
+			// the walk-through's pods) and, uncertain, kapp-controller's packaging API for TKG's auto-managed packages.
 			return newCRDs(
 				crdSpec{"crd.antrea.io", "v1beta1", "ClusterNetworkPolicy", "clusternetworkpolicies", true},
 				crdSpec{"crd.antrea.io", "v1beta1", "NetworkPolicy", "networkpolicies", false},
@@ -97,7 +97,7 @@ func tkgsFlavor() Flavor {
 				endpoint:          "192.168.3.50:6443", // a VIP of the Supervisor's load balancer
 				podSubnet:         "192.168.0.0/16",    // TKGS's default pod CIDR
 				// Every TKGS node serves the release's images from a local registry (the
-				// docker-registry-<node> pods in seed 002).
+				// docker-registry-<node> pods in the walk-through).
 				imageRepository: "localhost:5000/vmware.io",
 			})...)
 		},
