@@ -29,7 +29,7 @@ func ourClusterPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition
 	return nil
 }
 
-// The failure of seed 002 ("unknown field … ClusterPolicy.spec" after an upgrade, because Helm never
+// The classic upgrade failure ("unknown field … ClusterPolicy.spec" after an upgrade, because Helm never
 // upgrades crds/) cannot happen with gpuctl: it server-side applies its CRDs over an older one someone
 // else installed, a repeat changes nothing, and a newer one is never downgraded.
 func TestCRDsAreUpgradedNeverDowngraded(t *testing.T) {
