@@ -1,6 +1,7 @@
 // Package profiles embeds gpuctl's values profiles: one YAML file per platform, written in the
-// NVIDIA gpu-operator chart's own value keys (values.yaml@v26.7.0, research/gpu-operator.md §1.2),
-// so any of them can also be passed to NVIDIA's chart with `helm install -f`.
+// NVIDIA gpu-operator chart's own value keys (NVIDIA/gpu-operator
+// deployments/gpu-operator/values.yaml@v26.7.0), so any of them can also be passed to NVIDIA's
+// chart with `helm install -f`.
 //
 // Each file starts with a "# description: <one line>" header, and every setting carries a comment
 // naming the fact behind it and its source. A top-level node-feature-discovery: section holds the

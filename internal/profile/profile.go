@@ -41,7 +41,8 @@ type Profile struct {
 
 // Objects returns the profile's extraObjects (the gpu-operator chart's key for extra manifests),
 // such as GKE's priority-class ResourceQuota. The planner applies them before installing NFD into
-// the operator namespace: NFD's pods already need them (research/gpu-operator.md §5 GKE).
+// the operator namespace: NFD's pods already need them
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 func (p Profile) Objects() []map[string]any {
 	items, _ := p.Values["extraObjects"].([]any)
 	var out []map[string]any
@@ -101,9 +102,10 @@ func Names() ([]string, error) {
 // ForDistribution names the profile for a distribution as package detect names it. exact is false
 // when the distribution has no profile of its own and gets the default.
 //
-// Every distribution package detect knows has a profile of the same name (research/gpu-operator.md
-// §5, §9 #7): k3s has its own although it carries RKE2's one setting, so `gpuctl profiles` and the
-// plan name the platform that was found. Only names detect does not produce fall back to Default.
+// Every distribution package detect knows has a profile of the same name
+// (https://docs.rke2.io/add-ons/gpu_operators; NVIDIA/gpu-operator#992): k3s has its own although
+// it carries RKE2's one setting, so `gpuctl profiles` and the plan name the platform that was
+// found. Only names detect does not produce fall back to Default.
 func ForDistribution(distro string) (name string, exact bool) {
 	switch distro {
 	case "gke", "eks", "aks", "tkgs", "rke2", "k3s", "microk8s", "k0s", "openshift", "kubeadm":

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// chartKeys are the top-level keys of NVIDIA's gpu-operator chart (values.yaml@v26.7.0,
-// research/gpu-operator.md §1.2). A profile key outside this list is a typo NVIDIA's chart would
-// silently ignore.
+// chartKeys are the top-level keys of NVIDIA's gpu-operator chart
+// (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0). A profile key outside this
+// list is a typo NVIDIA's chart would silently ignore.
 var chartKeys = []string{
 	"platform", "nfd", "psa", "cdi", "sandboxWorkloads", "hostPaths", "daemonsets", "validator",
 	"operator", "mig", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
@@ -18,7 +18,8 @@ var chartKeys = []string{
 	"gpuCluster", "draDriver", "extraObjects",
 }
 
-// nfdChartKeys are the top-level keys of the upstream NFD chart (v0.19.0, research §8).
+// nfdChartKeys are the top-level keys of the upstream NFD chart
+// (kubernetes-sigs/node-feature-discovery, tag v0.19.0).
 var nfdChartKeys = []string{
 	"image", "imagePullSecrets", "nameOverride", "fullnameOverride", "namespaceOverride", "featureGates",
 	"priorityClassName", "master", "worker", "topologyUpdater", "gc", "prometheus", "postDeleteCleanup",
@@ -148,7 +149,7 @@ func TestProfilesCarryTheirPlatformFacts(t *testing.T) {
 			wantEnv(t, p.Values, "RUNTIME_CONFIG_SOURCE", "file", "toolkit", "env")
 			for _, note := range []string{"--gpu-driver none", "managed GPU node pools"} {
 				if !strings.Contains(string(p.Source), note) {
-					t.Errorf("the comments do not mention %q (research §5 AKS)", note)
+					t.Errorf("the comments do not mention %q (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html)", note)
 				}
 			}
 		}},
@@ -160,7 +161,7 @@ func TestProfilesCarryTheirPlatformFacts(t *testing.T) {
 			wantEnv(t, p.Values, "RUNTIME_CONFIG_SOURCE", "file=/var/snap/microk8s/current/args/containerd.toml", "toolkit", "env")
 			env, _ := lookup(p.Values, "toolkit", "env").([]any)
 			if len(env) != 3 {
-				t.Errorf("toolkit.env = %v, want exactly NVIDIA's three MicroK8s settings (research §5)", env)
+				t.Errorf("toolkit.env = %v, want exactly NVIDIA's three MicroK8s settings (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html)", env)
 			}
 			for _, e := range env {
 				v, _ := e.(map[string]any)["value"].(string)
@@ -238,10 +239,10 @@ func TestNFDSectionsLabelGPUsTheWayTheOperatorExpects(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("worker.tolerations = %v, want nvidia.com/gpu Exists NoSchedule (research §7)", tols)
+				t.Errorf("worker.tolerations = %v, want nvidia.com/gpu Exists NoSchedule (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0)", tols)
 			}
 			if got := toStrings(lookup(p.NFD, "worker", "config", "sources", "pci", "deviceLabelFields")); !reflect.DeepEqual(got, []string{"vendor"}) {
-				t.Errorf("deviceLabelFields = %v, want [vendor] (pci-10de labels, research §8)", got)
+				t.Errorf("deviceLabelFields = %v, want [vendor] (pci-10de labels, NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0)", got)
 			}
 			classes := toStrings(lookup(p.NFD, "worker", "config", "sources", "pci", "deviceClassWhitelist"))
 			if !contains(classes, "0300") || !contains(classes, "0302") {
@@ -349,7 +350,7 @@ func TestParse(t *testing.T) {
 
 // onlyTheK3sSocket is the RKE2 and K3s rule: the toolkit gets the k3s containerd socket and nothing
 // else; in particular no config path, since writing config.toml.tmpl breaks RKE2 after a reboot and
-// can drop K3s's CNI config (research §5 RKE2, §5 k3s, §9 #7).
+// can drop K3s's CNI config (NVIDIA/gpu-operator#992, NVIDIA/gpu-operator#473).
 func onlyTheK3sSocket(t *testing.T, p Profile) {
 	t.Helper()
 	env, _ := lookup(p.Values, "toolkit", "env").([]any)
@@ -360,7 +361,7 @@ func onlyTheK3sSocket(t *testing.T, p Profile) {
 	body := string(stripComments(p.Source))
 	for _, bad := range []string{"config.toml.tmpl", "CONTAINERD_CONFIG", "CONTAINERD_SET_AS_DEFAULT"} {
 		if strings.Contains(body, bad) {
-			t.Errorf("profile sets %s (research §9 #7: breaks RKE2 after reboot)", bad)
+			t.Errorf("profile sets %s (NVIDIA/gpu-operator#992: breaks RKE2 after reboot)", bad)
 		}
 	}
 }
