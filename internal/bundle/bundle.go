@@ -8,7 +8,7 @@ type Image struct {
 	// Image is the image name, e.g. "k8s-driver-manager".
 	Image string
 	// Version is the tag, e.g. "v0.12.0". The driver's is the driver version alone: the operator
-	// appends "-<os>" to it per node (research §1.3).
+	// appends "-<os>" to it per node (deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each release tag).
 	Version string
 }
 
@@ -20,7 +20,7 @@ func (i Image) String() string {
 // Bundle is one GPU Operator release as gpuctl installs it.
 type Bundle struct {
 	// Version is NVIDIA's release tag with its leading "v", e.g. "v26.7.0"; it is also the published
-	// chart's version (research §1.1).
+	// chart's version (NVIDIA/gpu-operator .github/workflows/release-rc-assets.yaml@v26.7.0).
 	Version string
 	// Default marks the release gpuctl installs when --operator-version is not given.
 	Default bool
@@ -54,9 +54,9 @@ type component struct {
 }
 
 // components lists every image-carrying key of charts/gpu-operator/values.yaml (and of NVIDIA's
-// values.yaml@v26.7.0, research §1.2) that a bundle pins. vgpuManager's own image is left out: it is
-// built by the user from NVIDIA's licensed .run file, so no release has one to pin. operator.initContainer
-// is left out too: it is empty unless a user sets it (OpenShift only).
+// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0) that a bundle pins. vgpuManager's own image is
+// left out: it is built by the user from NVIDIA's licensed .run file, so no release has one to pin.
+// operator.initContainer is left out too: it is empty unless a user sets it (OpenShift only).
 func components() []component {
 	one := func(key string, path ...string) component {
 		return component{key: key, paths: [][]string{path}}

@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Registries of NVIDIA's images (values.yaml at each release tag, research §1.3).
+// Registries of NVIDIA's images (deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each
+// release tag).
 const (
 	nvcr            = "nvcr.io/nvidia"
 	nvcrCloudNative = "nvcr.io/nvidia/cloud-native"
@@ -16,7 +17,8 @@ const (
 // catalog returns the releases gpuctl can install, newest first. It builds them anew on every call,
 // so a caller that changes a Bundle's map or slices cannot change the catalog.
 //
-// Images are research/gpu-operator.md §1.3 (values.yaml at each tag); tested ranges are §10 (NVIDIA's
+// Images are from deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each release tag; tested ranges are
+// from https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html (NVIDIA's
 // platform-support.rst at each release). Where a value comes from elsewhere, its comment says so.
 func catalog() []Bundle {
 	return []Bundle{
@@ -48,7 +50,8 @@ func catalog() []Bundle {
 			},
 			NFD: Image{nfdRegistry, "node-feature-discovery", "v0.19.0"},
 			// GPU Operator v26.7.0: Kubernetes 1.33-1.36 (1.32 too with Ubuntu 24.04), OpenShift
-			// 4.18-4.22, containerd 1.8-2.3 and CRI-O (research §10).
+			// 4.18-4.22, containerd 1.8-2.3 and CRI-O
+			// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
 			Kubernetes:        "1.33 - 1.36",
 			KubernetesMinimum: "1.32",
 			OpenShift:         "4.18 - 4.22",
@@ -79,17 +82,19 @@ func catalog() []Bundle {
 				"gdrcopy":             {nvcrCloudNative, "gdrdrv", "v2.5.2"},
 				"vgpuDeviceManager":   {nvcrCloudNative, "vgpu-device-manager", "v0.4.2"},
 				"sandboxDevicePlugin": {nvcr, "kubevirt-gpu-device-plugin", "v1.5.0"},
-				// Not in research §1.3, which starts this component at v26.7.0: the Kata sandbox
-				// device plugin (and sandboxWorkloads.mode) came with v26.3.0 (NVIDIA/gpu-operator#2142),
-				// and the v26.3.3 OLM bundle pins v0.0.3 (redhat-openshift-ecosystem/certified-operators,
-				// operators/gpu-operator-certified/26.3.3, relatedImages kata-sandbox-device-plugin-image).
+				// Not in deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each release tag, which starts
+				// this component at v26.7.0: the Kata sandbox device plugin (and sandboxWorkloads.mode) came with
+				// v26.3.0 (NVIDIA/gpu-operator#2142), and the v26.3.3 OLM bundle pins v0.0.3
+				// (redhat-openshift-ecosystem/certified-operators, operators/gpu-operator-certified/26.3.3,
+				// relatedImages kata-sandbox-device-plugin-image).
 				"kataSandboxDevicePlugin": {nvcrCloudNative, "nvidia-sandbox-device-plugin", "v0.0.3"},
 				"ccManager":               {nvcrCloudNative, "k8s-cc-manager", "v0.4.0"},
 				"vfioManager":             {nvcrCloudNative, "k8s-driver-manager", "v0.11.0"},
 			},
 			NFD: Image{nfdRegistry, "node-feature-discovery", "v0.18.3"},
 			// GPU Operator v26.3.x: Kubernetes 1.32-1.36 as the v26.3.2 documentation lists them (v26.3.0
-			// listed 1.32-1.35), OpenShift 4.17-4.21, containerd 1.7-2.2 (research §10).
+			// listed 1.32-1.35), OpenShift 4.17-4.21, containerd 1.7-2.2
+			// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
 			Kubernetes:        "1.32 - 1.36",
 			KubernetesMinimum: "1.32",
 			OpenShift:         "4.17 - 4.21",
@@ -125,7 +130,7 @@ func catalog() []Bundle {
 			},
 			NFD: Image{nfdRegistry, "node-feature-discovery", "v0.18.2"},
 			// GPU Operator v25.10.0/v25.10.1: Kubernetes 1.30-1.34, OpenShift 4.14-4.20, containerd
-			// 1.7-2.1 (research §10).
+			// 1.7-2.1 (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
 			Kubernetes:        "1.30 - 1.34",
 			KubernetesMinimum: "1.30",
 			OpenShift:         "4.14 - 4.20",

@@ -95,8 +95,9 @@ func TestCatalogShape(t *testing.T) {
 	})
 }
 
-// TestImagesMatchTheResearchTable spot-checks the catalog against research/gpu-operator.md §1.3,
-// with the repository changes between releases (the VFIO manager, the -ubuntu20.04 tags).
+// TestImagesMatchTheResearchTable spot-checks the catalog against deployments/gpu-operator/values.yaml of
+// NVIDIA/gpu-operator at each release tag, with the repository changes between releases (the VFIO manager, the
+// -ubuntu20.04 tags).
 func TestImagesMatchTheResearchTable(t *testing.T) {
 	cases := []struct {
 		release, component, want string

@@ -152,7 +152,8 @@ func TestRangesMeanTheSameToMasterminds(t *testing.T) {
 
 func TestTestedRanges(t *testing.T) {
 	want := map[string][4]string{
-		// Kubernetes, minimum, OpenShift, containerd (research §10)
+		// Kubernetes, minimum, OpenShift, containerd
+		// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html)
 		"v26.7.0":  {"1.33 - 1.36", "1.32", "4.18 - 4.22", "1.8 - 2.3"},
 		"v26.3.3":  {"1.32 - 1.36", "1.32", "4.17 - 4.21", "1.7 - 2.2"},
 		"v25.10.1": {"1.30 - 1.34", "1.30", "4.14 - 4.20", "1.7 - 2.1"},

@@ -1,7 +1,8 @@
 // Package bundle is gpuctl's catalog of the NVIDIA GPU Operator releases it can install: for each
 // release (selected with --operator-version), the image of every component, the node-feature-discovery
 // image NVIDIA shipped with it, and the Kubernetes, OpenShift and containerd versions NVIDIA tested it
-// on (research/gpu-operator.md §1.3 and §10).
+// on (deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each release tag and
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
 //
 // A Bundle turns into gpu-operator chart values that pin its images (Values) and judges a cluster's
 // versions against its tested ranges (CheckKubernetes, CheckOpenShift, CheckContainerd), returning a

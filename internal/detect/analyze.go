@@ -26,7 +26,7 @@ func Analyze(s *Snapshot) Result {
 	if r.Distribution.Name == GKE {
 		r.Autopilot = autopilot(v)
 		if r.Autopilot.Detected {
-			r.Warnings = append(r.Warnings, "GKE Autopilot: the NVIDIA GPU operator supports GKE Standard only (research §5 GKE); use a Standard cluster or GKE's own GPU support")
+			r.Warnings = append(r.Warnings, "GKE Autopilot: the NVIDIA GPU operator supports GKE Standard only (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html); use a Standard cluster or GKE's own GPU support")
 		}
 	}
 
@@ -194,8 +194,8 @@ func runtimeMatches(match func(string) bool) func(*corev1.Node) (string, bool) {
 }
 
 // versionSuffix is evidence that the server's version, or else a kubelet's, matches: managed and
-// packaged distributions stamp their builds (research §6 "kubeletVersion" column). It also returns
-// the matching version string.
+// packaged distributions stamp their builds (replicatedhq/troubleshoot
+// pkg/analyze/distribution.go). It also returns the matching version string.
 func (v *view) versionSuffix(weight int, match func(string) bool) ([]Evidence, string) {
 	if v.serverVersion != "" && match(v.serverVersion) {
 		return []Evidence{{Signal: "version suffix", Value: v.serverVersion, Source: "server version", Weight: weight}}, v.serverVersion

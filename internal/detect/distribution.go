@@ -33,8 +33,9 @@ type detector struct {
 	detect            func(v *view) (ev []Evidence, version string)
 }
 
-// detectors lists one detector per distribution in research §6's order (OpenShift → GKE → EKS →
-// AKS → Tanzu → RKE2 → k3s → MicroK8s → k0s → kubeadm), which also breaks ties.
+// detectors lists one detector per distribution (OpenShift → GKE → EKS → AKS → Tanzu → RKE2 → k3s →
+// MicroK8s → k0s → kubeadm; signals as in replicatedhq/troubleshoot pkg/analyze/distribution.go); the
+// order also breaks ties.
 //
 // Weights, roughly: 70–90 for a signal only that distribution produces (its API group, its node
 // labels or annotations, its version stamp); 30–60 for signals it shares with a few others
@@ -97,7 +98,8 @@ func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
 }
 
 // OpenShift: its API groups (config.openshift.io holds ClusterVersion, which the GPU operator
-// reads), node label node.openshift.io/os_id, kubelet "+<git hash>" builds, CRI-O (research §6).
+// reads), node label node.openshift.io/os_id, kubelet "+<git hash>" builds, CRI-O (replicatedhq/troubleshoot
+// pkg/analyze/distribution.go).
 func detectOpenShift(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.apiGroup("config.openshift.io", 80)...)
@@ -123,7 +125,8 @@ func detectOpenShift(v *view) ([]Evidence, string) {
 	return ev, version
 }
 
-// hasGitHashSuffix matches OpenShift's kubelet builds, "v1.23.5+70fb84c" (research §6).
+// hasGitHashSuffix matches OpenShift's kubelet builds, "v1.23.5+70fb84c" (replicatedhq/troubleshoot
+// pkg/analyze/distribution.go).
 func hasGitHashSuffix(version string) bool {
 	i := strings.LastIndex(version, "+")
 	if i < 0 {
@@ -142,7 +145,7 @@ func hasGitHashSuffix(version string) bool {
 }
 
 // GKE: node-pool and OS labels, "-gke." builds, gce:// providerIDs, Container-Optimized OS
-// (research §6; seed 004).
+// (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 004).
 func detectGKE(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 70, labelKey("cloud.google.com/gke-nodepool"))...)
@@ -157,7 +160,7 @@ func detectGKE(v *view) ([]Evidence, string) {
 }
 
 // EKS: EKS node-group labels, "-eks-" builds, Karpenter's AWS labels, aws:/// providerIDs, Amazon
-// Linux and Bottlerocket images (research §6).
+// Linux and Bottlerocket images (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectEKS(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 70, labelPrefix("eks.amazonaws.com/"))...)
@@ -176,7 +179,7 @@ func detectEKS(v *view) ([]Evidence, string) {
 	return ev, version
 }
 
-// AKS: kubernetes.azure.com/* labels and azure:/// providerIDs (research §6).
+// AKS: kubernetes.azure.com/* labels and azure:/// providerIDs (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectAKS(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 70, labelKey("kubernetes.azure.com/cluster"))...)
@@ -187,8 +190,8 @@ func detectAKS(v *view) ([]Evidence, string) {
 }
 
 // managedControlPlane adds a weak hint for cloud-managed Kubernetes: no control-plane node is
-// listed (research §6, EKS row). It only counts when the cloud's own signals were already seen,
-// since it says nothing about which cloud.
+// listed (replicatedhq/troubleshoot pkg/analyze/distribution.go). It only counts when the cloud's own signals
+// were already seen, since it says nothing about which cloud.
 func managedControlPlane(v *view, ev []Evidence) []Evidence {
 	if len(ev) == 0 || len(v.s.Nodes) == 0 {
 		return nil
@@ -202,8 +205,9 @@ func managedControlPlane(v *view, ev []Evidence) []Evidence {
 }
 
 // TKGS / VKS: the TKR label, "+vmware." builds, run.tanzu.vmware.com, the guest cluster's cloud
-// provider, vsphere:// providerIDs (research §6; seed 002, vSphere 7.0U3). TKGS clusters are built
-// by Cluster API with kubeadm, so kubeadm scores too; TKGS wins because kubeadm is the fallback.
+// provider, vsphere:// providerIDs (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 002, vSphere 7.0U3).
+// TKGS clusters are built by Cluster API with kubeadm, so kubeadm scores too; TKGS wins because kubeadm is the
+// fallback.
 func detectTKGS(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	tkr := v.onNodes("label", 80, labelKey("run.tanzu.vmware.com/kubernetesDistributionVersion"))
@@ -229,7 +233,7 @@ func detectTKGS(v *view) ([]Evidence, string) {
 // /run/k3s/containerd/containerd.sock) and the helm.cattle.io and k3s.cattle.io API groups
 // (addons.k3s.cattle.io is served on RKE2 too: rancher/rke2#2425). What tells them apart is the
 // program name in the node annotations, the version stamp and the embedded cloud provider's
-// instance-type label (research §6; seed 003, RKE2 v1.24.9+rke2r2).
+// instance-type label (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 003, RKE2 v1.24.9+rke2r2).
 func detectRKE2(v *view) ([]Evidence, string) {
 	return detectRancher(v, "rke2", "+rke2r")
 }
@@ -252,7 +256,7 @@ func detectRancher(v *view, program, versionMark string) ([]Evidence, string) {
 	return ev, version
 }
 
-// MicroK8s: its node labels (research §6).
+// MicroK8s: its node labels (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectMicroK8s(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 80, labelValue("microk8s.io/cluster", "true"))...)
@@ -267,7 +271,8 @@ func detectMicroK8s(v *view) ([]Evidence, string) {
 	return ev, ""
 }
 
-// k0s: its role label; the "+k0s" version stamp is uncertain (research §6), so it weighs less.
+// k0s: its role label; the "+k0s" version stamp is uncertain (replicatedhq/troubleshoot pkg/analyze/distribution.go),
+// so it weighs less.
 func detectK0s(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 80, labelKey("node.k0sproject.io/role"))...)
@@ -277,7 +282,7 @@ func detectK0s(v *view) ([]Evidence, string) {
 }
 
 // kubeadm: ConfigMap kube-system/kubeadm-config, and kubeadm's empty-valued control-plane role
-// label (RKE2 and k3s set "true"; seed 003) (research §6).
+// label (RKE2 and k3s set "true"; seed 003) (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectKubeadm(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	if v.s.KubeadmConfig {
@@ -290,11 +295,11 @@ func detectKubeadm(v *view) ([]Evidence, string) {
 	return ev, ""
 }
 
-// gkeAutopilotLabel marks GKE Autopilot nodes (research §6, GKE row).
+// gkeAutopilotLabel marks GKE Autopilot nodes (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 const gkeAutopilotLabel = "cloud.google.com/gke-autopilot"
 
-// autopilot looks for GKE Autopilot: its node label (research §6), "gk3-" node names (Autopilot's
-// node naming; community convention, weaker), and Autopilot's policy refusals ("GKEAutopilot
+// autopilot looks for GKE Autopilot: its node label (replicatedhq/troubleshoot pkg/analyze/distribution.go), "gk3-"
+// node names (Autopilot's node naming; community convention, weaker), and Autopilot's policy refusals ("GKEAutopilot
 // authz" in Forbidden errors, agones-dev/agones#2249).
 func autopilot(v *view) *Finding {
 	var ev []Evidence

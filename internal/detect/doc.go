@@ -10,7 +10,7 @@
 //     (Helm storage, ClusterPolicies, OLM Subscriptions, OpenShift's ClusterVersion). An optional
 //     read that is Forbidden becomes a warning in the Snapshot; failing to list nodes is an error.
 //   - Analyze is a pure function from a Snapshot to a Result. One detector per distribution scores
-//     the signals documented in research/gpu-operator.md §6 (API groups, node labels and
+//     the signals documented in replicatedhq/troubleshoot pkg/analyze/distribution.go (API groups, node labels and
 //     annotations, providerID prefixes, kubelet version suffixes, runtime strings) and the best one
 //     wins; kubeadm is the fallback when no distribution-specific detector reaches MinConfidence.
 //

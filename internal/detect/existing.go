@@ -96,7 +96,7 @@ func existing(s *Snapshot) Existing {
 
 	e.ClusterPolicies = append(e.ClusterPolicies, s.ClusterPolicies...)
 	// The operator honours only the oldest ClusterPolicy, by creationTimestamp then name
-	// (research §2.1).
+	// (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0).
 	sort.SliceStable(e.ClusterPolicies, func(i, j int) bool {
 		a, b := e.ClusterPolicies[i], e.ClusterPolicies[j]
 		if !a.Created.Equal(b.Created) {
@@ -166,21 +166,21 @@ func releaseByChart(s *Snapshot, chart string) *HelmRelease {
 func existingWarnings(e Existing) []string {
 	var out []string
 	if n := len(e.ClusterPolicies); n > 1 {
-		out = append(out, fmt.Sprintf("%d ClusterPolicies exist: the operator honours only the oldest, %s, and marks the others ignored (research §2.1)", n, e.ActiveClusterPolicy))
+		out = append(out, fmt.Sprintf("%d ClusterPolicies exist: the operator honours only the oldest, %s, and marks the others ignored (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0)", n, e.ActiveClusterPolicy))
 	}
 	for _, cp := range e.ClusterPolicies {
 		if cp.Name == e.ActiveClusterPolicy && cp.State == "ready" && (cp.ReadyReason == "NoGPUNodes" || cp.ReadyReason == "NFDLabelsMissing") {
-			out = append(out, fmt.Sprintf("ClusterPolicy %s is ready with reason %s: no GPU is validated (research §2.1)", cp.Name, cp.ReadyReason))
+			out = append(out, fmt.Sprintf("ClusterPolicy %s is ready with reason %s: no GPU is validated (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0)", cp.Name, cp.ReadyReason))
 		}
 	}
 	if len(e.GPUClusters) > 0 {
-		out = append(out, fmt.Sprintf("GPUCluster %s exists (DRA): the chart refuses to create a ClusterPolicy next to it (research §2.2)", strings.Join(e.GPUClusters, ", ")))
+		out = append(out, fmt.Sprintf("GPUCluster %s exists (DRA): the chart refuses to create a ClusterPolicy next to it (NVIDIA/gpu-operator deployments/gpu-operator@v26.7.0)", strings.Join(e.GPUClusters, ", ")))
 	}
 	if r := e.GPUOperator.Helm; r != nil && r.Status != "" && r.Status != "deployed" {
 		out = append(out, fmt.Sprintf("Helm release %s/%s is %s (revision %d): upgrade or uninstall it before installing again", r.Namespace, r.Name, r.Status, r.Revision))
 	}
 	if len(e.NFD.Namespaces) > 1 {
-		out = append(out, fmt.Sprintf("NFD runs in %d namespaces (%s): only one NFD should run per cluster (research §8, §9 #14)", len(e.NFD.Namespaces), strings.Join(e.NFD.Namespaces, ", ")))
+		out = append(out, fmt.Sprintf("NFD runs in %d namespaces (%s): only one NFD should run per cluster (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html; NVIDIA/gpu-operator#87, #1038)", len(e.NFD.Namespaces), strings.Join(e.NFD.Namespaces, ", ")))
 	}
 	if r := e.NFD.Helm; r != nil && r.Chart == "gpu-operator" {
 		out = append(out, fmt.Sprintf("NFD is the subchart of Helm release %s/%s: upgrading that release with nfd.enabled=false removes it", r.Namespace, r.Name))

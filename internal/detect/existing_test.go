@@ -9,7 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Workloads as the real charts and operators create them (research §3, §4, §8; seeds 001, 003).
+// Workloads as the real charts and operators create them (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0;
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html; seeds 001, 003).
 
 func operatorDeployment(ns, release string) Workload {
 	return Workload{

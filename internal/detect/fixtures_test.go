@@ -9,8 +9,8 @@ import (
 
 // Node fixtures are built from what each platform's kubelet really registers: the labels,
 // annotations, providerIDs, kubelet version suffixes, OS images and runtimes in
-// research/gpu-operator.md §6 and the node listings in shared/seeds (000 OpenShift, 002 TKGS,
-// 003 RKE2, 004 GKE).
+// replicatedhq/troubleshoot pkg/analyze/distribution.go and node listings from real clusters (OpenShift, TKGS,
+// RKE2, GKE).
 
 type nodeOpt func(*corev1.Node)
 
@@ -84,8 +84,8 @@ func nodes(ns ...corev1.Node) []corev1.Node { return ns }
 
 // --- clusters ---------------------------------------------------------------------------------
 
-// OpenShift 4.18 on AWS: RHCOS, CRI-O, kubelet "+<hash>", node.openshift.io/os_id (research §6,
-// seed 000).
+// OpenShift 4.18 on AWS: RHCOS, CRI-O, kubelet "+<hash>", node.openshift.io/os_id (replicatedhq/troubleshoot
+// pkg/analyze/distribution.go, seed 000).
 func openshiftCluster() *Snapshot {
 	common := []nodeOpt{
 		labels("node.openshift.io/os_id", "rhcos"),
@@ -115,7 +115,8 @@ func openshiftCluster() *Snapshot {
 	}
 }
 
-// GKE Standard with a default pool and a T4 pool, from seed 004 (node names) and research §6.
+// GKE Standard with a default pool and a T4 pool, from seed 004 (node names) and replicatedhq/troubleshoot
+// pkg/analyze/distribution.go.
 func gkeCluster() *Snapshot {
 	gke := func(name, pool string, extra ...nodeOpt) corev1.Node {
 		opts := []nodeOpt{
@@ -192,7 +193,7 @@ func rke2Cluster() *Snapshot {
 	}
 }
 
-// K3s server and agent (research §6, §5 k3s).
+// K3s server and agent (replicatedhq/troubleshoot pkg/analyze/distribution.go; k3s-io/docs docs/advanced/advanced.md).
 func k3sCluster() *Snapshot {
 	k3s := func(name string, extra ...nodeOpt) corev1.Node {
 		opts := []nodeOpt{
@@ -213,7 +214,8 @@ func k3sCluster() *Snapshot {
 	}
 }
 
-// EKS with managed node groups on Amazon Linux 2023 (research §6, §5 EKS).
+// EKS with managed node groups on Amazon Linux 2023 (replicatedhq/troubleshoot pkg/analyze/distribution.go;
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html).
 func eksCluster() *Snapshot {
 	eks := func(name, group, instance string, extra ...nodeOpt) corev1.Node {
 		opts := []nodeOpt{
@@ -249,7 +251,8 @@ func eksBottlerocketCluster() *Snapshot {
 	}
 }
 
-// AKS with a system pool and an NC-series GPU pool (research §6, §5 AKS).
+// AKS with a system pool and an NC-series GPU pool (replicatedhq/troubleshoot pkg/analyze/distribution.go;
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html).
 func aksCluster() *Snapshot {
 	aks := func(name, pool, size string, extra ...nodeOpt) corev1.Node {
 		opts := []nodeOpt{

@@ -32,29 +32,30 @@ type Clients struct {
 // The custom resources detection reads, with the sources that name them. Functions rather than
 // package variables, so nothing at package level can be changed.
 
-// clusterPolicyGVR: research §2.1, ClusterPolicy, cluster-scoped.
+// clusterPolicyGVR: NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0, ClusterPolicy, cluster-scoped.
 func clusterPolicyGVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
 }
 
-// gpuClusterGVR: research §2.2, GPUCluster (DRA), GPU Operator v26.7.0+.
+// gpuClusterGVR: NVIDIA/gpu-operator deployments/gpu-operator@v26.7.0, GPUCluster (DRA), GPU Operator v26.7.0+.
 func gpuClusterGVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "gpuclusters"}
 }
 
-// subscriptionGVR: research §5 OpenShift, the operator and NFD come from OLM Subscriptions.
+// subscriptionGVR: NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst, the operator and NFD come from OLM
+// Subscriptions.
 func subscriptionGVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
 }
 
-// clusterVersionGVR: research §6, ClusterVersion "version"; the operator reads it for the
-// OpenShift version.
+// clusterVersionGVR: ClusterVersion "version"; the operator reads it (getOpenshiftVersion in NVIDIA/gpu-operator
+// controllers/clusterinfo/clusterinfo.go) for the OpenShift version.
 func clusterVersionGVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
 }
 
-// OLM packages that matter: NVIDIA's certified operator and Red Hat's NFD Operator (research §5
-// OpenShift), plus the community names of both.
+// OLM packages that matter: NVIDIA's certified operator and Red Hat's NFD Operator (NVIDIA/cloud-native-docs
+// openshift/install-gpu-ocp.rst and install-nfd.rst), plus the community names of both.
 func interestingPackage(pkg string) bool {
 	switch pkg {
 	case "gpu-operator-certified", "gpu-operator", "nfd", "node-feature-discovery", "node-feature-discovery-operator":

@@ -58,9 +58,10 @@ func gpuReasons(n *corev1.Node) []Evidence {
 
 // nvidiaPCILabels finds NFD's PCI labels for NVIDIA display controllers. The GPU operator's NFD
 // values label pci-10de (deviceLabelFields [vendor]); upstream NFD defaults label pci-0300_10de or
-// pci-0302_10de ([class, vendor]); the operator accepts all three (research §3, §6). Labels that
-// also carry the device ID (pci-10de_20b0, pci-0302_10de_20b0) are accepted too. Other NVIDIA PCI
-// classes are not GPUs — an NVSwitch is class 0680 — so only class 03xx counts.
+// pci-0302_10de ([class, vendor]); the operator accepts all three (NVIDIA/gpu-operator
+// controllers/state_manager.go@v26.7.0). Labels that also carry
+// the device ID (pci-10de_20b0, pci-0302_10de_20b0) are accepted too. Other NVIDIA PCI classes are not GPUs — an
+// NVSwitch is class 0680 — so only class 03xx counts.
 func nvidiaPCILabels(labels map[string]string) []Evidence {
 	var out []Evidence
 	for k, val := range labels {
@@ -85,9 +86,9 @@ func instanceType(n *corev1.Node) string {
 	return n.Labels["beta.kubernetes.io/instance-type"]
 }
 
-// gpuInstanceType says which cloud's NVIDIA GPU instance family it is, or "" (research §6, item 4):
-// AWS p3/p4/p5/p6/g4dn/g5/g5g/g6/g6e (g4ad is AMD), GCE a2/a3/a4/g2, Azure Standard_NC/ND/NV
-// (NVv4, "…as_v4", is AMD Radeon, as is the ND MI300X series).
+// gpuInstanceType says which cloud's NVIDIA GPU instance family it is, or "" (research §6,
+// item 4): AWS p3/p4/p5/p6/g4dn/g5/g5g/g6/g6e (g4ad is AMD), GCE a2/a3/a4/g2, Azure
+// Standard_NC/ND/NV (NVv4, "…as_v4", is AMD Radeon, as is the ND MI300X series).
 func gpuInstanceType(it string) string {
 	if family, _, ok := strings.Cut(it, "."); ok {
 		switch {
@@ -141,11 +142,13 @@ func gpuProduct(n *corev1.Node) string {
 // hostDriver says why a GPU node is believed to have the NVIDIA driver installed on the host.
 func hostDriver(n *corev1.Node) string {
 	if n.Labels["nvidia.com/gpu.deploy.driver"] == "pre-installed" {
-		// Set by the GPU operator's k8s-driver-manager when it finds a host driver (research §3).
+		// Set by the GPU operator's k8s-driver-manager when it finds a host driver (NVIDIA/gpu-operator
+		// controllers/state_manager.go@v26.7.0).
 		return "label nvidia.com/gpu.deploy.driver=pre-installed (the GPU operator found a host driver)"
 	}
 	if v, ok := n.Labels["cloud.google.com/gke-gpu-driver-version"]; ok {
-		// GKE installs the driver itself when this label is set (research §5 GKE, §6).
+		// GKE installs the driver itself when this label is set
+		// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 		return "GKE installs the driver (cloud.google.com/gke-gpu-driver-version=" + v + ")"
 	}
 	return ""

@@ -19,7 +19,8 @@ const (
 	helmOwnerSelector = "owner=helm"
 	helmPayloadKey    = "release"
 	// maxHelmPayload bounds how much of one decompressed release we are willing to read: a
-	// release embeds its chart, and the GPU operator chart carries a ~152 KB CRD (research §2.1).
+	// release embeds its chart, and the GPU operator chart carries a ~152 KB CRD (NVIDIA/gpu-operator
+	// deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml@v26.7.0).
 	maxHelmPayload = 32 << 20
 )
 

@@ -11,7 +11,8 @@ import (
 )
 
 // poolLabels are the labels platforms use to name node pools, in the order they are tried:
-// GKE, EKS managed node groups, Karpenter (current and pre-v1 names), AKS (research §6).
+// GKE, EKS managed node groups, Karpenter (current and pre-v1 names), AKS (replicatedhq/troubleshoot
+// pkg/analyze/distribution.go).
 func poolLabels() []string {
 	return []string{
 		"cloud.google.com/gke-nodepool",
@@ -193,31 +194,32 @@ func finishPool(p *Pool, v *view, distro string) {
 	}
 	nodes := poolNodes(v, p)
 
-	// The NVIDIA driver container cannot build on these OSes (research §6, "node OS").
+	// The NVIDIA driver container cannot build on these OSes (supported OSes:
+	// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
 	switch p.OS {
 	case "cos", "amzn", "bottlerocket", "flatcar":
 		p.Notes = append(p.Notes, fmt.Sprintf("NVIDIA's driver container does not support %s; the driver must come from the host or the platform (driver.enabled=false)", p.OS))
 	}
 	if distro == EKS && p.OS == "amzn" {
-		p.Notes = append(p.Notes, "EKS Amazon Linux GPU AMIs ship the driver and toolkit; NVIDIA supports only the device plugin there, or Ubuntu EKS AMIs for the full operator (research §5 EKS)")
+		p.Notes = append(p.Notes, "EKS Amazon Linux GPU AMIs ship the driver and toolkit; NVIDIA supports only the device plugin there, or Ubuntu EKS AMIs for the full operator (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html)")
 	}
 	if distro == AKS {
 		if anyLabel(nodes, "kubernetes.azure.com/dcgm-exporter", "enabled") {
-			p.Notes = append(p.Notes, "AKS managed GPU pool: AKS already runs the driver, device plugin and DCGM exporter; do not add the GPU operator (research §5 AKS)")
+			p.Notes = append(p.Notes, "AKS managed GPU pool: AKS already runs the driver, device plugin and DCGM exporter; do not add the GPU operator (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html)")
 		} else {
-			p.Notes = append(p.Notes, "AKS installs the driver on GPU pools unless the pool was created with --gpu-driver none, and the API does not show which (research §5 AKS)")
+			p.Notes = append(p.Notes, "AKS installs the driver on GPU pools unless the pool was created with --gpu-driver none, and the API does not show which (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html)")
 		}
 	}
 	if distro == GKE {
 		if anyLabel(nodes, "gke-no-default-nvidia-gpu-device-plugin", "true") {
 			p.Notes = append(p.Notes, "GKE's own device plugin is disabled on this pool (gke-no-default-nvidia-gpu-device-plugin=true)")
 		} else {
-			p.Notes = append(p.Notes, "GKE runs its own device plugin here unless the pool is created with --node-labels=gke-no-default-nvidia-gpu-device-plugin=true (research §5 GKE)")
+			p.Notes = append(p.Notes, "GKE runs its own device plugin here unless the pool is created with --node-labels=gke-no-default-nvidia-gpu-device-plugin=true (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html)")
 		}
 	}
 	for _, rt := range p.Runtimes {
 		if name, ver, ok := strings.Cut(rt, "://"); ok && name == "containerd" && olderThan(ver, 1, 7) {
-			p.Notes = append(p.Notes, fmt.Sprintf("containerd %s is older than 1.7: CDI needs 1.7+, and GPU Operator v26.7.0 supports containerd 1.8–2.3 (research §6, §10)", ver))
+			p.Notes = append(p.Notes, fmt.Sprintf("containerd %s is older than 1.7: CDI needs 1.7+, and GPU Operator v26.7.0 supports containerd 1.8–2.3 (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html)", ver))
 		}
 	}
 }

@@ -14,7 +14,8 @@ type Result struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// KubeletVersions are the distinct kubelet versions the nodes report.
 	KubeletVersions []string `json:"kubeletVersions,omitempty"`
-	// Autopilot is set on GKE Autopilot, which the GPU operator does not support (research §5 GKE).
+	// Autopilot is set on GKE Autopilot, which the GPU operator does not support
+	// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	Autopilot *Finding `json:"autopilot,omitempty"`
 	// Nodes counts the nodes.
 	Nodes NodeCounts `json:"nodes"`
@@ -132,8 +133,10 @@ type Pool struct {
 }
 
 // Scheduling is what gpuctl needs before tainting GPU nodes: the GPU operator Deployment, the NFD
-// master and the NFD gc do not tolerate nvidia.com/gpu (research §3, §7), so if every schedulable
-// worker is a GPU node they need that toleration added.
+// master and the NFD gc do not tolerate nvidia.com/gpu (NVIDIA/gpu-operator
+// deployments/gpu-operator/templates/operator.yaml@v26.7.0; NVIDIA/gpu-operator
+// deployments/gpu-operator/values.yaml@v26.7.0), so if every schedulable worker is a GPU node they need that
+// toleration added.
 type Scheduling struct {
 	ControlPlaneNodes []string `json:"controlPlaneNodes,omitempty"`
 	// GPUWorkers are schedulable (not cordoned) worker nodes with GPUs.
@@ -150,7 +153,7 @@ type Existing struct {
 	NFD         NFDInstall      `json:"nfd"`
 	GPUOperator OperatorInstall `json:"gpuOperator"`
 	// ClusterPolicies are all ClusterPolicies; ActiveClusterPolicy names the one the operator
-	// honours (the oldest; research §2.1).
+	// honours (the oldest; NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0).
 	ClusterPolicies     []ClusterPolicy `json:"clusterPolicies,omitempty"`
 	ActiveClusterPolicy string          `json:"activeClusterPolicy,omitempty"`
 	// GPUClusters are DRA GPUCluster objects (GPU Operator v26.7.0+).
@@ -159,12 +162,13 @@ type Existing struct {
 	DevicePlugins []DevicePlugin `json:"devicePlugins,omitempty"`
 	// Operands are other GPU operator operand DaemonSets (driver, toolkit, validator, …).
 	Operands []Component `json:"operands,omitempty"`
-	// GKEDriverInstaller is Google's driver installer DaemonSet (research §5 GKE).
+	// GKEDriverInstaller is Google's driver installer DaemonSet
+	// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	GKEDriverInstaller *Component `json:"gkeDriverInstaller,omitempty"`
 	// DCGMExporters are dcgm-exporter DaemonSets not run by the GPU operator.
 	DCGMExporters []Component `json:"dcgmExporters,omitempty"`
 	// HostDriverNodes are nodes labelled nvidia.com/gpu.deploy.driver=pre-installed by the GPU
-	// operator's driver manager (research §3).
+	// operator's driver manager (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0).
 	HostDriverNodes []string `json:"hostDriverNodes,omitempty"`
 	// Secrets are the NVIDIA AI Enterprise Secrets that exist (names only), which a re-run reuses.
 	Secrets []SecretRef `json:"secrets,omitempty"`
@@ -189,7 +193,7 @@ type NFDInstall struct {
 	Present bool `json:"present"`
 	// Workloads are the NFD master, worker, gc and topology-updater workloads.
 	Workloads []Component `json:"workloads,omitempty"`
-	// Namespaces are the namespaces NFD runs in; more than one means duplicate NFDs (research §9 #14).
+	// Namespaces are the namespaces NFD runs in; more than one means duplicate NFDs (NVIDIA/gpu-operator#87, #1038).
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Helm is the release that installed it, if any; a gpu-operator release means NFD is the
 	// operator chart's subchart and goes away with it.

@@ -27,7 +27,8 @@ type Snapshot struct {
 	// ClusterPolicies are the nvidia.com/v1 ClusterPolicy objects; empty when the type is not served.
 	ClusterPolicies []ClusterPolicy `json:"clusterPolicies,omitempty"`
 	// GPUClusters names the nvidia.com/v1alpha1 GPUCluster objects (the DRA stack, GPU Operator
-	// v26.7.0+); the chart refuses to deploy a ClusterPolicy next to one (research §2.2).
+	// v26.7.0+); the chart refuses to deploy a ClusterPolicy next to one (NVIDIA/gpu-operator
+	// deployments/gpu-operator@v26.7.0).
 	GPUClusters []string `json:"gpuClusters,omitempty"`
 	// Subscriptions are the OLM Subscriptions for NVIDIA's operator and NFD, read only when
 	// operators.coreos.com is served.
@@ -93,12 +94,14 @@ type HelmRelease struct {
 type ClusterPolicy struct {
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
-	// State is status.state: ready, notReady, ignored or disabled (research §2.1).
+	// State is status.state: ready, notReady, ignored or disabled (NVIDIA/gpu-operator
+	// controllers/clusterpolicy_controller.go@v26.7.0).
 	State string `json:"state,omitempty"`
 	// Namespace is status.namespace, the operator's namespace.
 	Namespace string `json:"namespace,omitempty"`
 	// ReadyReason and ReadyMessage come from the Ready condition; "ready" with reason
-	// NoGPUNodes or NFDLabelsMissing does not mean GPUs work (research §2.1).
+	// NoGPUNodes or NFDLabelsMissing does not mean GPUs work (NVIDIA/gpu-operator
+	// controllers/clusterpolicy_controller.go@v26.7.0).
 	ReadyReason  string `json:"readyReason,omitempty"`
 	ReadyMessage string `json:"readyMessage,omitempty"`
 }
@@ -120,6 +123,7 @@ type ClusterVersion struct {
 	// Desired is status.desired.version.
 	Desired string `json:"desired,omitempty"`
 	// Completed lists status.history[].version entries whose state is Completed, newest first;
-	// the GPU operator takes the OpenShift version from these (shared/reference/README.md).
+	// the GPU operator takes the OpenShift version from these (getOpenshiftVersion in NVIDIA/gpu-operator
+	// controllers/clusterinfo/clusterinfo.go).
 	Completed []string `json:"completed,omitempty"`
 }

@@ -27,7 +27,8 @@ const (
 func Classify(w Workload) string {
 	// Anything the GPU operator created for a ClusterPolicy or NVIDIADriver is an operand, whatever
 	// its image: the device plugin, GFD, the validator (which runs the operator image), … The
-	// operator sets itself as controller of each operand DaemonSet (research §4).
+	// operator sets itself as controller of each operand DaemonSet (NVIDIA/gpu-operator
+	// controllers/state_manager.go@v26.7.0).
 	if strings.HasPrefix(w.Owner, "ClusterPolicy/") || strings.HasPrefix(w.Owner, "NVIDIADriver/") {
 		return ComponentOperand
 	}
@@ -37,13 +38,14 @@ func Classify(w Workload) string {
 	}
 
 	// The operator Deployment carries app=gpu-operator and runs nvcr.io/nvidia/gpu-operator
-	// (templates/operator.yaml@v26.7.0, research §3). The same image also runs the validator
-	// DaemonSet, so only a Deployment counts as the operator.
+	// (NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0). The same image also runs the
+	// validator DaemonSet, so only a Deployment counts as the operator.
 	if w.Kind == "Deployment" && (w.Labels["app"] == "gpu-operator" || w.hasImage(isOperatorImage)) {
 		return ComponentGPUOperator
 	}
 
-	// GKE's own device plugin and driver installer live in kube-system (seed 004; research §5 GKE).
+	// GKE's own device plugin and driver installer live in kube-system (seed 004;
+	// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	if (w.Namespace == "kube-system" && strings.HasPrefix(w.Name, "nvidia-gpu-device-plugin")) ||
 		w.hasImage(func(repo string) bool { return strings.HasSuffix(repo, "/nvidia-gpu-device-plugin") }) {
 		return ComponentGKEDevicePlugin
@@ -53,7 +55,8 @@ func Classify(w Workload) string {
 	}
 
 	// nvcr.io/nvidia/k8s-device-plugin runs the device plugin, GFD and the MPS control daemon
-	// (research §1.3); tell them apart by command or name.
+	// (deployments/gpu-operator/values.yaml of NVIDIA/gpu-operator at each release tag); tell them apart by command or
+	// name.
 	if w.hasImage(func(repo string) bool { return strings.HasSuffix(repo, "/k8s-device-plugin") }) {
 		switch {
 		case w.mentions("gpu-feature-discovery"):

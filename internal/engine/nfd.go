@@ -18,7 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 )
 
-// nfdLabelPrefix starts every label NFD sets (research §3).
+// nfdLabelPrefix starts every label NFD sets (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0).
 const nfdLabelPrefix = "feature.node.kubernetes.io/"
 
 // waitNFD waits until NFD has labelled the GPU nodes, and settles which nodes those are. When

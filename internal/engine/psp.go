@@ -9,8 +9,9 @@ import (
 )
 
 // psp binds VMware's privileged PodSecurityPolicy to the namespace's service accounts on clusters
-// that still serve PodSecurityPolicy (removed in Kubernetes 1.25; research §5 TKGS): the GPU operator
-// dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
+// that still serve PodSecurityPolicy (removed in Kubernetes 1.25;
+// https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml):
+// the GPU operator dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
 func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	// Ask for the group version only if the server lists it: discovery clients differ in the error
 	// they return for a version that is not served.

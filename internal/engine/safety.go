@@ -19,8 +19,9 @@ import (
 // safety runs just before the taint, when the GPU nodes are known for sure. It fails when the taint
 // would keep gpuctl's own GPU DaemonSets off the GPU nodes (a values override dropped the toleration),
 // adds the toleration to the operator and NFD master/gc when every schedulable worker is a GPU node
-// (they tolerate only the control plane, research §3 and §7), and warns about other DaemonSets that
-// run on GPU nodes without tolerating the taint.
+// (they tolerate only the control plane, NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0;
+// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0), and warns about other DaemonSets that run on GPU
+// nodes without tolerating the taint.
 func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	gpuTaint := corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
 	// Values that replace a chart's default toleration list must still tolerate the taint.

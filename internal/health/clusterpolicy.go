@@ -14,7 +14,7 @@ import (
 // True with reason Reconciled.
 //
 // state "ready" alone does not prove anything: the operator also reports it with reason NoGPUNodes or
-// NFDLabelsMissing (research/gpu-operator.md §2.1, controllers/clusterpolicy_controller.go@v26.7.0). Those
+// NFDLabelsMissing (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0). Those
 // reasons are normal for a short while after install, so they fail the wait only once they have lasted
 // GracePeriod; the error then says what they mean. The same holds for state "ignored" (an older ClusterPolicy
 // wins). Progress reports the state and the Ready condition's reason and message.

@@ -230,7 +230,7 @@ func (d *diagnosis) buildNodes() {
 
 // gpuLabels picks the labels that explain a GPU node's state: nvidia.com/gpu.present, NFD's NVIDIA PCI labels,
 // and any nvidia.com/gpu.deploy.* label whose value is not "true" (an operand disabled, paused by the driver
-// manager, or "pre-installed"; research/gpu-operator.md §3).
+// manager, or "pre-installed"; NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0).
 func gpuLabels(l map[string]string) []string {
 	var out []string
 	for k, v := range l {
@@ -358,9 +358,9 @@ func (d *diagnosis) buildDaemonSets() {
 }
 
 // selectsCoreOperand reports whether ds selects nodes by a deploy label every GPU node running the default
-// container workload gets (research/gpu-operator.md §3). Such a DaemonSet with 0 desired pods means no node has the
-// label. Other operands legitimately target no node (mig-manager without MIG GPUs, the driver when a host driver is
-// pre-installed, sandbox operands), so they are left out.
+// container workload gets (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0). Such a DaemonSet with 0 desired
+// pods means no node has the label. Other operands legitimately target no node (mig-manager without MIG GPUs, the
+// driver when a host driver is pre-installed, sandbox operands), so they are left out.
 func selectsCoreOperand(ds *appsv1.DaemonSet) bool {
 	for k := range ds.Spec.Template.Spec.NodeSelector {
 		switch strings.TrimPrefix(k, deployLabelPrefix) {

@@ -10,7 +10,7 @@
 //     in one line, what did not become ready, and carries a Report from Diagnose.
 //   - Diagnose gathers, with one LIST per kind, what a human needs to see: the stuck nodes, the pods that are not
 //     Ready with their container states, their recent Warning events, a few log tails, and hints for the failure
-//     patterns we recognise (research/gpu-operator.md §9).
+//     patterns we recognise (NVIDIA/gpu-operator GitHub issues up to v26.7.0).
 //
 // What it deliberately does not do:
 //   - Install, change or repair anything; it only reads.

@@ -10,7 +10,7 @@ import (
 
 // hints recognises failure patterns in what the diagnosis gathered. Each rule yields at most one Hint, naming
 // every object it applies to, so a 100-node failure gives one line per cause, not per node. The patterns and
-// advice come from research/gpu-operator.md §9 (GPU Operator issues up to v26.7.0).
+// advice come from NVIDIA/gpu-operator GitHub issues up to v26.7.0, cited per rule below.
 func (d *diagnosis) hints() []Hint {
 	var hs []Hint
 	add := func(pattern, message string, objects []string) {
@@ -48,29 +48,34 @@ func (d *diagnosis) hints() []Hint {
 		}
 	}
 
-	// §9 #13, #17: registries, mirrors, pull secrets.
+	// NVIDIA/gpu-operator#91, #299, #1501, #2884; NVIDIA/cloud-native-docs gpu-operator/upgrade.rst: registries,
+	// mirrors, pull secrets.
 	add("image-pull", "images cannot be pulled: check the image name and tag, that the nodes can reach the registry, "+
 		"and the image pull secrets (nvcr.io/nvaie images need an NGC secret); in an air-gapped cluster point every "+
 		"*.repository value at your mirror", pull)
-	// §7, §9 #16: the operator, NFD master and gc tolerate only the control-plane taint by default.
+	// NVIDIA/gpu-operator#37, #26, #801: the operator, NFD master and gc tolerate only the control-plane taint by
+	// default.
 	add("untolerated-gpu-taint", "pods cannot schedule because they do not tolerate the nvidia.com/gpu taint: give them "+
 		"the toleration {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} (the operator, the NFD master and NFD gc "+
 		"need it when every schedulable node is a GPU node), or remove the taint with `gpuctl untaint`", taint)
-	// §4 validator init containers, §9 #5, #10, #11, #4.
+	// Validator init containers (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0); NVIDIA/gpu-operator#280,
+	// #378, #448 (driver), NVIDIA/cloud-native-docs#98 (nouveau), #141, #497, #1142 (Secure Boot), #126, #381, #2150
+	// (host driver).
 	add("driver-not-ready", "the NVIDIA driver is not ready: the validator's driver-validation waits for the driver pod "+
 		"(nvidia-driver-daemonset) on the node. Read the logs of its nvidia-driver-ctr and k8s-driver-manager containers; "+
 		"common causes are missing kernel headers or no access to package mirrors, an unsupported kernel, Secure Boot "+
 		"rejecting the unsigned module (use precompiled or host drivers), or nouveau loaded. If the host already has a "+
 		"driver, set driver.enabled=false", blocked[initDriverValidation])
-	// §9 #6, #7.
+	// NVIDIA/gpu-operator#413, #432, #1651, #992, #473, #1323.
 	add("toolkit-not-ready", "the NVIDIA container toolkit is not ready: read the nvidia-container-toolkit-daemonset "+
 		"logs; on RKE2, k3s, MicroK8s and k0s the toolkit's CONTAINERD_SOCKET and CONTAINERD_CONFIG must point at the "+
 		"distribution's containerd", blocked[initToolkitValidation])
-	// §4 cuda-validation, §9 #15.
+	// cuda-validation (NVIDIA/gpu-operator cmd/nvidia-validator/main.go@v26.7.0); NVIDIA/gpu-operator#2685, #1043,
+	// #1947.
 	add("cuda-validation-failing", "the CUDA test workload does not pass: look at the nvidia-cuda-validator pod; on "+
 		"NVSwitch systems (HGX/DGX) the fabric manager must run, and \"CUDA driver version is insufficient\" means the "+
 		"driver is older than the validator's CUDA", blocked[initCUDAValidation])
-	// §4 plugin-validation.
+	// plugin-validation (NVIDIA/gpu-operator cmd/nvidia-validator/main.go@v26.7.0).
 	add("device-plugin-not-ready", "the device plugin does not advertise nvidia.com/gpu yet: look at the "+
 		"nvidia-device-plugin-daemonset pod on the node", blocked[initPluginValidation])
 	add("crash-loop", "containers keep crashing: their exit codes and last log lines are above", crash)
@@ -93,12 +98,13 @@ func (d *diagnosis) hints() []Hint {
 			disabled = append(disabled, "node "+name)
 		}
 	}
-	// §3, §6, §9 #14.
+	// NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0; NVIDIA/gpu-operator#149, #423, #87, #1038.
 	add("nfd-labels-missing", "NFD has not labelled these nodes as having an NVIDIA PCI device: install Node Feature "+
 		"Discovery, or check that its worker runs on them (it must tolerate the nvidia.com/gpu taint) and that its PCI "+
 		"deviceClassWhitelist includes 0300 and 0302", noPCI)
 	add("node-not-ready", "nodes are NotReady, so no pod starts there: check the kubelet and the node's conditions", notReady)
-	// §3: nvidia.com/gpu.deploy.operands=false removes every operand from the node.
+	// NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: nvidia.com/gpu.deploy.operands=false removes every
+	// operand from the node.
 	add("operands-disabled", "nvidia.com/gpu.deploy.operands=false keeps every GPU Operator operand off these nodes: "+
 		"remove the label to let the operator manage them", disabled)
 
@@ -106,7 +112,8 @@ func (d *diagnosis) hints() []Hint {
 	for _, ds := range d.emptyDaemonSets {
 		empty = append(empty, "daemonset "+ds.Namespace+"/"+ds.Name)
 	}
-	// §3: operand DaemonSets select nvidia.com/gpu.deploy.<operand>=true, set by the operator on nvidia.com/gpu.present nodes.
+	// NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: operand DaemonSets select
+	// nvidia.com/gpu.deploy.<operand>=true, set by the operator on nvidia.com/gpu.present nodes.
 	add("no-target-nodes", "operand DaemonSets target no node: the operator labels nodes nvidia.com/gpu.deploy.<operand>=true "+
 		"only once they are labelled "+GPUPresentLabel+"=true (from NFD's PCI labels); check those labels and that no "+
 		"nvidia.com/gpu.deploy.* label is set to false", empty)
@@ -120,7 +127,7 @@ func (d *diagnosis) hints() []Hint {
 			}
 		}
 	}
-	// §9 #12: the driver and toolkit need privileged, hostPID and hostPath.
+	// NVIDIA/gpu-operator#314, #185: the driver and toolkit need privileged, hostPID and hostPath.
 	add("pod-security", "Pod Security Admission rejects the operand pods: label the namespace "+
 		"pod-security.kubernetes.io/enforce=privileged", psa)
 	return hs

@@ -90,8 +90,8 @@ func (w *Waiter) NodesLabelled(ctx context.Context, nodes []string, anyOf map[st
 }
 
 // GPUsAllocatable waits until every named node has allocatable nvidia.com/gpu > 0, or an nvidia.com/mig-*
-// resource > 0 (the mixed MIG strategy advertises those instead; research/gpu-operator.md §4). Progress reads
-// "1/2 GPU nodes advertise nvidia.com/gpu".
+// resource > 0 (the mixed MIG strategy advertises those instead; NVIDIA/gpu-operator
+// controllers/state_manager.go@v26.7.0). Progress reads "1/2 GPU nodes advertise nvidia.com/gpu".
 func (w *Waiter) GPUsAllocatable(ctx context.Context, nodes []string) error {
 	names := sortedUnique(nodes)
 	if len(names) == 0 {

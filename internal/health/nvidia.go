@@ -2,30 +2,34 @@ package health
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// Facts about NVIDIA's stack that the waits and the diagnosis depend on. Sources are
-// research/gpu-operator.md sections, for GPU Operator v26.7.0 and NFD v0.19.0 unless stated otherwise.
+// Facts about NVIDIA's stack that the waits and the diagnosis depend on. Sources are files of
+// NVIDIA/gpu-operator at v26.7.0 (named below) and NFD v0.19.0 unless stated otherwise.
 const (
-	// GPUPresentLabel is set to "true" by the GPU Operator on nodes NFD found an NVIDIA PCI device on (§3).
+	// GPUPresentLabel is set to "true" by the GPU Operator on nodes NFD found an NVIDIA PCI device on
+	// (controllers/state_manager.go).
 	GPUPresentLabel = "nvidia.com/gpu.present"
 
-	// GPUResource is the extended resource the device plugin advertises (§4).
+	// GPUResource is the extended resource the device plugin advertises (controllers/state_manager.go).
 	GPUResource = "nvidia.com/gpu"
 
 	// migResourcePrefix: with the mixed MIG strategy the device plugin advertises nvidia.com/mig-<profile> instead of
-	// (or beside) nvidia.com/gpu, and either proves the plugin works (§4 "What gpuctl should wait on", item 3).
+	// (or beside) nvidia.com/gpu, and either proves the plugin works (cmd/nvidia-validator/main.go).
 	migResourcePrefix = "nvidia.com/mig-"
 
-	// validatorApp is the app label of the nvidia-operator-validator DaemonSet's pods (§4 table).
+	// validatorApp is the app label of the nvidia-operator-validator DaemonSet's pods
+	// (assets/state-operator-validation/0500_daemonset.yaml).
 	validatorApp = "nvidia-operator-validator"
 
-	// deployLabelPrefix starts the per-operand node labels the operand DaemonSets select on (§3).
+	// deployLabelPrefix starts the per-operand node labels the operand DaemonSets select on
+	// (controllers/state_manager.go).
 	deployLabelPrefix = "nvidia.com/gpu.deploy."
 
-	// pciLabelPrefix starts NFD's PCI labels (§3, §6).
+	// pciLabelPrefix starts NFD's PCI labels (controllers/state_manager.go).
 	pciLabelPrefix = "feature.node.kubernetes.io/pci-"
 )
 
-// Validator init containers, in the order they run; each waits for the previous component (§4).
+// Validator init containers, in the order they run; each waits for the previous component
+// (assets/state-operator-validation/0500_daemonset.yaml).
 const (
 	initDriverValidation  = "driver-validation"
 	initToolkitValidation = "toolkit-validation"
@@ -33,7 +37,7 @@ const (
 	initPluginValidation  = "plugin-validation"
 )
 
-// ClusterPolicy status values (§2.1, api/nvidia/v1/clusterpolicy_types.go and internal/conditions/consts.go).
+// ClusterPolicy status values (api/nvidia/v1/clusterpolicy_types.go and internal/conditions/consts.go).
 const (
 	policyStateReady   = "ready"
 	policyStateIgnored = "ignored"
@@ -45,14 +49,16 @@ const (
 	reasonNFDLabelsMissing = "NFDLabelsMissing"
 )
 
-// ClusterPolicyResource is the GPU Operator's cluster-scoped ClusterPolicy custom resource (§2.1).
+// ClusterPolicyResource is the GPU Operator's cluster-scoped ClusterPolicy custom resource
+// (api/nvidia/v1/clusterpolicy_types.go).
 func ClusterPolicyResource() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
 }
 
 // NFDGPULabels returns the NFD labels any one of which marks a node as having an NVIDIA GPU: the PCI vendor 10de
 // with the GPU Operator's NFD values (deviceLabelFields [vendor]), or class 0300/0302 plus vendor with upstream
-// NFD defaults. The operator accepts all three (§3, §6). Pass it to Waiter.NodesLabelled.
+// NFD defaults. The operator accepts all three
+// (controllers/state_manager.go). Pass it to Waiter.NodesLabelled.
 //
 // It returns a new map on every call so callers may modify it.
 func NFDGPULabels() map[string]string {

@@ -14,11 +14,12 @@ import (
 // of, from detection and NFD's labels — that still exist, plus every node labelled nvidia.com/gpu.present=true.
 //
 // The validator pod is Ready only after its init containers validated the driver, the container toolkit, a CUDA
-// workload and the device plugin on that node, in that order (research/gpu-operator.md §4), so this is the
-// strongest "GPUs work" signal the operator gives. It watches the nodes and the validator pods at once, because
-// the set of GPU nodes may change while waiting: the operator labels nodes after NFD labels them. A known node
-// counts from the start, labelled or not: the wait must not end while a GPU node the operands cannot reach (an
-// untolerated taint keeps NFD's worker and the operands off it, so it is never labelled) has no validator.
+// workload and the device plugin on that node, in that order (NVIDIA/gpu-operator
+// controllers/state_manager.go@v26.7.0), so this is the strongest "GPUs work" signal the operator gives. It watches
+// the nodes and the validator pods at once, because the set of GPU nodes may change while waiting: the operator labels
+// nodes after NFD labels them. A known node counts from the start, labelled or not: the wait must not end while a GPU
+// node the operands cannot reach (an untolerated taint keeps NFD's worker and the operands off it, so it is never
+// labelled) has no validator.
 // While there is no GPU node yet the wait goes on (ClusterPolicyReady is the wait that fails on NoGPUNodes).
 // Progress reads "3/4 GPU nodes validated" with the unvalidated nodes as Pending.
 func (w *Waiter) ValidatorsReady(ctx context.Context, namespace string, known []string) ([]string, error) {

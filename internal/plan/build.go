@@ -18,14 +18,17 @@ const (
 	OperatorRelease = "gpu-operator"
 	// ClusterPolicyName is the ClusterPolicy our chart renders (and NVIDIA's does).
 	ClusterPolicyName = "cluster-policy"
-	// OperatorDeployment is the operator Deployment's name in both charts (research §3).
+	// OperatorDeployment is the operator Deployment's name in both charts (NVIDIA/gpu-operator
+	// deployments/gpu-operator/templates/operator.yaml@v26.7.0).
 	OperatorDeployment = "gpu-operator"
 )
 
-// GKEDriverInstaller is the chart of Google's driver installer DaemonSet (research §5 GKE).
+// GKEDriverInstaller is the chart of Google's driver installer DaemonSet
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 const GKEDriverInstaller = "gke-driver-installer"
 
-// GPU taint, as research §7 recommends: key = the resource name, matched by every NVIDIA toleration.
+// GPU taint, as https://cloud.google.com/kubernetes-engine/docs/how-to/gpus and NVIDIA/gpu-operator
+// deployments/gpu-operator/values.yaml@v26.7.0 suggest: key = the resource name, matched by every NVIDIA toleration.
 const (
 	TaintKey    = "nvidia.com/gpu"
 	TaintValue  = "present"
@@ -193,7 +196,8 @@ func Build(in Input) (*Plan, error) {
 
 	if distro == "rke2" || distro == "k3s" {
 		// RKE2 and k3s detect the NVIDIA runtime and register RuntimeClass nvidia themselves; the operator's
-		// toolkit adds the same handler to their containerd (research §5 RKE2/k3s).
+		// toolkit adds the same handler to their containerd (https://docs.rke2.io/add-ons/gpu_operators; k3s-io/docs
+		// docs/advanced/advanced.md).
 		p.Warnings = append(p.Warnings, "on "+distro+" GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass "+distro+" and the operator both provide), or the device plugin's CDI injection")
 	}
 	add := func(s Step) { p.Steps = append(p.Steps, s) }
@@ -224,7 +228,8 @@ func Build(in Input) (*Plan, error) {
 	add(licensing)
 	if distro == "tkgs" {
 		// Older TKGS clusters (Kubernetes < 1.25) enforce PodSecurityPolicy; VMware's practice binds
-		// psp:vmware-system-privileged to the namespace's service accounts (research §5 TKGS, seed 002).
+		// psp:vmware-system-privileged to the namespace's service accounts
+		// (https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml; seed 002).
 		// Whether PSP is served is known only at run time.
 		add(Step{ID: "psp", Kind: KindPSP, Title: "PodSecurityPolicy RoleBinding (older TKGS)", Target: o.Namespace,
 			Why: "operands are privileged; on clusters that still enforce PodSecurityPolicy they need the privileged policy"})
@@ -339,8 +344,9 @@ func facts(det *detect.Result, o Options) (op, nfd map[string]any, why []string)
 	return op, nfd, why
 }
 
-// controlPlaneToleration is the toleration the operator and NFD master carry by default (research §3,
-// §7); setting tolerations replaces the list, so it is repeated.
+// controlPlaneToleration is the toleration the operator and NFD master carry by default
+// (NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0; NVIDIA/gpu-operator
+// deployments/gpu-operator/values.yaml@v26.7.0); setting tolerations replaces the list, so it is repeated.
 func controlPlaneToleration() map[string]any {
 	return map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
 }
@@ -362,7 +368,8 @@ func nfdTolerations() map[string]any {
 
 func namespaceObject(name string) map[string]any {
 	labels := map[string]any{}
-	// Pod Security Admission levels: the operands need hostPath, privileged and host PID (research §1.2 psa).
+	// Pod Security Admission levels: the operands need hostPath, privileged and host PID (psa.enabled in
+	// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0).
 	for _, mode := range []string{"enforce", "audit", "warn"} {
 		labels["pod-security.kubernetes.io/"+mode] = "privileged"
 	}
@@ -425,7 +432,8 @@ func describeNFD(n detect.NFDInstall) string {
 // gkeDriverInstallers: on GKE, where GKE installs no driver (no cloud.google.com/gke-gpu-driver-version
 // label) and the operator's driver container is off (NVIDIA's driver container does not support COS),
 // Google's installer DaemonSet puts the driver on the host — one release per node OS variant
-// (research §5 GKE, "Google driver installer" mode).
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html, "Google driver installer"
+// mode).
 func gkeDriverInstallers(det *detect.Result, chart ChartInfo, ns string, driverEnabled any) []Step {
 	if det.Distribution.Name != "gke" || driverEnabled != false || chart.Name == "" {
 		return nil

@@ -11,8 +11,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
-// On OpenShift NVIDIA supports only OLM (research §5 OpenShift): Red Hat's NFD Operator, a
-// NodeFeatureDiscovery instance, then NVIDIA's certified operator, whose ClusterPolicy comes from the
+// On OpenShift NVIDIA supports only OLM (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst): Red Hat's NFD
+// Operator, a NodeFeatureDiscovery instance, then NVIDIA's certified operator, whose ClusterPolicy comes from the
 // CSV's alm-examples.
 const (
 	OLMChart             = "olm-operator"
@@ -25,8 +25,9 @@ const (
 	nvidiaOperatorRelase = "gpu-operator-certified"
 )
 
-// clusterPolicySections are the ClusterPolicy spec sections (nvidia.com/v1, research §2.1); chart-only
-// keys (platform, nfd, node-feature-discovery, extraObjects) have no place in the CR.
+// clusterPolicySections are the ClusterPolicy spec sections (nvidia.com/v1, NVIDIA/gpu-operator
+// controllers/clusterpolicy_controller.go@v26.7.0); chart-only keys (platform, nfd, node-feature-discovery,
+// extraObjects) have no place in the CR.
 var clusterPolicySections = []string{
 	"operator", "daemonsets", "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager",
 	"mig", "nodeStatusExporter", "validator", "psa", "cdi", "sandboxWorkloads", "vgpuManager", "vgpuDeviceManager",
@@ -70,7 +71,7 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 	add(licensing)
 
 	nfdSub := Step{ID: "release-" + nfdOperatorRelease, Kind: KindRelease, Title: "Subscribe to Red Hat's NFD Operator",
-		Why: "on OpenShift NFD comes from Red Hat's catalog (research §5 OpenShift)",
+		Why: "on OpenShift NFD comes from Red Hat's catalog (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst)",
 		Release: &Release{Name: nfdOperatorRelease, Namespace: OpenShiftNFDNS, Chart: olm.Name, ChartVersion: olm.Version,
 			Values: map[string]any{"package": NFDPackage, "source": "redhat-operators", "installPlanApproval": "Automatic"}}}
 	nfdSub.Release.Layers = []Layer{{Source: "OpenShift: Red Hat's NFD Operator", Values: nfdSub.Release.Values}}
@@ -122,7 +123,7 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 	add(Step{ID: "approve", Kind: KindApprove, Title: "Approve the GPU Operator's InstallPlan", Target: OpenShiftOperatorNS + "/" + OperatorPackage})
 	add(Step{ID: "wait-csv-gpu-operator", Kind: KindWaitCSV, Title: "Wait for the GPU Operator's CSV to succeed", Target: OpenShiftOperatorNS + "/" + OperatorPackage})
 	add(Step{ID: "clusterpolicy", Kind: KindClusterPolicy, Title: "ClusterPolicy " + OpenShiftPolicyName,
-		Why:    "from the CSV's alm-examples, with the profile's and your values over it (research §5 OpenShift)",
+		Why:    "from the CSV's alm-examples, with the profile's and your values over it (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst)",
 		Target: OpenShiftOperatorNS + "/" + OperatorPackage, PolicyName: OpenShiftPolicyName, PolicySpec: normalized(overrides)})
 	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
 	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",

@@ -33,7 +33,7 @@ func checkAPI(ctx context.Context, env *Env) Result {
 }
 
 // checkAutopilot: GKE Autopilot does not admit the operator's privileged DaemonSets, and NVIDIA
-// supports GKE Standard only (research §5 GKE).
+// supports GKE Standard only (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 func checkAutopilot(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r

@@ -76,8 +76,8 @@ func checkExistingOperator(_ context.Context, env *Env) Result {
 }
 
 // checkExistingClusterPolicy: the ClusterPolicy gpuctl's chart renders will be the one the operator
-// honours. The operator reconciles only the oldest ClusterPolicy and ignores the rest (research §2.1),
-// and Helm will not take over a ClusterPolicy it did not create.
+// honours. The operator reconciles only the oldest ClusterPolicy and ignores the rest (NVIDIA/gpu-operator
+// controllers/clusterpolicy_controller.go@v26.7.0), and Helm will not take over a ClusterPolicy it did not create.
 func checkExistingClusterPolicy(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r
@@ -123,7 +123,7 @@ func checkExistingClusterPolicy(_ context.Context, env *Env) Result {
 	return pass(list + ": gpuctl's own, the install updates it")
 }
 
-// checkExistingNFD: NFD runs at most once (research §9 #14). One someone else installed is used, not
+// checkExistingNFD: NFD runs at most once (NVIDIA/gpu-operator#87, #1038). One someone else installed is used, not
 // duplicated.
 func checkExistingNFD(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
@@ -165,7 +165,8 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 
 // checkDevicePlugin: no NVIDIA device plugin other than the GPU operator's runs on GPU nodes. Two device
 // plugins advertise nvidia.com/gpu on the same node and conflict (research §8); GKE runs its own on GPU
-// pools unless they are created with gke-no-default-nvidia-gpu-device-plugin=true (research §5 GKE).
+// pools unless they are created with gke-no-default-nvidia-gpu-device-plugin=true
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 func checkDevicePlugin(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r

@@ -44,8 +44,8 @@ func checkGPUNodes(_ context.Context, env *Env) Result {
 }
 
 // checkHostDriver: GPU drivers come either from the hosts or from the driver container, not a mix
-// nobody chose. The driver container cannot replace a driver already loaded on the host (research
-// §9 #4); the plan turns the driver off only when every GPU node has one.
+// nobody chose. The driver container cannot replace a driver already loaded on the host
+// (NVIDIA/gpu-operator#126, #381, #2150); the plan turns the driver off only when every GPU node has one.
 func checkHostDriver(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r
@@ -93,7 +93,9 @@ func firstReason(reasons map[string]bool) string {
 }
 
 // driverlessOS are the node OSes NVIDIA's driver container does not support: the driver must come
-// from the host or the platform (research §5 GKE and EKS, §10's OS list; detect's pool notes).
+// from the host or the platform (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html,
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html,
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html; detect's pool notes).
 var driverlessOS = map[string]struct{ name, hint string }{
 	"cos":          {"Container-Optimized OS", "on GKE use the gke profile: Google's driver installer provides the driver and driver.enabled=false"},
 	"amzn":         {"Amazon Linux", "EKS Amazon Linux GPU AMIs ship the driver and toolkit (set driver.enabled=false and toolkit.enabled=false), or use Ubuntu EKS AMIs for the full operator"},

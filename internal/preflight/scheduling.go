@@ -19,7 +19,7 @@ import (
 const psaEnforce = "pod-security.kubernetes.io/enforce"
 
 // checkPSA: the install namespace admits privileged pods. The driver, toolkit and validator are
-// privileged DaemonSets with hostPath and host PID (research §9 #12); gpuctl labels the namespace
+// privileged DaemonSets with hostPath and host PID (NVIDIA/gpu-operator#314); gpuctl labels the namespace
 // enforce=privileged, so a stricter label on an existing namespace is relaxed, which is worth saying.
 func checkPSA(ctx context.Context, env *Env) Result {
 	if env.Namespace == "" || env.Kube == nil {
@@ -47,9 +47,10 @@ func checkPSA(ctx context.Context, env *Env) Result {
 // checkTaintSafety: the GPU taint keeps nothing gpuctl installs off the nodes it must run on. The
 // operands (through the ClusterPolicy's daemonsets.tolerations) and the NFD worker must tolerate it;
 // a values override that replaces those lists without it would leave the GPUs unusable. The operator
-// and NFD master/gc Deployments need it only when every schedulable worker is a GPU node (research §3,
-// §7). DaemonSets of others that run on GPU nodes without tolerating it are reported: their new pods
-// stay off GPU nodes.
+// and NFD master/gc Deployments need it only when every schedulable worker is a GPU node
+// (NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0; NVIDIA/gpu-operator
+// deployments/gpu-operator/values.yaml@v26.7.0). DaemonSets of others that run on GPU nodes without tolerating it are
+// reported: their new pods stay off GPU nodes.
 func checkTaintSafety(ctx context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r

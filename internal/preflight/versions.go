@@ -146,7 +146,8 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 		r := verdictResult(env.Bundle.CheckContainerd(rt), "")
 		// containerd 1.7 below the bundle's tested range is a warning, not a stop: 1.8 never shipped
 		// (1.7 went to 2.0), 1.7 is what many platforms run (TKGS, AKS, MicroK8s), and NVIDIA tested it
-		// up to v26.3 (research §10). Older containerd and Docker still fail.
+		// up to v26.3 (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
+		// Older containerd and Docker still fail.
 		if r.Status == StatusFail && (len(d.GPUNodes) == 0 || strings.HasPrefix(rt, "containerd://1.7.")) {
 			r.Status = StatusWarn
 		}

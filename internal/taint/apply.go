@@ -29,9 +29,9 @@ type Taint struct {
 // nvidia.com/gpu with another value) is left alone and reported as ActionAlreadyPresent; since that taint is not
 // recorded, Untaint leaves it too. We do not add a second nvidia.com/gpu:NoSchedule with our value: the API server
 // rejects two taints with the same key and effect, and the existing one already repels pods without the
-// nvidia.com/gpu Exists toleration, which is what NVIDIA's operands carry (research/gpu-operator.md §7). A taint
-// with the same key but another effect (e.g. nvidia.com/gpu:PreferNoSchedule) is a different taint, so ours is
-// added beside it.
+// nvidia.com/gpu Exists toleration, which is what NVIDIA's operands carry (daemonsets.tolerations in
+// NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0). A taint with the same key but another effect
+// (e.g. nvidia.com/gpu:PreferNoSchedule) is a different taint, so ours is added beside it.
 //
 // Run reads all nodes with one LIST and then patches the ones that need it concurrently; a node that fails does
 // not stop the others. The error joins every node's error; Result reports every node either way.

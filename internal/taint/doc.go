@@ -15,7 +15,8 @@
 // What it deliberately does not do:
 //   - Decide which nodes are GPU nodes (package detect and plan do) or whether tainting is safe (the engine
 //     checks tolerations with Tolerates before it calls Taint).
-//   - Add tolerations to workloads; the Helm values do that (research/gpu-operator.md §7).
+//   - Add tolerations to workloads; the Helm values do that (daemonsets.tolerations in NVIDIA/gpu-operator
+//     deployments/gpu-operator/values.yaml@v26.7.0).
 //   - Evict or drain anything: the taint's effect is NoSchedule, so running pods stay where they are.
 //
 // Who calls it: internal/engine, for the plan's "taint GPU nodes" step and for `gpuctl untaint` / uninstall.

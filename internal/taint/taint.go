@@ -7,10 +7,11 @@ import (
 
 // GPUTaint is the taint gpuctl puts on GPU nodes: nvidia.com/gpu=present:NoSchedule.
 //
-// research/gpu-operator.md §7: every NVIDIA operand DaemonSet, the validator workload pods and the NFD worker
-// (GPU Operator v26.7.0 values) tolerate {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}; GKE uses the
-// same key, value and effect on GPU node pools; and because the key equals the extended resource name, the
-// ExtendedResourceToleration admission plugin adds the toleration to pods that request GPUs.
+// Every NVIDIA operand DaemonSet, the validator workload pods and the NFD worker (GPU Operator v26.7.0 values:
+// daemonsets.tolerations in NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0) tolerate
+// {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}; GKE uses the same key, value and effect on GPU node
+// pools (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus); and because the key equals the extended
+// resource name, the ExtendedResourceToleration admission plugin adds the toleration to pods that request GPUs.
 //
 // It is a variable only because Go has no struct constants; treat it as read-only.
 var GPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
@@ -32,8 +33,8 @@ func Tolerates(tolerations []corev1.Toleration, taint corev1.Taint) bool {
 // indexKeyEffect returns the index of the taint in taints with want's key and effect, or -1.
 //
 // The API server keeps taints unique by (key, effect) (node validation), so that pair is the identity of a taint
-// on a node. The value does not matter for our goal: NVIDIA's tolerations use operator Exists (§7), so any
-// nvidia.com/gpu:NoSchedule taint already keeps non-GPU pods off the node and lets the operands on.
+// on a node. The value does not matter for our goal: NVIDIA's tolerations use operator Exists (values.yaml above), so
+// any nvidia.com/gpu:NoSchedule taint already keeps non-GPU pods off the node and lets the operands on.
 func indexKeyEffect(taints []corev1.Taint, want corev1.Taint) int {
 	for i, t := range taints {
 		if t.Key == want.Key && t.Effect == want.Effect {
