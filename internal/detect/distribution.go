@@ -145,7 +145,7 @@ func hasGitHashSuffix(version string) bool {
 }
 
 // GKE: node-pool and OS labels, "-gke." builds, gce:// providerIDs, Container-Optimized OS
-// (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 004).
+// (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectGKE(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 70, labelKey("cloud.google.com/gke-nodepool"))...)
@@ -205,7 +205,7 @@ func managedControlPlane(v *view, ev []Evidence) []Evidence {
 }
 
 // TKGS / VKS: the TKR label, "+vmware." builds, run.tanzu.vmware.com, the guest cluster's cloud
-// provider, vsphere:// providerIDs (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 002, vSphere 7.0U3).
+// provider, vsphere:// providerIDs (replicatedhq/troubleshoot pkg/analyze/distribution.go; a vSphere 7.0U3 guest cluster).
 // TKGS clusters are built by Cluster API with kubeadm, so kubeadm scores too; TKGS wins because kubeadm is the
 // fallback.
 func detectTKGS(v *view) ([]Evidence, string) {
@@ -233,7 +233,7 @@ func detectTKGS(v *view) ([]Evidence, string) {
 // /run/k3s/containerd/containerd.sock) and the helm.cattle.io and k3s.cattle.io API groups
 // (addons.k3s.cattle.io is served on RKE2 too: rancher/rke2#2425). What tells them apart is the
 // program name in the node annotations, the version stamp and the embedded cloud provider's
-// instance-type label (replicatedhq/troubleshoot pkg/analyze/distribution.go; seed 003, RKE2 v1.24.9+rke2r2).
+// instance-type label (replicatedhq/troubleshoot pkg/analyze/distribution.go; RKE2 v1.24.9+rke2r2).
 func detectRKE2(v *view) ([]Evidence, string) {
 	return detectRancher(v, "rke2", "+rke2r")
 }
@@ -282,7 +282,7 @@ func detectK0s(v *view) ([]Evidence, string) {
 }
 
 // kubeadm: ConfigMap kube-system/kubeadm-config, and kubeadm's empty-valued control-plane role
-// label (RKE2 and k3s set "true"; seed 003) (replicatedhq/troubleshoot pkg/analyze/distribution.go).
+// label (RKE2 and k3s set "true") (replicatedhq/troubleshoot pkg/analyze/distribution.go).
 func detectKubeadm(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	if v.s.KubeadmConfig {

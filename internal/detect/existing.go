@@ -185,7 +185,7 @@ func existingWarnings(e Existing) []string {
 	if r := e.NFD.Helm; r != nil && r.Chart == "gpu-operator" {
 		out = append(out, fmt.Sprintf("NFD is the subchart of Helm release %s/%s: upgrading that release with nfd.enabled=false removes it", r.Namespace, r.Name))
 	}
-	// Two device plugins on one node fight over the same GPUs (research §8, optional charts).
+	// Two device plugins on one node fight over the same GPUs: each registers nvidia.com/gpu with the kubelet.
 	plugins := map[string][]string{}
 	for _, dp := range e.DevicePlugins {
 		for _, n := range dp.Nodes {
@@ -200,7 +200,7 @@ func existingWarnings(e Existing) []string {
 	}
 	sort.Strings(crowded)
 	if len(crowded) > 0 {
-		out = append(out, "more than one NVIDIA device plugin targets "+strings.Join(crowded, "; ")+": a duplicate device plugin conflicts (research §8)")
+		out = append(out, "more than one NVIDIA device plugin targets "+strings.Join(crowded, "; ")+": a duplicate device plugin conflicts")
 	}
 	return out
 }

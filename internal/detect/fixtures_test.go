@@ -85,7 +85,7 @@ func nodes(ns ...corev1.Node) []corev1.Node { return ns }
 // --- clusters ---------------------------------------------------------------------------------
 
 // OpenShift 4.18 on AWS: RHCOS, CRI-O, kubelet "+<hash>", node.openshift.io/os_id (replicatedhq/troubleshoot
-// pkg/analyze/distribution.go, seed 000).
+// pkg/analyze/distribution.go).
 func openshiftCluster() *Snapshot {
 	common := []nodeOpt{
 		labels("node.openshift.io/os_id", "rhcos"),
@@ -115,7 +115,7 @@ func openshiftCluster() *Snapshot {
 	}
 }
 
-// GKE Standard with a default pool and a T4 pool, from seed 004 (node names) and replicatedhq/troubleshoot
+// GKE Standard with a default pool and a T4 pool, with GKE's node names (gke-<cluster>-<pool>-<hash>-<suffix>) and replicatedhq/troubleshoot
 // pkg/analyze/distribution.go.
 func gkeCluster() *Snapshot {
 	gke := func(name, pool string, extra ...nodeOpt) corev1.Node {
@@ -150,7 +150,7 @@ func gkeCluster() *Snapshot {
 	}
 }
 
-// TKGS guest cluster with an A100 vGPU pool, exactly as seed 002 lists it (vSphere 7.0U3, TKR
+// TKGS guest cluster with an A100 vGPU pool, as a published walk-through lists it (vSphere 7.0U3, TKR
 // v1.20.8---vmware.1-tkg.2). Cluster API builds it with kubeadm, so kubeadm-config exists.
 func tkgsCluster() *Snapshot {
 	tkg := func(name string, extra ...nodeOpt) corev1.Node {
@@ -177,7 +177,7 @@ func tkgsCluster() *Snapshot {
 	}
 }
 
-// Single-node RKE2 from seed 003 (dxlab-nb-00, v1.24.9+rke2r2, GeForce MX150), before NFD ran.
+// Single-node RKE2 as a published walk-through lists it (dxlab-nb-00, v1.24.9+rke2r2, GeForce MX150), before NFD ran.
 func rke2Cluster() *Snapshot {
 	return &Snapshot{
 		Nodes: nodes(node("dxlab-nb-00",

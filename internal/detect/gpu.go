@@ -17,8 +17,8 @@ const (
 	nvidiaPCIVendor = "10de"
 )
 
-// gpuReasons lists why a node counts as an NVIDIA GPU node, strongest first (research §6,
-// "Detecting GPU nodes before NFD runs"). No reason means it does not count.
+// gpuReasons lists why a node counts as an NVIDIA GPU node, strongest first: the labels NFD, GPU feature discovery
+// and the clouds set, then the cloud's GPU instance families. No reason means it does not count.
 func gpuReasons(n *corev1.Node) []Evidence {
 	var out []Evidence
 
@@ -86,8 +86,8 @@ func instanceType(n *corev1.Node) string {
 	return n.Labels["beta.kubernetes.io/instance-type"]
 }
 
-// gpuInstanceType says which cloud's NVIDIA GPU instance family it is, or "" (research §6,
-// item 4): AWS p3/p4/p5/p6/g4dn/g5/g5g/g6/g6e (g4ad is AMD), GCE a2/a3/a4/g2, Azure
+// gpuInstanceType says which cloud's NVIDIA GPU instance family it is, or "" (the
+// instance families each cloud lists as NVIDIA GPU machines): AWS p3/p4/p5/p6/g4dn/g5/g5g/g6/g6e (g4ad is AMD), GCE a2/a3/a4/g2, Azure
 // Standard_NC/ND/NV (NVv4, "…as_v4", is AMD Radeon, as is the ND MI300X series).
 func gpuInstanceType(it string) string {
 	if family, _, ok := strings.Cut(it, "."); ok {

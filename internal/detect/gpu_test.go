@@ -78,7 +78,7 @@ func TestGPUNodesBeforeAndAfterNFD(t *testing.T) {
 	})
 	t.Run("after NFD and GFD the same node is a GPU node with its product", func(t *testing.T) {
 		s := rke2Cluster()
-		// The labels seed 003 shows after NFD and GPU feature discovery ran.
+		// The labels a single-node RKE2 cluster shows after NFD and GPU feature discovery ran.
 		labels("feature.node.kubernetes.io/pci-10de.present", "true", "feature.node.kubernetes.io/pci-8086.present", "true",
 			"feature.node.kubernetes.io/system-os_release.ID", "ubuntu", "nvidia.com/gpu.count", "1", "nvidia.com/gpu.product", "NVIDIA-GeForce-MX150")(&s.Nodes[0])
 		r := Analyze(s)

@@ -33,7 +33,7 @@ func TestTableGolden(t *testing.T) {
 			s.ClusterPolicies = []ClusterPolicy{{Name: "cluster-policy", Created: time.Unix(0, 0), State: "ready", ReadyReason: "Reconciled"}}
 			return s
 		}},
-		{"a TKGS cluster from seed 002 before NFD", "tkgs.txt", tkgsCluster},
+		{"a TKGS guest cluster with a vGPU pool before NFD", "tkgs.txt", tkgsCluster},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

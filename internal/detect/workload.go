@@ -44,7 +44,7 @@ func Classify(w Workload) string {
 		return ComponentGPUOperator
 	}
 
-	// GKE's own device plugin and driver installer live in kube-system (seed 004;
+	// GKE's own device plugin and driver installer live in kube-system (
 	// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	if (w.Namespace == "kube-system" && strings.HasPrefix(w.Name, "nvidia-gpu-device-plugin")) ||
 		w.hasImage(func(repo string) bool { return strings.HasSuffix(repo, "/nvidia-gpu-device-plugin") }) {
@@ -71,7 +71,7 @@ func Classify(w Workload) string {
 		return ComponentDCGMExporter
 	}
 
-	// TKGS guest clusters run vSphere's guest cloud provider here (seed 002, vSphere 7.0U3).
+	// TKGS guest clusters run vSphere's guest cloud provider here (vSphere 7.0U3).
 	if w.Namespace == "vmware-system-cloud-provider" && w.Name == "guest-cluster-cloud-provider" {
 		return ComponentTKGSCloudProvider
 	}

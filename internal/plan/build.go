@@ -229,7 +229,7 @@ func Build(in Input) (*Plan, error) {
 	if distro == "tkgs" {
 		// Older TKGS clusters (Kubernetes < 1.25) enforce PodSecurityPolicy; VMware's practice binds
 		// psp:vmware-system-privileged to the namespace's service accounts
-		// (https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml; seed 002).
+		// (https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml).
 		// Whether PSP is served is known only at run time.
 		add(Step{ID: "psp", Kind: KindPSP, Title: "PodSecurityPolicy RoleBinding (older TKGS)", Target: o.Namespace,
 			Why: "operands are privileged; on clusters that still enforce PodSecurityPolicy they need the privileged policy"})

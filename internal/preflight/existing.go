@@ -164,7 +164,7 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 }
 
 // checkDevicePlugin: no NVIDIA device plugin other than the GPU operator's runs on GPU nodes. Two device
-// plugins advertise nvidia.com/gpu on the same node and conflict (research §8); GKE runs its own on GPU
+// plugins advertise nvidia.com/gpu on the same node and conflict; GKE runs its own on GPU
 // pools unless they are created with gke-no-default-nvidia-gpu-device-plugin=true
 // (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 func checkDevicePlugin(_ context.Context, env *Env) Result {
