@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -79,9 +80,10 @@ func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
 		}
 		return order[candidates[i].Name] < order[candidates[j].Name]
 	})
-	for _, c := range candidates {
+	for i, c := range candidates {
 		if c.Name != Kubeadm && c.Confidence >= MinConfidence {
-			return candidates, c
+			candidates[i].Evidence = append(candidates[i].Evidence, conflicts(c, candidates)...)
+			return candidates, candidates[i]
 		}
 	}
 	// kubeadm is the fallback: upstream defaults (containerd in its standard places) are the right
@@ -90,11 +92,59 @@ func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
 		fallback.Fallback = true
 		fallback.Evidence = append(fallback.Evidence, Evidence{
 			Signal: "fallback",
-			Value:  "no distribution-specific detector reached the minimum confidence",
+			Value: fmt.Sprintf("no distribution-specific detector reached the minimum confidence (%d): no platform-unique signal was seen, "+
+				"so upstream (kubeadm) defaults are assumed; low confidence", MinConfidence),
 			Source: "gpuctl",
 		})
+		if hints := weakHints(candidates); hints != "" {
+			fallback.Evidence = append(fallback.Evidence, Evidence{Signal: "weak hints", Value: hints, Source: "gpuctl"})
+		}
 	}
 	return candidates, fallback
+}
+
+// uniqueWeight is the weight from which a signal counts as unique to its distribution (see detectors).
+const uniqueWeight = 60
+
+// conflicts is evidence, of no weight, that another distribution's unique signals were seen too: a mixed or
+// relabelled cluster, or nodes copied from elsewhere. kubeadm does not conflict: TKGS and many others are built
+// with it.
+func conflicts(best Candidate, candidates []Candidate) []Evidence {
+	var out []Evidence
+	for _, c := range candidates {
+		if c.Name == best.Name || c.Name == Kubeadm {
+			continue
+		}
+		for _, e := range c.Evidence {
+			if e.Weight >= uniqueWeight {
+				out = append(out, Evidence{
+					Signal: "conflict",
+					Value:  fmt.Sprintf("%s's own signals were seen too (confidence %d): %s %s", c.Name, c.Confidence, e.Signal, e.Value),
+					Source: e.Source,
+				})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// weakHints lists the candidates that found something but too little, strongest first.
+func weakHints(candidates []Candidate) string {
+	var parts []string
+	for _, c := range candidates {
+		if c.Name == Kubeadm || len(c.Evidence) == 0 {
+			continue
+		}
+		e := c.Evidence[0]
+		for _, x := range c.Evidence[1:] {
+			if x.Weight > e.Weight {
+				e = x
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (%s %s)", c.Name, c.Confidence, e.Signal, e.Value))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // OpenShift: its API groups (config.openshift.io holds ClusterVersion, which the GPU operator
