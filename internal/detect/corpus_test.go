@@ -203,3 +203,16 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("GPU nodes: %s, want at least %.0f%%", gpu, 100*corpusThreshold)
 	}
 }
+
+// TestCorpusIndexListsEveryFile keeps docs/detection-corpus.md, the readable index, in step with the files.
+func TestCorpusIndexListsEveryFile(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join("..", "..", "docs", "detection-corpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range loadCorpus(t) {
+		if !bytes.Contains(index, []byte("| "+filepath.Base(e.file)+" |")) {
+			t.Errorf("docs/detection-corpus.md does not list %s", e.file)
+		}
+	}
+}
