@@ -271,7 +271,8 @@ func detectAKS(v *view) ([]Evidence, string) {
 		id := n.Spec.ProviderID
 		return id, strings.HasPrefix(id, "azure://") && !strings.Contains(strings.ToLower(id), "/resourcegroups/mc_")
 	})...)
-	// AKS builds its own containerd, "containerd://1.4.4+azure" (Azure/azure-workload-identity#46); Ubuntu's -azure
+	// AKS builds its own containerd, "containerd://1.4.4+azure" (Azure/azure-workload-identity#46). The retired
+	// aks-engine shipped Microsoft's builds too, so this is the weakest of AKS's unique signals. Ubuntu's -azure
 	// kernel ("5.4.0-1046-azure", same source) runs on any Ubuntu VM in Azure.
 	ev = append(ev, v.onNodes("container runtime", 60, runtimeMatches(func(rt string) bool { return strings.Contains(rt, "+azure") }))...)
 	ev = append(ev, v.onNodes("kernel", 20, kernelMatches(func(k string) bool { return strings.HasSuffix(k, "-azure") }))...)
