@@ -205,3 +205,39 @@ func TestHelpKeepsConnectionFlagsInOptions(t *testing.T) {
 		t.Errorf("profiles list with connection flags: exit %d: %s", code, errOut)
 	}
 }
+
+func TestDynamicCompletion(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c1, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u1, user: {}}]
+contexts: [{name: prod, context: {cluster: c1, user: u1}}, {name: lab, context: {cluster: c1, user: u1}}]
+current-context: lab
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "--kubeconfig", kubeconfig, "install", "--context", ""}, []string{"lab\tcluster c1, user u1", "prod\tcluster c1, user u1"}},
+		{[]string{"__complete", "install", "--profile", ""}, []string{"gke\t", "openshift\t", "tkgs\t"}},
+		{[]string{"__complete", "template", "--profile", ""}, []string{"kubeadm\t"}},
+		{[]string{"__complete", "install", "--operator-version", ""}, []string{"v26.7.0", "v25.10.1"}},
+		{[]string{"__complete", "check", "--skip-check", "api,"}, []string{"api,permissions\t", "api,gpu-node-taints\t"}},
+	} {
+		code, out, errOut := run(t, nil, tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: no %q in\n%s", tc.args, w, out)
+			}
+		}
+		if !strings.Contains(out, ":4\n") { // ShellCompDirectiveNoFileComp
+			t.Errorf("%v: completion offers files:\n%s", tc.args, out)
+		}
+	}
+}

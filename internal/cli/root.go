@@ -117,6 +117,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newVersionCmd(streams),
 		newOptionsCmd(streams, kube),
 	)
+	registerCompletions(root, g)
 	return root
 }
 
