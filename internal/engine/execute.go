@@ -76,7 +76,7 @@ func (x *executor) run(ctx context.Context) error {
 		}
 		emit(Event{Type: StepStarted})
 		out, err := x.step(ctx, s, func(p health.Progress) {
-			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total})
+			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total, Pending: p.Pending})
 		})
 		if err != nil {
 			ev := Event{Type: StepFailed, Err: err.Error()}
