@@ -39,4 +39,6 @@ func (b bindings) FullHelp() [][]key.Binding {
 }
 
 // hk is a binding shown in help only (the screen handles the keys itself).
-func hk(keys, desc string) key.Binding { return key.NewBinding(key.WithKeys(keys), key.WithHelp(keys, desc)) }
+func hk(keys, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys), key.WithHelp(keys, desc))
+}
