@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/engine"
@@ -103,7 +104,7 @@ func profileLicensing(p profile.Profile) bool {
 func profileVGPU(p profile.Profile) bool { return profileLicensing(p) }
 
 // buildFields returns the questions for the chosen profile, keeping earlier answers by ID.
-func buildFields(profiles []profile.Profile, bundles []bundle.Bundle, detected string, c choices, old []field) []field {
+func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle, detected string, c choices, old []field) []field {
 	keep := map[string]field{}
 	for _, f := range old {
 		keep[f.id] = f
@@ -173,17 +174,17 @@ func buildFields(profiles []profile.Profile, bundles []bundle.Bundle, detected s
 	if profileLicensing(chosen) {
 		nf := keep[fieldNLS]
 		if nf.id == "" {
-			nf = field{id: fieldNLS, label: "NLS client token", kind: kindFile, input: newInput(c.NLSTokenFile, false),
+			nf = field{id: fieldNLS, label: "NLS client token", kind: kindFile, input: newInput(st, c.NLSTokenFile, false),
 				help: "client_configuration_token.tok from the NVIDIA Licensing Portal; ctrl+o browses"}
 		}
 		gf := keep[fieldGridd]
 		if gf.id == "" {
-			gf = field{id: fieldGridd, label: "gridd.conf", kind: kindFile, input: newInput(c.GriddConfFile, false),
+			gf = field{id: fieldGridd, label: "gridd.conf", kind: kindFile, input: newInput(st, c.GriddConfFile, false),
 				help: "the vGPU licensing gridd.conf (an empty file is valid); ctrl+o browses"}
 		}
 		kf := keep[fieldNGC]
 		if kf.id == "" {
-			kf = field{id: fieldNGC, label: "NGC API key", kind: kindSecret, input: newInput(c.NGCKey, true),
+			kf = field{id: fieldNGC, label: "NGC API key", kind: kindSecret, input: newInput(st, c.NGCKey, true),
 				help: "pulls the driver from nvcr.io/nvaie; masked, never saved (empty: use $" + ngcKeyEnv + ")"}
 		}
 		fs = append(fs, nf, gf, kf)
@@ -191,8 +192,17 @@ func buildFields(profiles []profile.Profile, bundles []bundle.Bundle, detected s
 	return fs
 }
 
-func newInput(value string, secret bool) textinput.Model {
+func newInput(st styles, value string, secret bool) textinput.Model {
 	in := textinput.New()
+	if !st.color {
+		// No colour: plain text, and the cursor a reverse-video block that does not blink.
+		s := textinput.DefaultStyles(true)
+		plain := lipgloss.NewStyle()
+		s.Focused = textinput.StyleState{Text: plain, Placeholder: plain, Suggestion: plain, Prompt: plain}
+		s.Blurred = s.Focused
+		s.Cursor.Color, s.Cursor.Blink = nil, false
+		in.SetStyles(s)
+	}
 	in.Prompt = ""
 	in.SetValue(value)
 	in.CharLimit = 4096

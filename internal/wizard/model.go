@@ -394,7 +394,7 @@ func (m *Model) detectKey(msg tea.KeyPressMsg) tea.Cmd {
 		if m.fields == nil {
 			m.detected = detectedProfile(m.check)
 			c := initialChoices(m.cfg.Base, m.detected, hostDriver(m.check), m.profiles)
-			m.fields = buildFields(m.profiles, m.bundles, m.detected, c, nil)
+			m.fields = buildFields(m.st, m.profiles, m.bundles, m.detected, c, nil)
 			m.fieldSel = 0
 		}
 		m.screen, m.scroll = screenChoices, 0
@@ -465,7 +465,7 @@ func (m *Model) choicesKey(msg tea.KeyPressMsg) tea.Cmd {
 		if f.id == fieldProfile {
 			c := choicesFrom(m.fields)
 			c.Driver = initialChoices(engine.InstallOptions{Profile: c.Profile}, c.Profile, hostDriver(m.check), m.profiles).Driver
-			m.fields = buildFields(m.profiles, m.bundles, m.detected, c, m.fields)
+			m.fields = buildFields(m.st, m.profiles, m.bundles, m.detected, c, m.fields)
 		}
 		return nil
 	case f.kind == kindFile && s == "ctrl+o":
@@ -671,7 +671,10 @@ func (m *Model) installDone(msg installDoneMsg) tea.Cmd {
 	if errors.Is(msg.err, engine.ErrNotConfirmed) && !m.stopping {
 		// The Plan changed under the review: show the new one.
 		m.run = nil
-		return m.startReview()
+		notice := m.notice
+		cmd := m.startReview()
+		m.notice = notice
+		return cmd
 	}
 	if m.stopping || (!m.outcome.Confirmed && errors.Is(msg.err, context.Canceled)) {
 		if !m.outcome.Confirmed {

@@ -69,8 +69,8 @@ func (m *Model) Render() string {
 	header := m.header()
 	helpView := m.help.View(keys)
 	footer := []string{}
-	if m.notice != "" {
-		footer = append(footer, m.wrap(m.notice)...)
+	if status := m.status(); status != "" {
+		footer = append(footer, m.wrap(status)...)
 	}
 	footer = append(footer, strings.Split(helpView, "\n")...)
 	avail := m.height - 2 - 1 - len(footer)
@@ -80,7 +80,7 @@ func (m *Model) Render() string {
 		m.scroll = maxScroll
 	}
 	shown := lines[m.scroll:min(m.scroll+avail, len(lines))]
-	out := []string{header, m.st.rule.Render(strings.Repeat("─", m.width))}
+	out := []string{ansi.Truncate(header, m.width, "…"), m.st.rule.Render(strings.Repeat("─", m.width))}
 	for _, l := range shown {
 		out = append(out, ansi.Truncate(l, m.width, "…"))
 	}
@@ -97,6 +97,17 @@ func (m *Model) Render() string {
 		out = append(out, ansi.Truncate(l, m.width, "…"))
 	}
 	return strings.Join(out, "\n")
+}
+
+// status is the line above the keys: why the way forward is blocked, or the last notice.
+func (m *Model) status() string {
+	switch {
+	case m.screen == screenDetect && !m.detecting && m.detectBlocked() != "":
+		return m.st.fail.Render(markFail) + " blocked: " + m.detectBlocked() + " (details above; r detects again)"
+	case m.screen == screenReview && !m.reviewing && m.reviewBlocked() != "":
+		return m.st.fail.Render(markFail) + " blocked: " + m.reviewBlocked() + " (details above; esc changes your choices)"
+	}
+	return m.notice
 }
 
 func (m *Model) bodyHeight() int { return max(m.height-5, 3) }
