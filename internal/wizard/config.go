@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -14,6 +15,9 @@ import (
 // ConfigVersion is the version field of the config file the wizard saves. gpuctl's config file holds
 // flag values under the flags' names (internal/cli applySettings); version says which format it is.
 const ConfigVersion = 1
+
+// DefaultTimeout is gpuctl install's --timeout default.
+const DefaultTimeout = 20 * time.Minute
 
 // DefaultNamespace is the namespace gpuctl installs into unless -n says otherwise.
 const DefaultNamespace = "gpu-operator"
@@ -55,7 +59,7 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if namespace != "" && namespace != DefaultNamespace {
 		m["namespace"] = namespace
 	}
-	if o.Timeout > 0 {
+	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
 		m["timeout"] = o.Timeout.String()
 	}
 	b, err := yaml.Marshal(m)
@@ -108,6 +112,9 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 	add("--channel", o.Channel)
 	if o.NoTaint {
 		args = append(args, "--no-taint")
+	}
+	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
+		add("--timeout", o.Timeout.String())
 	}
 	if o.TolerateExistingTaints {
 		args = append(args, "--tolerate-existing-taints")
