@@ -154,7 +154,7 @@ func (m *Model) summary() string {
 			fmt.Fprintf(b, "To install with these choices without the wizard:\n  %s\n", m.replay())
 		}
 	case o.Err == nil && o.Result != nil:
-		_ = ui.PrintInstallResult(b, o.Result, m.cfg.Namespace, ui.Style{})
+		_ = ui.PrintInstallResult(b, o.Result, m.cfg.Namespace, ui.Style{TTY: true, Color: m.cfg.Color})
 		fmt.Fprintf(b, "  %s   # the same install, e.g. in CI; a re-run changes nothing\n", m.replay())
 	case o.Err != nil:
 		var done, stopped []string
