@@ -109,7 +109,8 @@ func runWizard(ctx context.Context, streams Streams, g *globals, getenv func(str
 	fmt.Fprint(streams.Out, out.Summary)
 	var stuck *health.StuckError
 	switch {
-	case out.Quit:
+	case out.Quit, errors.Is(out.Err, context.Canceled):
+		// The summary said what finished and how to resume; one line on stderr is enough.
 		return context.Canceled
 	case errors.As(out.Err, &stuck):
 		return notReadyError{out.Err}

@@ -158,8 +158,8 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 	sink.Event(engine.Event{Time: tick(), Type: engine.Warning, Message: "container runtime is in the tested range: containerd 2.1.4 is newer"})
 	sink.Event(engine.Event{Time: tick(), Type: engine.StepSucceeded, Step: preflightStep, Title: "Preflight checks", Message: "3 passed, 1 warning, 1 skipped"})
 	if !confirm(p) {
-		if err := ctx.Err(); err != nil {
-			return res, err
+		if ctx.Err() != nil {
+			return res, &engine.InterruptedError{BeforeFirstWrite: true}
 		}
 		return res, engine.ErrNotConfirmed
 	}
@@ -181,9 +181,15 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		if s.ID == f.blockAt {
 			close(f.blocked)
 			<-ctx.Done()
-			emit(engine.Event{Type: engine.StepFailed, Err: "interrupted", Hint: "run gpuctl install again: it continues where it stopped"})
-			res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: engine.StepFailed, Message: "interrupted"})
-			return res, fmt.Errorf("%s: %w", s.Title, ctx.Err())
+			state := "1/2 GPU nodes validated; gke-gpu-1 still waits"
+			emit(engine.Event{Type: engine.StepInterrupted, Message: state, Hint: engine.ResumeHint})
+			r := engine.StepResult{ID: s.ID, Title: s.Title, Outcome: engine.StepInterrupted, Message: state}
+			ie := &engine.InterruptedError{Count: len(p.Steps), InFlight: &r, NotStarted: []string{"wait-clusterpolicy"}}
+			for _, done := range res.Steps {
+				ie.Finished = append(ie.Finished, done)
+			}
+			res.Steps, res.Interrupted = append(res.Steps, r), ie
+			return res, ie
 		}
 		f.mu.Lock()
 		f.writes = append(f.writes, s.ID)

@@ -18,9 +18,9 @@ import (
 // preflightStep is the ID under which engine.Install reports its preflight checks.
 const preflightStep = "preflight"
 
-// stepInterrupted is the event type of a step stopped by Ctrl-C (engine.StepInterrupted on newer
-// engines; older ones report a StepFailed whose Err is "interrupted").
-const stepInterrupted engine.EventType = "interrupted"
+// stepInterrupted is the event type of a step stopped by Ctrl-C; its Message is the state the step
+// left behind.
+const stepInterrupted = engine.StepInterrupted
 
 // stepState is what the install screen knows of one step.
 type stepState struct {
@@ -147,6 +147,10 @@ func (m *Model) replay() string {
 func (m *Model) summary() string {
 	b := &strings.Builder{}
 	o := m.outcome
+	var ie *engine.InterruptedError
+	if errors.As(o.Err, &ie) && ie.BeforeFirstWrite {
+		o.Quit = true
+	}
 	switch {
 	case o.Quit:
 		fmt.Fprintln(b, "gpuctl wizard stopped before changing anything: nothing was changed.")
@@ -162,7 +166,11 @@ func (m *Model) summary() string {
 			s := &m.steps[i]
 			switch {
 			case s.interrupted():
-				stopped = append(stopped, s.title)
+				if s.message != "" {
+					stopped = append(stopped, s.title+" ("+s.message+")")
+				} else {
+					stopped = append(stopped, s.title)
+				}
 			case s.state == engine.StepSucceeded || s.state == engine.StepSkipped:
 				if s.id != preflightStep {
 					done = append(done, s.title)

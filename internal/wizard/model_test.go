@@ -437,7 +437,7 @@ func TestCtrlC(t *testing.T) {
 		if out.Quit || !out.Confirmed || !errors.Is(out.Err, context.Canceled) {
 			t.Errorf("outcome %+v", out)
 		}
-		for _, want := range []string{"interrupted", "Finished: Namespace gpu-operator;", "Stopped in: Wait for the validator on every GPU node.", "gpuctl install resumes"} {
+		for _, want := range []string{"interrupted", "Finished: Namespace gpu-operator;", "Stopped in: Wait for the validator on every GPU node (1/2 GPU nodes validated; gke-gpu-1 still waits).", "gpuctl install resumes"} {
 			if !strings.Contains(out.Summary, want) {
 				t.Errorf("summary lacks %q:\n%s", want, out.Summary)
 			}
