@@ -237,7 +237,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.String() == "ctrl+c" {
 			return m, m.interrupt()
 		}
-		if m.picker == nil && !m.typing() && key.Matches(msg, m.keys.Help) {
+		if m.picker != nil {
+			return m, m.pickerUpdate(msg)
+		}
+		if !m.typing() && key.Matches(msg, m.keys.Help) {
 			m.help.ShowAll = !m.help.ShowAll
 			return m, nil
 		}

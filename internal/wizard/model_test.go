@@ -386,6 +386,45 @@ func TestFlow(t *testing.T) {
 	})
 }
 
+func TestFilePicker(t *testing.T) {
+	t.Run("ctrl+o browses for the NLS token and enter picks the file", func(t *testing.T) {
+		dir := t.TempDir()
+		tok := filepath.Join(dir, "client_configuration_token.tok")
+		if err := os.WriteFile(tok, []byte("token"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h := start(t, newFake(), func(c *Config) { c.WorkDir = dir })
+		h.keys("enter", "enter")
+		for h.m.fields[0].value() != "tkgs" {
+			h.keys("right")
+		}
+		for h.m.fields[h.m.fieldSel].id != fieldNLS {
+			h.keys("down")
+		}
+		h.update(tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl})
+		h.settle()
+		h.expectView("Choose the NLS client token file", "client_configuration_token.tok")
+		h.keys("enter")
+		if h.m.picker != nil || h.m.fields[h.m.fieldSel].value() != tok {
+			t.Errorf("picked %q, want %q:\n%s", h.m.fields[h.m.fieldSel].value(), tok, h.view())
+		}
+	})
+}
+
+func TestNoColor(t *testing.T) {
+	t.Run("without colour no screen has an escape code", func(t *testing.T) {
+		h := start(t, newFake())
+		for _, k := range []string{"", "enter", "enter", "enter", "enter"} {
+			if k != "" {
+				h.keys(k)
+			}
+			if v := h.view(); strings.Contains(v, "\x1b") {
+				t.Errorf("%s: escape codes without colour: %q", screenNames[h.m.screen], v)
+			}
+		}
+	})
+}
+
 func TestCtrlC(t *testing.T) {
 	before := map[string][]string{
 		"context":   nil,
