@@ -557,7 +557,7 @@ func (m *Model) reviewKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.saved = path
-		m.notice = markOK + " saved " + path + ": gpuctl install --config " + quote(path) + " replays these choices"
+		m.notice = markOK + " saved " + path + " (gpuctl install --config FILE replays it)"
 	case key.Matches(msg, m.keys.Next):
 		if m.reviewBlocked() != "" {
 			return nil

@@ -334,6 +334,18 @@ func TestFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("a host driver found by detection preselects pre-installed, which sets driver.enabled=false", func(t *testing.T) {
+		f := newFake()
+		f.distro, f.hostDriver = "kubeadm", true
+		h := start(t, f)
+		h.keys("enter", "enter")
+		h.expectView("‹ pre-installed on the nodes ›")
+		h.keys("enter")
+		if !slices.Equal(h.m.opts.Set, []string{"driver.enabled=false"}) || h.m.opts.Profile != "" {
+			t.Errorf("options %+v", h.m.opts)
+		}
+	})
+
 	t.Run("a plan that changed after the review is shown again, not installed", func(t *testing.T) {
 		f := newFake()
 		f.changeAfterReview = true

@@ -256,7 +256,7 @@ func (m *Model) detectView() string {
 		for _, p := range d.Pools {
 			osOf[p.Name] = p.OS
 		}
-		rows := [][]string{{"  NODE", "POOL", "GPUS", "PRODUCT", "OS", "DRIVER"}}
+		rows := [][]string{{"  NODE", "GPUS", "PRODUCT", "HOST DRIVER", "OS", "POOL"}}
 		for _, n := range d.GPUNodes {
 			osName := osOf[n.Pool]
 			if osName == "" {
@@ -268,9 +268,9 @@ func (m *Model) detectView() string {
 			}
 			drv := "none"
 			if n.HostDriver != "" {
-				drv = "host: " + n.HostDriver
+				drv = "yes: " + n.HostDriver
 			}
-			rows = append(rows, []string{"  " + n.Name, orDash(n.Pool), gpus, orDash(n.Product), orDash(osName), drv})
+			rows = append(rows, []string{"  " + n.Name, gpus, orDash(n.Product), drv, orDash(osName), orDash(n.Pool)})
 		}
 		for i, l := range table(rows) {
 			if i == 0 {
