@@ -231,7 +231,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.confirm(msg)
 	case installDoneMsg:
 		return m, m.installDone(msg)
-	case interruptMsg, tea.InterruptMsg:
+	case tea.InterruptMsg:
 		return m, m.interrupt()
 	case tea.KeyPressMsg:
 		if msg.String() == "ctrl+c" {
@@ -268,9 +268,6 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	return m, nil
 }
-
-// interruptMsg is Ctrl-C delivered as a signal rather than a key (input that is not a terminal).
-type interruptMsg struct{}
 
 // interrupt is Ctrl-C: before the first write it leaves with nothing changed; during the install it
 // asks first, and a second Ctrl-C while asking means yes.

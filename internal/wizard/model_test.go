@@ -82,7 +82,7 @@ func (h *harness) settle() {
 				}
 				h.update(msg)
 			}
-		case <-time.After(150 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 			return
 		}
 	}
