@@ -109,6 +109,8 @@ type Model struct {
 
 	reviewing bool
 	review    *engine.CheckResult
+	// values are the review's value lines per release step (computed once per review).
+	values    map[string][]string
 	reviewErr error
 	opts      engine.InstallOptions
 	choice    choices
@@ -220,6 +222,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.review {
 			m.reviewing, m.review, m.reviewErr = false, msg.res, msg.err
+			m.values = reviewValues(msg.res)
 		} else {
 			m.detecting, m.check, m.checkErr = false, msg.res, msg.err
 		}
@@ -709,6 +712,23 @@ func (m *Model) installKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	m.scrollKey(msg)
 	return nil
+}
+
+// reviewValues are the value lines of each release of the reviewed Plan.
+func reviewValues(res *engine.CheckResult) map[string][]string {
+	out := map[string][]string{}
+	if res == nil || res.Plan == nil {
+		return out
+	}
+	for _, s := range res.Plan.Steps {
+		if s.Release == nil {
+			continue
+		}
+		// A chart that cannot be loaded (a fake's) has no defaults to compare with.
+		defaults, _ := engine.ChartDefaults(s.Release.Chart, s.Release.AppVersion)
+		out[s.ID] = valueLines(s.Release, defaults)
+	}
+	return out
 }
 
 func samePlan(a, b *plan.Plan) bool {

@@ -450,9 +450,9 @@ func (m *Model) reviewView() string {
 		if s.Release == nil || s.Skip != "" {
 			continue
 		}
-		fmt.Fprintf(b, "\n%s %s %s (chart %s %s) over the chart's defaults:\n", m.st.heading.Render("Values of"), s.Release.Name,
+		fmt.Fprintf(b, "\n%s %s %s (chart %s %s), where it differs from the chart:\n", m.st.heading.Render("Values of"), s.Release.Name,
 			m.st.dim.Render("in "+s.Release.Namespace), s.Release.Chart, s.Release.ChartVersion)
-		for _, l := range valueLines(s.Release) {
+		for _, l := range m.values[s.ID] {
 			b.WriteString("  " + l + "\n")
 		}
 	}
@@ -476,18 +476,24 @@ func taintStep(p *plan.Plan) *plan.Step {
 	return nil
 }
 
-// valueLines flattens a release's values to key=value lines, each with the layer it comes from (the
-// last layer that sets a key wins, as in the Plan).
-func valueLines(r *plan.Release) []string {
+// valueLines flattens a release's values to key=value lines that differ from the chart's defaults,
+// each with the layer it comes from (the last layer that sets a key wins, as in the Plan), and
+// counts the values that only repeat a default.
+func valueLines(r *plan.Release, defaults map[string]any) []string {
 	source := map[string]string{}
 	for _, l := range r.Layers {
 		for k := range flatten("", l.Values) {
 			source[k] = l.Source
 		}
 	}
-	flat := flatten("", r.Values)
+	flat, def := flatten("", r.Values), flatten("", defaults)
 	keys := make([]string, 0, len(flat))
-	for k := range flat {
+	same := 0
+	for k, v := range flat {
+		if d, ok := def[k]; ok && d == v {
+			same++
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -495,10 +501,14 @@ func valueLines(r *plan.Release) []string {
 	for _, k := range keys {
 		rows = append(rows, []string{k + "=" + flat[k], "(" + orDash(source[k]) + ")"})
 	}
+	out := table(rows)
 	if len(rows) == 0 {
-		return []string{"(none: the chart's defaults)"}
+		out = []string{"(none: the chart's defaults)"}
 	}
-	return table(rows)
+	if same > 0 {
+		out = append(out, fmt.Sprintf("(and %s set to the chart's default)", plural(same, "value")))
+	}
+	return out
 }
 
 // flatten maps nested values to dotted keys; lists and scalars are leaves, written as compact YAML.
