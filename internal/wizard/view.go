@@ -248,6 +248,12 @@ func (m *Model) detectView() string {
 	}
 	fmt.Fprintf(b, "%s %s · %d nodes: %d control plane, %d workers, %d with GPUs\n", m.st.heading.Render("Kubernetes  "),
 		d.KubernetesVersion, d.Nodes.Total, d.Nodes.ControlPlane, d.Nodes.Workers, d.Nodes.GPU)
+	if dist.Fallback {
+		m.para(b, "", m.st.warn.Render(markWarn)+" no distribution's signals were strong enough: upstream defaults (kubeadm) are a guess; pick the profile on the next screen")
+	}
+	for _, w := range d.Warnings {
+		m.para(b, "", m.st.warn.Render(markWarn)+" "+w)
+	}
 	b.WriteString("\n" + m.st.heading.Render("GPU nodes") + "\n")
 	if len(d.GPUNodes) == 0 {
 		b.WriteString("  none found yet (NFD will look for them)\n")
