@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,11 @@ type harness struct {
 	m    *Model
 	msgs chan tea.Msg
 	quit bool
+	// inflight counts commands still running (a command waiting on a blocked install never ends).
+	inflight atomic.Int32
+	// patience is how long settle waits for running commands (default 2s); tests with an install
+	// blocked on purpose shorten it.
+	patience time.Duration
 }
 
 func start(t *testing.T, f *fakeBackend, opts ...func(*Config)) *harness {
@@ -54,7 +60,11 @@ func start(t *testing.T, f *fakeBackend, opts ...func(*Config)) *harness {
 
 func (h *harness) exec(cmd tea.Cmd) {
 	if cmd != nil {
-		go func() { h.msgs <- cmd() }()
+		h.inflight.Add(1)
+		go func() {
+			h.msgs <- cmd()
+			h.inflight.Add(-1)
+		}()
 	}
 }
 
@@ -63,8 +73,14 @@ func (h *harness) update(msg tea.Msg) {
 	h.exec(cmd)
 }
 
-// settle handles messages until none has come for a while.
+// settle handles messages until no command is running and none has come for a while, or, when a
+// command waits on something that does not come (a blocked install), for at most two seconds.
 func (h *harness) settle() {
+	patience := h.patience
+	if patience == 0 {
+		patience = 2 * time.Second
+	}
+	deadline := time.Now().Add(patience)
 	for {
 		select {
 		case msg := <-h.msgs:
@@ -82,8 +98,10 @@ func (h *harness) settle() {
 				}
 				h.update(msg)
 			}
-		case <-time.After(100 * time.Millisecond):
-			return
+		case <-time.After(50 * time.Millisecond):
+			if (h.inflight.Load() == 0 && len(h.msgs) == 0) || time.Now().After(deadline) {
+				return
+			}
 		}
 	}
 }
@@ -243,6 +261,7 @@ func TestScreens(t *testing.T) {
 		h.toReview()
 		h.keys("enter")
 		<-f.blocked
+		h.patience = 300 * time.Millisecond
 		h.settle()
 		h.expectView("✔ Install NVIDIA GPU Operator v26.7.0 2s", "✔ gke-gpu-0 done", "gke-gpu-1 waiting")
 		h.golden()
@@ -472,6 +491,7 @@ func TestCtrlC(t *testing.T) {
 		h.toReview()
 		h.keys("enter")
 		<-f.blocked
+		h.patience = 300 * time.Millisecond
 		h.settle()
 		h.keys("ctrl+c")
 		h.expectView("Stop the install?")
