@@ -108,6 +108,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 	root.PersistentFlags().StringVar(&g.progress, "progress", "auto", "progress on stderr: auto (spinner on a terminal, plain lines otherwise), plain, json")
 	root.AddCommand(
 		newInstallCmd(streams, g, getenv),
+		newWizardCmd(streams, g, getenv),
 		newCheckCmd(streams, g, getenv),
 		newDetectCmd(streams, g),
 		newProfilesCmd(streams),
@@ -141,6 +142,9 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 		v.SetConfigFile(configFile)
 		if err := v.ReadInConfig(); err != nil {
 			return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
+		}
+		if err := checkConfigVersion(v, configFile); err != nil {
+			return err
 		}
 	}
 	var ferr error
