@@ -91,9 +91,9 @@ func (term *terminal) waitFor(timeout time.Duration, parts ...string) string {
 func TestWizardInstallsThroughATerminal(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1}})
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "gpuctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuctl").CombinedOutput(); err != nil {
-		t.Fatalf("build gpuctl: %v\n%s", err, out)
+	bin, err := gpuctlBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	saved, planFile, exitFile := filepath.Join(dir, "gpuctl.yaml"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "exit")
 	script := fmt.Sprintf("cd %s && %s wizard --save %s --plan-file %s; echo $? > %s; sleep 600", dir, bin, saved, planFile, exitFile)
