@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/taint"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untaint bool) *cobra.Command {
@@ -36,7 +37,10 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 					progress.Event(engine.Event{Type: engine.Warning, Message: fmt.Sprintf("node/%s: %v", r.Node, r.Err)})
 					return
 				}
-				progress.Event(engine.Event{Type: engine.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
+				if g.progress == string(ui.FormatJSON) {
+					// stdout has the result lines; JSON progress is for machines that follow along.
+					progress.Event(engine.Event{Type: engine.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
+				}
 			}
 			var res taint.Result
 			if untaint {

@@ -447,6 +447,32 @@ func TestRunRetriesOnConflict(t *testing.T) {
 			t.Errorf("patched %d times, want 1", got)
 		}
 	})
+	t.Run("a node read without annotations that has some by the patch is planned again", func(t *testing.T) {
+		c := fake.NewClientset(node("gpu-1"))
+		var patches atomic.Int32
+		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if patches.Add(1) == 1 {
+				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
+				if err != nil {
+					return true, nil, err
+				}
+				n = n.DeepCopyObject()
+				n.(*corev1.Node).Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
+				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
+					return true, nil, err
+				}
+			}
+			return false, nil, nil
+		})
+		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
+			t.Fatal(err)
+		}
+		n := getNode(t, c, "gpu-1")
+		if patches.Load() != 2 || n.Annotations["node.alpha.kubernetes.io/ttl"] != "0" || n.Annotations[AddedTaintsAnnotation] == "" {
+			t.Errorf("patched %d times; annotations %v", patches.Load(), n.Annotations)
+		}
+		assertTaints(t, c, "gpu-1", GPUTaint)
+	})
 	t.Run("a change to anything else since the read (node status, labels) costs no retry", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
 		var patches atomic.Int32

@@ -253,10 +253,13 @@ func testFailed(err error) bool {
 	return strings.Contains(err.Error(), "testing value") && strings.Contains(err.Error(), "failed")
 }
 
-// sameTaintState: the two reads of a node have the same taints and the same gpuctl annotation.
+// sameTaintState: the two reads of a node agree on everything the patch tests: the taints, gpuctl's
+// annotation, and whether the node has annotations at all (a node read without any is patched with a
+// test that it still has none: the TTL controller, for one, adds its annotation to new nodes).
 func sameTaintState(a, b *corev1.Node) bool {
 	return reflect.DeepEqual(normalTaints(a.Spec.Taints), normalTaints(b.Spec.Taints)) &&
-		a.Annotations[AddedTaintsAnnotation] == b.Annotations[AddedTaintsAnnotation]
+		a.Annotations[AddedTaintsAnnotation] == b.Annotations[AddedTaintsAnnotation] &&
+		(a.Annotations == nil) == (b.Annotations == nil)
 }
 
 func normalTaints(ts []corev1.Taint) []corev1.Taint {
