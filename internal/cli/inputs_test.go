@@ -133,6 +133,11 @@ func TestConfigFileListsStayLists(t *testing.T) {
 	if strings.Contains(out, "999.1,toolkit") {
 		t.Error("the config file's list was joined into one --set value")
 	}
+	// GPUCTL_CONFIG names the file as --config does.
+	code, out, errOut = run(t, map[string]string{"GPUCTL_CONFIG": cfg}, "template")
+	if code != 0 || !strings.Contains(out, "888.2") {
+		t.Errorf("GPUCTL_CONFIG: exit %d: %s", code, errOut)
+	}
 }
 
 func TestValidateSet(t *testing.T) {

@@ -129,6 +129,11 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 	v.SetEnvPrefix("GPUCTL")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	if configFile == "" {
+		// GPUCTL_CONFIG names the file as the other GPUCTL_* variables set flags: it must be read
+		// before the file it names is.
+		configFile = getenv("GPUCTL_CONFIG")
+	}
+	if configFile == "" {
 		if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
 			configFile = filepath.Join(dir, "gpuctl", "config.yaml")
 		} else if home, err := os.UserHomeDir(); err == nil {
