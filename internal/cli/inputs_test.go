@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -192,4 +193,61 @@ func TestDetectionFailed(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestConfigView(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("version: 1\ntimeout: 45m\nprofile: gke\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, map[string]string{"GPUCTL_NO_TAINT": "true"}, "--config", cfg, "--progress", "plain", "config", "view", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got Settings
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"timeout":  {"45m0s", "config file " + cfg},
+		"profile":  {"gke", "config file " + cfg},
+		"no-taint": {"true", "GPUCTL_NO_TAINT"},
+		"progress": {"plain", "flag"},
+		"dry-run":  {"false", "default"},
+	}
+	for _, s := range got.Settings {
+		if w, ok := want[s.Name]; ok {
+			if s.Value != w[0] || s.Source != w[1] {
+				t.Errorf("%s = %q from %q, want %q from %q", s.Name, s.Value, s.Source, w[0], w[1])
+			}
+			delete(want, s.Name)
+		}
+		if s.Name == "certificate-authority" {
+			t.Error("config view lists every connection flag; gpuctl options has them")
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("config view lacks %v", want)
+	}
+	if got.Command != "gpuctl install" || got.ConfigFile != cfg {
+		t.Errorf("command %q, file %q", got.Command, got.ConfigFile)
+	}
+	validateDocument(t, []byte(out))
+
+	t.Run("an unknown key is a usage error naming it", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(bad, []byte("timout: 45m\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, nil, "--config", bad, "profiles", "list")
+		if code != ExitUsage || !strings.Contains(errOut, "unknown key timout") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("exit %d: %q", code, errOut)
+		}
+	})
+	t.Run("config view of no such command", func(t *testing.T) {
+		if code, _, _ := run(t, nil, "config", "view", "nosuch"); code != ExitUsage {
+			t.Errorf("exit %d", code)
+		}
+	})
 }

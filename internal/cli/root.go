@@ -117,6 +117,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newTaintCmd(streams, g, getenv, true),
 		newVersionCmd(streams),
 		newOptionsCmd(streams, kube),
+		newConfigCmd(streams, g, getenv),
 	)
 	registerCompletions(root, g)
 	return root
@@ -125,6 +126,12 @@ binary, and waits until the validator has passed on every GPU node.`,
 // applySettings fills every flag the user did not set from GPUCTL_<FLAG> (dashes as underscores) or
 // the config file, in that order of precedence; flags stay the only way values reach the options.
 func applySettings(cmd *cobra.Command, configFile string, getenv func(string) string) error {
+	return applySettingsFrom(cmd, configFile, getenv, nil)
+}
+
+// applySettingsFrom is applySettings that also records, in sources when it is not nil, where each
+// flag it set came from ("GPUCTL_TIMEOUT", "config file F").
+func applySettingsFrom(cmd *cobra.Command, configFile string, getenv func(string) string, sources map[string]string) error {
 	v := viper.New()
 	v.SetEnvPrefix("GPUCTL")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -149,6 +156,9 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 			return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
 		}
 		if err := checkConfigVersion(v, configFile); err != nil {
+			return err
+		}
+		if err := checkConfigKeys(cmd.Root(), v, configFile); err != nil {
 			return err
 		}
 	}
@@ -178,6 +188,9 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 						ferr = usageError{fmt.Errorf("%s: %s: %w", source, f.Name, err)}
 					}
 					f.Changed = true
+					if sources != nil {
+						sources[f.Name] = source
+					}
 					return
 				}
 				ferr = usageError{fmt.Errorf("%s: %s takes one value, not a list", source, f.Name)}
@@ -189,6 +202,9 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 		}
 		if err := cmd.Flags().Set(f.Name, val); err != nil {
 			ferr = usageError{fmt.Errorf("%s=%s: %w", source, val, err)}
+		}
+		if sources != nil {
+			sources[f.Name] = source
 		}
 	})
 	return ferr
