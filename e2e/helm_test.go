@@ -115,8 +115,8 @@ func chartDir(t *testing.T, chart string) string {
 	return filepath.Join(dir, chart)
 }
 
-// history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
-func history(t *testing.T, c *sandbox.Cluster, name string) string {
+// releaseHistory is every revision of a release in the gpu-operator namespace, oldest first.
+func releaseHistory(t *testing.T, c *sandbox.Cluster, name string) []*release.Release {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &c.Kubeconfig
@@ -126,8 +126,15 @@ func history(t *testing.T, c *sandbox.Cluster, name string) string {
 	}
 	h, err := rc.History(name)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("history of %s: %v", name, err)
 	}
+	return h
+}
+
+// history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
+func history(t *testing.T, c *sandbox.Cluster, name string) string {
+	t.Helper()
+	h := releaseHistory(t, c, name)
 	var out []string
 	for _, r := range h {
 		out = append(out, fmt.Sprintf("%d:%s", r.Revision, r.Status))

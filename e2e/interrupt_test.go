@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -115,18 +113,9 @@ func installAndSignal(t *testing.T, c *sandbox.Cluster, bin, step string, sig sy
 // history (a reinstall), or, after an interrupt that let Helm finish, be left pending.
 func releaseStates(t *testing.T, c *sandbox.Cluster, names ...string) map[string][]*release.Release {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]*release.Release{}
 	for _, n := range names {
-		hist, err := rc.History(n)
-		if err != nil {
-			t.Fatalf("history of %s: %v", n, err)
-		}
+		hist := releaseHistory(t, c, n)
 		deployed := 0
 		for _, r := range hist {
 			if r.Status == "deployed" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/profile"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -50,6 +51,18 @@ func validateTimeout(d time.Duration) error {
 		return usageError{fmt.Errorf("--timeout %s: must be positive (e.g. 20m)", d)}
 	}
 	return nil
+}
+
+// validateInstallInputs judges install's inputs before anything is read from the cluster: the
+// preflight checks to skip, the timeout and the options (install, the wizard).
+func validateInstallInputs(o *engine.InstallOptions) error {
+	if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := validateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	return validateInstallOptions(o)
 }
 
 // validateInstallOptions judges every input of an install (or check --pre) that needs no cluster:

@@ -10,7 +10,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
-	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -32,13 +31,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
-			if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
-				return usageError{err}
-			}
-			if err := validateTimeout(o.Timeout); err != nil {
-				return err
-			}
-			if err := validateInstallOptions(&o); err != nil {
+			if err := validateInstallInputs(&o); err != nil {
 				return err
 			}
 			clients, err := g.clients()

@@ -18,7 +18,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
-	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
 	"github.com/gpuctl/gpuctl/internal/wizard"
 )
@@ -65,13 +64,7 @@ with CI set) it prints the equivalent gpuctl install command instead. Flags give
 // runWizard checks the inputs as install does, refuses to start without a terminal, runs the wizard
 // and turns its outcome into install's exit codes.
 func runWizard(ctx context.Context, streams Streams, g *globals, getenv func(string) string, o engine.InstallOptions, w wizardFlags) error {
-	if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
-		return usageError{err}
-	}
-	if err := validateTimeout(o.Timeout); err != nil {
-		return err
-	}
-	if err := validateInstallOptions(&o); err != nil {
+	if err := validateInstallInputs(&o); err != nil {
 		return err
 	}
 	kubeContext := ""

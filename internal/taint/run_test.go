@@ -410,20 +410,8 @@ func TestRunRetriesOnConflict(t *testing.T) {
 	// two cases run the real test operations.
 	t.Run("a taint another writer added since the read fails the patch's test; the retry keeps it", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
-		var patches atomic.Int32
-		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
-			if patches.Add(1) == 1 {
-				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
-				if err != nil {
-					return true, nil, err
-				}
-				n = n.DeepCopyObject()
-				n.(*corev1.Node).Spec.Taints = []corev1.Taint{otherTaint}
-				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
-					return true, nil, err
-				}
-			}
-			return false, nil, nil // the tracker applies the patch, tests included
+		patches := onFirstPatch(t, c, func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{otherTaint}
 		})
 		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
 			t.Fatal(err)
@@ -449,20 +437,8 @@ func TestRunRetriesOnConflict(t *testing.T) {
 	})
 	t.Run("a node read without annotations that has some by the patch is planned again", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
-		var patches atomic.Int32
-		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
-			if patches.Add(1) == 1 {
-				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
-				if err != nil {
-					return true, nil, err
-				}
-				n = n.DeepCopyObject()
-				n.(*corev1.Node).Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
-				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
-					return true, nil, err
-				}
-			}
-			return false, nil, nil
+		patches := onFirstPatch(t, c, func(n *corev1.Node) {
+			n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
 		})
 		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
 			t.Fatal(err)
@@ -475,21 +451,9 @@ func TestRunRetriesOnConflict(t *testing.T) {
 	})
 	t.Run("a change to anything else since the read (node status, labels) costs no retry", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
-		var patches atomic.Int32
-		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
-			if patches.Add(1) == 1 {
-				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
-				if err != nil {
-					return true, nil, err
-				}
-				n = n.DeepCopyObject()
-				n.(*corev1.Node).Labels = map[string]string{"heartbeat": "1"}
-				n.(*corev1.Node).Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
-					return true, nil, err
-				}
-			}
-			return false, nil, nil
+		patches := onFirstPatch(t, c, func(n *corev1.Node) {
+			n.Labels = map[string]string{"heartbeat": "1"}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 		})
 		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
 			t.Fatal(err)
@@ -630,4 +594,26 @@ func TestConcurrencyIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onFirstPatch makes another writer change node gpu-1 (mutate) just before gpuctl's first patch lands,
+// then lets the tracker apply every patch (JSON patch tests included); it returns the patch count.
+func onFirstPatch(t *testing.T, c *fake.Clientset, mutate func(*corev1.Node)) *atomic.Int32 {
+	t.Helper()
+	var patches atomic.Int32
+	c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if patches.Add(1) == 1 {
+			n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
+			if err != nil {
+				return true, nil, err
+			}
+			n = n.DeepCopyObject()
+			mutate(n.(*corev1.Node))
+			if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
+				return true, nil, err
+			}
+		}
+		return false, nil, nil
+	})
+	return &patches
 }
