@@ -10,7 +10,7 @@ import (
 )
 
 // Workloads as the real charts and operators create them (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0;
-// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html; seeds 001, 003).
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html).
 
 func operatorDeployment(ns, release string) Workload {
 	return Workload{
