@@ -141,7 +141,9 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 		if gerr != nil {
 			return fmt.Errorf("%w; re-read: %w", err, gerr)
 		}
-		if !sameTaintState(node, fresh) {
+		// A failed test says the node was not as read when the patch landed, even when it is again by
+		// now (a NotReady taint that came and went on an overloaded control plane).
+		if testFailed(err) || apierrors.IsConflict(err) || !sameTaintState(node, fresh) {
 			node = fresh
 			return fmt.Errorf("%w: %w", errChanged, err)
 		}
@@ -238,9 +240,29 @@ func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.No
 	}
 	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
-		return fmt.Errorf("patch: %w", err)
+		return fmt.Errorf("patch: %w%s", err, serverCauses(err))
 	}
 	return nil
+}
+
+// serverCauses is what the API server said beyond its status line: a refused JSON patch reports
+// "the server rejected our request due to an error in our request" and puts the reason ("testing
+// value /spec/taints failed") in the status details' causes.
+func serverCauses(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return ""
+	}
+	var msgs []string
+	for _, c := range status.Status().Details.Causes {
+		if c.Message != "" && !strings.Contains(err.Error(), c.Message) {
+			msgs = append(msgs, c.Message)
+		}
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(msgs, "; ") + ")"
 }
 
 // errChanged marks a write refused because the node's taints or gpuctl's annotation changed since
@@ -250,7 +272,8 @@ var errChanged = errors.New("the node changed since it was read")
 // testFailed: the error is a failed "test" operation of a JSON patch, as a fake clientset reports it
 // (the API server answers 422 Invalid).
 func testFailed(err error) bool {
-	return strings.Contains(err.Error(), "testing value") && strings.Contains(err.Error(), "failed")
+	msg := err.Error() + serverCauses(err)
+	return strings.Contains(msg, "testing value") && strings.Contains(msg, "failed")
 }
 
 // sameTaintState: the two reads of a node agree on everything the patch tests: the taints, gpuctl's
