@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -421,12 +422,31 @@ func TestRunRetriesOnConflict(t *testing.T) {
 		}
 		assertTaints(t, c, "gpu-1", otherTaint, GPUTaint)
 	})
+	t.Run("a failed test is retried even when the node is back as read (a taint that came and went)", func(t *testing.T) {
+		c := fake.NewClientset(node("gpu-1"))
+		var patches atomic.Int32
+		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if patches.Add(1) > 1 {
+				return false, nil, nil
+			}
+			// What the API server answers to a JSON patch whose test failed.
+			err := apierrors.NewGenericServerResponse(422, "patch", schema.GroupResource{Resource: "nodes"}, "gpu-1", "testing value /spec/taints failed: test failed", 0, false)
+			return true, nil, err
+		})
+		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := patches.Load(); got != 2 {
+			t.Errorf("patched %d times, want 2", got)
+		}
+		assertTaints(t, c, "gpu-1", GPUTaint)
+	})
 	t.Run("a patch refused on a node that did not change is an error, not retried", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
 		var patches atomic.Int32
 		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
 			patches.Add(1)
-			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "gpu-1", nil)
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "gpu-1", field.ErrorList{field.Invalid(field.NewPath("spec", "taints").Index(0).Child("effect"), "Sometimes", "not a taint effect")})
 		})
 		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err == nil || errors.Is(err, errChanged) {
 			t.Errorf("err = %v, want the API server's refusal", err)

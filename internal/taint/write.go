@@ -143,7 +143,7 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 		}
 		// A failed test says the node was not as read when the patch landed, even when it is again by
 		// now (a NotReady taint that came and went on an overloaded control plane).
-		if testFailed(err) || apierrors.IsConflict(err) || !sameTaintState(node, fresh) {
+		if testFailed(err) || patchNotApplied(err) || apierrors.IsConflict(err) || !sameTaintState(node, fresh) {
 			node = fresh
 			return fmt.Errorf("%w: %w", errChanged, err)
 		}
@@ -274,6 +274,19 @@ var errChanged = errors.New("the node changed since it was read")
 func testFailed(err error) bool {
 	msg := err.Error() + serverCauses(err)
 	return strings.Contains(msg, "testing value") && strings.Contains(msg, "failed")
+}
+
+// patchNotApplied: the API server could not apply the JSON patch to the node as stored. It answers
+// 422 with a bare "the server rejected our request due to an error in our request" and no causes
+// (k8s.io/apiserver pkg/endpoints/handlers/patch.go, applyJSPatch), which for gpuctl's patches means
+// a failed test; a patched node that fails validation is refused with field causes instead.
+func patchNotApplied(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || len(d.Causes) == 0
 }
 
 // sameTaintState: the two reads of a node agree on everything the patch tests: the taints, gpuctl's
