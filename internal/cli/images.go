@@ -5,8 +5,10 @@ import (
 	"regexp"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -73,6 +75,22 @@ func validateNodeOS(tags []string) error {
 	for _, t := range tags {
 		if !re.MatchString(t) {
 			return usageError{fmt.Errorf("--node-os %q: want an OS tag as the driver images use, e.g. ubuntu22.04, rhel9, rhcos4.18", t)}
+		}
+	}
+	return nil
+}
+
+// addImageFlags adds the air-gap flags that change where images come from; addValuesFlags adds them,
+// so install, check --pre, template and images all take them.
+func addImageFlags(f *pflag.FlagSet, o *engine.InstallOptions) {
+	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror, keeping its path (nvcr.io/nvidia/gpu-operator → MIRROR/nvidia/gpu-operator); -f and --set still win. See docs/air-gap.md")
+}
+
+// validateImageOptions judges --registry.
+func validateImageOptions(o *engine.InstallOptions) error {
+	if o.Registry != "" {
+		if err := plan.ValidateRegistry(o.Registry); err != nil {
+			return usageError{err}
 		}
 	}
 	return nil

@@ -59,4 +59,13 @@ func TestImagesCommand(t *testing.T) {
 			t.Errorf("exit %d: %s", code, errOut)
 		}
 	})
+
+	for _, cmd := range []string{"images", "template", "install"} {
+		t.Run(cmd+" refuses an invalid --registry with exit 2, naming it", func(t *testing.T) {
+			code, _, errOut := run(t, nil, cmd, "--profile", "kubeadm", "--registry", "https://mirror.example/", "--kubeconfig", "/nonexistent")
+			if code != ExitUsage || !strings.Contains(errOut, "--registry") || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
+				t.Errorf("exit %d: %s", code, errOut)
+			}
+		})
+	}
 }

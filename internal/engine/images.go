@@ -98,7 +98,7 @@ func (im *Images) Run(ctx context.Context) (*ImageList, error) {
 		version = s.Release.AppVersion
 	}
 	list := &ImageList{APIVersion: ImageListVersion, Kind: ImageListKind, Distribution: p.Distribution, Profile: p.Profile,
-		OperatorVersion: version, NodeOS: nodeOS, NodeOSFrom: from}
+		OperatorVersion: version, Registry: im.Options.Registry, NodeOS: nodeOS, NodeOSFrom: from}
 	if p.Distribution == "openshift" {
 		// On OpenShift the operator, and the images its CSV names, come from OLM's catalog: the
 		// ClusterPolicy is the CSV's alm-example, read at install time.
