@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -84,10 +86,17 @@ func validateNodeOS(tags []string) error {
 // so install, check --pre, template and images all take them.
 func addImageFlags(f *pflag.FlagSet, o *engine.InstallOptions) {
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror, keeping its path (nvcr.io/nvidia/gpu-operator → MIRROR/nvidia/gpu-operator); -f and --set still win. See docs/air-gap.md")
+	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the install namespace to pull every image with (the operator, each ClusterPolicy operand, NFD); repeatable")
 }
 
-// validateImageOptions judges --registry.
+// validateImageOptions judges --registry and --image-pull-secret (a Secret's name is a DNS-1123
+// subdomain, k8s.io/apimachinery/pkg/api/validation NameIsDNSSubdomain).
 func validateImageOptions(o *engine.InstallOptions) error {
+	for _, n := range o.ImagePullSecrets {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return usageError{fmt.Errorf("--image-pull-secret %q is not a valid Secret name: %s", n, strings.Join(errs, "; "))}
+		}
+	}
 	if o.Registry != "" {
 		if err := plan.ValidateRegistry(o.Registry); err != nil {
 			return usageError{err}

@@ -68,4 +68,10 @@ func TestImagesCommand(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an --image-pull-secret that is no Secret name is a usage error naming it", func(t *testing.T) {
+		code, _, errOut := run(t, nil, "template", "--profile", "kubeadm", "--image-pull-secret", "Reg Cred")
+		if code != ExitUsage || !strings.Contains(errOut, "--image-pull-secret") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
 }

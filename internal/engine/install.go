@@ -47,6 +47,8 @@ type InstallOptions struct {
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
 	Registry string
+	// ImagePullSecrets name the Secrets (in the install namespace) every pod pulls its images with.
+	ImagePullSecrets []string
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown

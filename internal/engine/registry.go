@@ -11,15 +11,15 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
-// addImageLayers adds the layers of --registry to every Helm release of the plan, among the detected
+// addImageLayers adds the layers of --registry and --image-pull-secret to every Helm release of the plan, among the detected
 // facts: above the profile and what detection found, below -f and --set, so the user's own image
 // values still win and the Plan shows where each value came from.
 func addImageLayers(p *plan.Plan, o InstallOptions) error {
-	if o.Registry == "" {
+	if o.Registry == "" && len(o.ImagePullSecrets) == 0 {
 		return nil
 	}
 	if p.Distribution == "openshift" {
-		p.Warnings = append(p.Warnings, "--registry "+o.Registry+": not used on OpenShift, where OLM deploys NVIDIA's operator and its images; mirror them with oc-mirror and an ImageDigestMirrorSet")
+		p.Warnings = append(p.Warnings, "--registry and --image-pull-secret: not used on OpenShift, where OLM deploys NVIDIA's operator and its images; mirror them with oc-mirror and an ImageDigestMirrorSet, and add the mirror's credentials to the cluster's global pull secret")
 		return nil
 	}
 	for i := range p.Steps {
@@ -43,8 +43,14 @@ func addImageLayers(p *plan.Plan, o InstallOptions) error {
 			}
 			effective = plan.MergeValues(spec, effective)
 		}
-		if v := plan.RegistryLayer(o.Registry, effective); len(v) > 0 {
-			r.AddDetectedLayer(plan.Layer{Source: plan.RegistrySource(o.Registry), Values: v})
+		if o.Registry != "" {
+			if v := plan.RegistryLayer(o.Registry, effective); len(v) > 0 {
+				r.AddDetectedLayer(plan.Layer{Source: plan.RegistrySource(o.Registry), Values: v})
+			}
+		}
+		// NVIDIA's chart names pull secrets per image; the other charts once for all their pods.
+		if v := plan.PullSecretLayer(o.ImagePullSecrets, effective, r.Chart != plan.OperatorRelease); len(v) > 0 {
+			r.AddDetectedLayer(plan.Layer{Source: plan.PullSecretSource(o.ImagePullSecrets), Values: v})
 		}
 	}
 	return nil
