@@ -77,6 +77,11 @@ func (im *Images) Run(ctx context.Context) (*ImageList, error) {
 			return nil, err
 		}
 		t.Detection = det
+		if t.KubeVersion == "" {
+			// Render for the cluster's Kubernetes, as install does: the charts' kubeVersion floors
+			// refuse Helm's offline default.
+			t.KubeVersion = det.KubernetesVersion
+		}
 		if len(nodeOS) == 0 {
 			nodeOS, from = NodeOSTags(det.GPUNodes)
 		}
