@@ -14,6 +14,9 @@
 // wins. The charts, templates and CRDs gpuctl embeds are v26.7.0's whatever bundle is chosen; an older
 // bundle changes images only.
 //
+// OperandImages applies the operator's own image rules (ImagePath, isStateEnabled, resolveDriverTag of
+// each release) to a rendered ClusterPolicy spec, to list the operand images a release would deploy.
+//
 // Callers: the planner (Get, then Values), preflight checks (the Check methods, fed by detect), and the
 // CLI (List for --operator-version's help and `gpuctl version`).
 package bundle

@@ -85,6 +85,9 @@ func validateValuesOptions(o *engine.InstallOptions) error {
 	if err := validateSet(o.Set); err != nil {
 		return usageError{err}
 	}
+	if err := validateImageOptions(o); err != nil {
+		return err
+	}
 	for _, f := range o.ValuesFiles {
 		if err := checkValuesFile(f); err != nil {
 			return usageError{err}

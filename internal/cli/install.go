@@ -111,4 +111,5 @@ func addValuesFlags(f *pflag.FlagSet, o *engine.InstallOptions, profileHelp stri
 	f.StringVar(&o.Profile, "profile", "", profileHelp)
 	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file in the gpu-operator chart's keys (NFD under node-feature-discovery:); repeatable, later wins")
 	f.StringArrayVar(&o.Set, "set", nil, "set a value (Helm syntax, e.g. driver.enabled=false); repeatable, wins over -f")
+	addImageFlags(f, o)
 }

@@ -45,6 +45,10 @@ type InstallOptions struct {
 	TolerateExistingTaints bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
+	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
+	Registry string
+	// ImagePullSecrets name the Secrets (in the install namespace) every pod pulls its images with.
+	ImagePullSecrets []string
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -255,7 +259,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		// The charts' defaults are the default bundle's; another bundle pins its images above them.
 		bv = &plan.BundleValues{Version: b.Version, Operator: b.Values(), NFD: b.NFDValues()}
 	}
-	return plan.Build(plan.Input{
+	p, err := plan.Build(plan.Input{
 		Detection: det,
 		Profile:   profile.Get,
 		Charts:    infos,
@@ -266,6 +270,10 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 			TolerateExistingTaints: o.TolerateExistingTaints,
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return p, addImageLayers(p, o)
 }
 
 // MaxValuesFileSize caps what gpuctl reads of one -f values file (standard input and pipes too): Helm

@@ -61,6 +61,8 @@ type Template struct {
 	Namespace   string
 	Options     InstallOptions
 	KubeVersion string
+	// Detection, when set, is used instead of detecting the cluster again (Images detects first).
+	Detection *detect.Result
 }
 
 // Run returns the rendered manifests and the plan they came from.
@@ -71,6 +73,8 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 			return "", nil, err
 		}
 		det = &detect.Result{Distribution: detect.Candidate{Name: t.Options.Profile, Fallback: true}}
+	} else if t.Detection != nil {
+		det = t.Detection
 	} else {
 		if t.Clients == nil {
 			return "", nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
