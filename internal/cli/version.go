@@ -19,14 +19,7 @@ func newVersionCmd(streams Streams) *cobra.Command {
 		Short: "Print gpuctl's version and the versions of its embedded charts",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := version
-			if v == "" {
-				v = "(devel)"
-				if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-					v = bi.Main.Version
-				}
-			}
-			fmt.Fprintf(streams.Out, "gpuctl %s\n", v)
+			fmt.Fprintf(streams.Out, "gpuctl %s\n", gpuctlVersion())
 			for _, name := range charts.Names() {
 				ch, err := release.LoadChart(charts.FS, name)
 				if err != nil {
@@ -37,4 +30,15 @@ func newVersionCmd(streams Streams) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// gpuctlVersion is this binary's version: the link-time one, else the module's, else "(devel)".
+func gpuctlVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

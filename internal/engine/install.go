@@ -45,6 +45,8 @@ type InstallOptions struct {
 	TolerateExistingTaints bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
+	// ValueLayers are values files already read (upgrade reuses the recorded ones), below ValuesFiles.
+	ValueLayers []plan.Layer
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -66,6 +68,12 @@ type Install struct {
 	// Stdin and Getenv supply secret inputs given as "-" or as an environment variable's name.
 	Stdin  io.Reader
 	Getenv func(string) string
+	// Version is gpuctl's version, for the install record.
+	Version string
+	// command names the verb in the install record (install, or upgrade when Upgrade runs it).
+	command string
+	// files are the values files as read, for the record.
+	files []plan.Layer
 }
 
 // ErrNotConfirmed is returned when Confirm declined the Plan.
@@ -184,7 +192,15 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 		return res, errors.New("no install lock: a dry run changes nothing")
 	}
 	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: held.Since}
+	x.releases = map[string]*release.Client{}
+	before, err := x.snapshotBefore(ctx)
+	if err != nil {
+		return res, err
+	}
 	err = x.run(ctx)
+	if rerr := x.writeRecord(ctx, before, recordInputs(o, i.files), i.Version, i.verb(), err); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
 	if lerr := held.Err(); lerr != nil && err != nil {
 		err = fmt.Errorf("%w; the run stopped: %v", lerr, err)
 	}
@@ -211,14 +227,11 @@ func (i *Install) lock(ctx context.Context, o InstallOptions, sink Sink) (*lock.
 }
 
 func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
-	var files []plan.Layer
-	for _, f := range o.ValuesFiles {
-		v, err := readValuesFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
-		}
-		files = append(files, plan.Layer{Source: f, Values: v})
+	files, err := parseValueLayers(o)
+	if err != nil {
+		return nil, err
 	}
+	i.files = files
 	set, err := release.ParseSet(o.Set)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/engine"
+)
+
+// nodeMetadata is every node's full label map and taints (timeAdded aside): what uninstall must give
+// back byte for byte.
+type nodeMetadata struct {
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+func nodesMetadata(t *testing.T, c *sandbox.Cluster) map[string]nodeMetadata {
+	t.Helper()
+	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taints := taintsByNode(t, c)
+	out := map[string]nodeMetadata{}
+	for _, n := range nodes.Items {
+		out[n.Name] = nodeMetadata{Labels: maps.Clone(n.Labels), Taints: taints[n.Name]}
+	}
+	return out
+}
+
+// statusJSON runs gpuctl status -o json and returns its exit code and decoded result.
+func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.StatusResult) {
+	t.Helper()
+	code, stdout, _ := gpuctl(t, c, append([]string{"status", "-o", "json"}, args...)...)
+	var res engine.StatusResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, stdout)
+	}
+	return code, res
+}
+
+func uninstallJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.UninstallResult, string) {
+	t.Helper()
+	code, stdout, stderr := gpuctl(t, c, append([]string{"uninstall", "-o", "json"}, args...)...)
+	var res engine.UninstallResult
+	if stdout != "" {
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("uninstall -o json: %v\n%s", err, stdout)
+		}
+	}
+	return code, res, stderr
+}
+
+// TestDay2 is the life of a cluster after the install, on one sandbox with the real controllers:
+// status → uninstall → install again → status on a broken stack → a finalizer that stops uninstall
+// → uninstall --purge, which leaves the cluster as it was before the first install.
+func TestDay2(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
+	ctx := t.Context()
+	stateBefore := clusterState(t, c)
+	nodesBefore := nodesMetadata(t, c)
+
+	t.Run("status on a cluster with nothing installed exits 7", func(t *testing.T) {
+		code, res := statusJSON(t, c)
+		if code != cli.ExitNotInstalled || res.Installed {
+			t.Errorf("exit %d, installed %v; want %d, false", code, res.Installed, cli.ExitNotInstalled)
+		}
+	})
+
+	installJSON(t, c, "--operator-version", "v25.10.1", "--set", "daemonsets.labels.team=gpu")
+
+	t.Run("status on a healthy stack exits 0 and shows the record", func(t *testing.T) {
+		code, res := statusJSON(t, c)
+		if code != 0 || !res.Healthy {
+			t.Fatalf("exit %d, healthy %v: %+v", code, res.Healthy, res.Checks)
+		}
+		if res.Record == nil || res.Record.OperatorVersion != "v25.10.1" || res.Record.Profile != "kubeadm" {
+			t.Errorf("record %+v", res.Record)
+		}
+		if got := res.Record.Inputs.Set; len(got) != 1 || got[0] != "daemonsets.labels.team=gpu" {
+			t.Errorf("recorded --set %v", got)
+		}
+		if len(res.Nodes) != len(simulatedGPUNodes(c)) {
+			t.Errorf("node rows %+v", res.Nodes)
+		}
+		for _, n := range res.Nodes {
+			if !n.Validated || !n.Tainted || n.Allocatable == 0 {
+				t.Errorf("node %+v", n)
+			}
+		}
+		if len(engine.CreatedNames(res.Record.Namespaces)) != 1 || len(engine.CreatedNames(res.Record.CRDs)) == 0 {
+			t.Errorf("record says gpuctl created namespaces %v and CRDs %v", res.Record.Namespaces, res.Record.CRDs)
+		}
+	})
+
+	t.Run("uninstall gives the nodes their labels and taints back exactly", func(t *testing.T) {
+		if code, _, stderr := gpuctl(t, c, "uninstall"); code != cli.ExitUsage || !strings.Contains(stderr, "--yes") {
+			t.Errorf("uninstall without --yes and without a terminal: exit %d, %s", code, stderr)
+		}
+		code, res, stderr := uninstallJSON(t, c, "--yes")
+		if code != 0 || !res.Changed {
+			t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
+		}
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+		}
+		if code, _ := statusJSON(t, c); code != cli.ExitNotInstalled {
+			t.Errorf("status after uninstall: exit %d", code)
+		}
+	})
+
+	t.Run("a second uninstall changes nothing", func(t *testing.T) {
+		code, res, stderr := uninstallJSON(t, c, "--yes")
+		if code != 0 || res.Changed {
+			t.Errorf("exit %d, changed %v: %s", code, res.Changed, stderr)
+		}
+	})
+
+	t.Run("install after uninstall succeeds", func(t *testing.T) {
+		res, _ := installJSON(t, c)
+		assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
+	})
+
+	t.Run("status on a stack whose validators are gone for good exits 4", func(t *testing.T) {
+		// With the operator scaled to zero nothing recreates the validator DaemonSet.
+		deps := c.Kube.AppsV1().Deployments("gpu-operator")
+		if _, err := deps.Patch(ctx, "gpu-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Kube.AppsV1().DaemonSets("gpu-operator").Delete(ctx, "nvidia-operator-validator", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		code, res := statusJSON(t, c)
+		if code != cli.ExitNotReady || res.Healthy {
+			t.Errorf("exit %d, healthy %v; want %d", code, res.Healthy, cli.ExitNotReady)
+		}
+		for _, n := range res.Nodes {
+			if n.Validated {
+				t.Errorf("node %s validated without a validator", n.Name)
+			}
+		}
+		if code, _, _ := gpuctl(t, c, "status", "--wait", "--timeout", "5s"); code != cli.ExitNotReady {
+			t.Errorf("status --wait: exit %d", code)
+		}
+	})
+
+	t.Run("a finalizer on the ClusterPolicy stops uninstall with its name", func(t *testing.T) {
+		cps := dynamicClient(t, c).Resource(clusterPolicies)
+		patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge", "--finalizer-wait", "5s")
+		if code == 0 {
+			t.Fatal("uninstall succeeded with a finalizer holding the ClusterPolicy")
+		}
+		for _, want := range []string{"ClusterPolicy cluster-policy", "example.com/hold", "kubectl patch clusterpolicy cluster-policy"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q", want)
+			}
+		}
+		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("uninstall --purge leaves the cluster as it was before the first install", func(t *testing.T) {
+		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		assertUnchanged(t, stateBefore, clusterState(t, c))
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
+		}
+		if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
+			t.Errorf("install record after --purge: %+v, %v", rec, err)
+		}
+	})
+}
