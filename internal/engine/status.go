@@ -92,9 +92,6 @@ const (
 	toolkitApp      = "nvidia-container-toolkit-daemonset"
 	devicePluginApp = "nvidia-device-plugin-daemonset"
 	validatorApp    = "nvidia-operator-validator"
-	// DriverUpgradeStateLabel is the label the operator's upgrade controller moves each GPU node through
-	// (NVIDIA/k8s-operator-libs pkg/upgrade/consts.go: UpgradeStateLabelKeyFmt with driver "gpu").
-	DriverUpgradeStateLabel = "nvidia.com/gpu-driver-upgrade-state"
 )
 
 // Run reads the stack's state; with Wait it first waits for it to become healthy.
@@ -339,7 +336,7 @@ func nodeRows(nodes []corev1.Node, pods []corev1.Pod) []NodeStatus {
 		}
 		row := NodeStatus{Name: n.Name, Product: n.Labels["nvidia.com/gpu.product"],
 			Driver: state(driverApp, n.Name), Toolkit: state(toolkitApp, n.Name), DevicePlugin: state(devicePluginApp, n.Name),
-			DriverUpgradeState: n.Labels[DriverUpgradeStateLabel]}
+			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel]}
 		row.GPUs, _ = strconv.Atoi(n.Labels["nvidia.com/gpu.count"])
 		if q, ok := n.Status.Allocatable["nvidia.com/gpu"]; ok {
 			row.Allocatable = q.Value()
