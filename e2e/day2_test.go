@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +14,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/release"
 )
+
+// helmRelease reads a release of the gpu-operator namespace through Helm's storage.
+func helmRelease(t *testing.T, c *sandbox.Cluster, name string) *release.Release {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &c.Kubeconfig
+	rc, err := release.New(flags, "gpu-operator", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rc.Last(name)
+	if err != nil || r == nil {
+		t.Fatalf("release %s: %v", name, err)
+	}
+	return r
+}
 
 // nodeMetadata is every node's full label map and taints (timeAdded aside): what uninstall must give
 // back byte for byte.
@@ -101,6 +123,105 @@ func TestDay2(t *testing.T) {
 		}
 		if len(engine.CreatedNames(res.Record.Namespaces)) != 1 || len(engine.CreatedNames(res.Record.CRDs)) == 0 {
 			t.Errorf("record says gpuctl created namespaces %v and CRDs %v", res.Record.Namespaces, res.Record.CRDs)
+		}
+	})
+
+	t.Run("upgrade in CI without --yes shows the change and refuses it", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0")
+		if code != cli.ExitUsage {
+			t.Errorf("exit %d, want %d", code, cli.ExitUsage)
+		}
+		for _, want := range []string{"--yes", "v25.10.1 → v26.7.0", "changed ClusterPolicy cluster-policy", "+++ upgrade ClusterPolicy cluster-policy", "Upgrade notes"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q", want)
+			}
+		}
+		if r := helmRelease(t, c, "gpu-operator"); r.Revision != 1 {
+			t.Errorf("gpu-operator at revision %d after a refused upgrade", r.Revision)
+		}
+	})
+
+	t.Run("upgrade to v26.7.0 switches the real controller, CRDs first, and keeps the user's values", func(t *testing.T) {
+		before := map[string]int{}
+		for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
+			before[name] = helmRelease(t, c, name).Revision
+		}
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
+		if code != 0 {
+			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
+		}
+		var order []string
+		for _, s := range res.Install.Steps {
+			order = append(order, s.ID)
+			if s.ID == "crds" && !strings.Contains(s.Message, "updated") {
+				t.Errorf("CRD step: %s", s.Message)
+			}
+		}
+		if crds, op := slices.Index(order, "crds"), slices.Index(order, "release-gpu-operator"); crds < 0 || op < crds {
+			t.Errorf("step order %v: CRDs must come before the chart", order)
+		}
+		crd, err := apiextensionsclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "clusterpolicies.nvidia.com", metav1.GetOptions{})
+		if err != nil || crd.Annotations[kube.CRDVersionAnnotation] != "v26.7.0" {
+			t.Errorf("ClusterPolicy CRD after the upgrade: %v, annotations %v", err, crd.Annotations)
+		}
+		for _, r := range res.Preview.Releases {
+			want := before[r.Name]
+			if r.Outcome != release.Unchanged {
+				want++
+			}
+			if got := helmRelease(t, c, r.Name).Revision; got != want {
+				t.Errorf("release %s (%s): revision %d, want %d", r.Name, r.Outcome, got, want)
+			}
+		}
+		if r := helmRelease(t, c, "gpu-operator"); r.AppVersion != "v26.7.0" && r.AppVersion != "26.7.0" {
+			t.Errorf("gpu-operator app version %s", r.AppVersion)
+		}
+		vals := normalize(t, helmRelease(t, c, "gpu-operator").Values)
+		if ds, _ := vals["daemonsets"].(map[string]any); ds == nil || ds["labels"].(map[string]any)["team"] != "gpu" {
+			t.Errorf("the user's --set daemonsets.labels.team=gpu is gone: %v", vals["daemonsets"])
+		}
+		if !slices.Equal(res.Install.GPUNodes, simulatedGPUNodes(c)) {
+			t.Errorf("validated %v", res.Install.GPUNodes)
+		}
+		assertReconciled(t, c, "cluster-policy")
+		runs := c.OperatorRuns()
+		var releases []string
+		for _, r := range runs {
+			releases = append(releases, r.Release)
+			if r.ExitErr != "" || !r.FromSources {
+				t.Errorf("controller run %+v", r)
+			}
+		}
+		if len(runs) < 2 || runs[0].Release != "v25.10.1" || runs[len(runs)-1].Release != "v26.7.0" || !runs[len(runs)-1].Exited.IsZero() {
+			t.Errorf("controller runs %v: want v25.10.1's, then v26.7.0's still running", releases)
+		}
+		if code, st := statusJSON(t, c); code != 0 || st.Record.OperatorVersion != "v26.7.0" || st.Record.Command != "upgrade" {
+			t.Errorf("status after the upgrade: exit %d, record %+v", code, st.Record)
+		}
+	})
+
+	t.Run("a downgrade is refused without --force, before anything is written", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v25.10.1", "--yes")
+		if code != cli.ExitUsage || !strings.Contains(stderr, "--force") {
+			t.Errorf("exit %d: %s", code, stderr)
+		}
+	})
+
+	t.Run("a second upgrade changes nothing and needs no --yes", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Install.Changed || res.Preview.Changed() || len(res.Preview.Diffs) > 0 {
+			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
 		}
 	})
 

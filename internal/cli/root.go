@@ -105,6 +105,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newVersionCmd(streams),
 		newStatusCmd(streams, g, getenv),
 		newUninstallCmd(streams, g, getenv),
+		newUpgradeCmd(streams, g, getenv),
 	)
 	return root
 }
