@@ -100,7 +100,10 @@ func TestDay2(t *testing.T) {
 		}
 	})
 
-	installJSON(t, c, "--operator-version", "v25.10.1", "--set", "daemonsets.labels.team=gpu")
+	// The user's values: a label on every operand pod, and every node's driver upgraded at once (the
+	// operator's default is one node at a time).
+	userSet := []string{"daemonsets.labels.team=gpu", "driver.upgradePolicy.maxParallelUpgrades=0"}
+	installJSON(t, c, "--operator-version", "v25.10.1", "--set", userSet[0], "--set", userSet[1])
 
 	t.Run("status on a healthy stack exits 0 and shows the record", func(t *testing.T) {
 		code, res := statusJSON(t, c)
@@ -110,7 +113,7 @@ func TestDay2(t *testing.T) {
 		if res.Record == nil || res.Record.OperatorVersion != "v25.10.1" || res.Record.Profile != "kubeadm" {
 			t.Errorf("record %+v", res.Record)
 		}
-		if got := res.Record.Inputs.Set; len(got) != 1 || got[0] != "daemonsets.labels.team=gpu" {
+		if got := res.Record.Inputs.Set; !slices.Equal(got, userSet) {
 			t.Errorf("recorded --set %v", got)
 		}
 		if len(res.Nodes) != len(simulatedGPUNodes(c)) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -141,9 +142,6 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		if previewErr != nil {
 			return false
 		}
-		for _, n := range res.Preview.Notes {
-			sink.Event(Event{Time: time.Now(), Type: Info, Message: "upgrade note: " + n})
-		}
 		return u.Confirm == nil || u.Confirm(res.Preview)
 	}
 	ires, err := inst.Run(ctx)
@@ -184,8 +182,43 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 			return res, err
 		}
 		sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: msg})
+		if err := u.revalidate(ctx, rec.Namespace, ires.GPUNodes, o.Timeout, sink); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
+}
+
+// revalidate waits, after the driver upgrades, until the new release's operands have rolled out and
+// its validators are Ready on every GPU node: install's waits alone can pass on the old release's
+// still-Ready validators.
+func (u *Upgrade) revalidate(ctx context.Context, ns string, nodes []string, timeout time.Duration, sink Sink) error {
+	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
+	sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: step, Title: title})
+	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: func(p health.Progress) {
+		sink.Event(Event{Time: time.Now(), Type: StepProgress, Step: step, Title: title, Message: p.Message, Done: p.Done, Total: p.Total})
+	}}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := w.OperandsRolledOut(ctx, ns)
+	var validated []string
+	if err == nil {
+		validated, err = w.ValidatorsReady(ctx, ns, nodes)
+	}
+	if err == nil {
+		err = w.ClusterPolicyReady(ctx, plan.ClusterPolicyName)
+	}
+	if err != nil {
+		ev := Event{Time: time.Now(), Type: StepFailed, Step: step, Title: title, Err: err.Error()}
+		var stuck *health.StuckError
+		if errors.As(err, &stuck) {
+			ev.Hint, ev.Detail = stuck.Hint, stuck.Report.String()
+		}
+		sink.Event(ev)
+		return err
+	}
+	sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: step, Title: title, Message: fmt.Sprintf("%d/%d GPU nodes validated by the new release", len(validated), len(nodes))})
+	return nil
 }
 
 // preview renders every release of the plan (a Helm dry run: nothing is written) and compares it with
