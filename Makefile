@@ -77,7 +77,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMergeValues$$' -fuzztime $(FUZZTIME) ./internal/plan
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./internal/detect
 
-bench:
+## bench: gpuctl against the sandbox at BENCH_GPU_NODES (default 500) nodes, side by side with kubectl and
+## the API server's own limits; one line per figure with its target (docs/performance.md). Then the Go
+## micro-benchmarks.
+BENCH_GPU_NODES ?= 500
+bench: sandbox-tools
+	$(GO) run ./e2e/cmd/bench -gpu-nodes $(BENCH_GPU_NODES)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 release-snapshot:

@@ -206,7 +206,11 @@ func report(w io.Writer, err error) int {
 	var ue usageError
 	switch {
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(w, "gpuctl: interrupted")
+		if ie := (*engine.InterruptedError)(nil); errors.As(err, &ie) {
+			_ = ui.PrintInterrupted(w, ie)
+		} else {
+			fmt.Fprintln(w, "gpuctl: interrupted")
+		}
 		return ExitInterrupted
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)

@@ -16,6 +16,9 @@ const (
 	StepSkipped EventType = "skipped"
 	// StepFailed: a step failed; Err is set and Detail may hold a diagnosis.
 	StepFailed EventType = "failed"
+	// StepInterrupted: the run was interrupted (Ctrl-C) during the step; Message is the state the step
+	// left behind, read back from the cluster ("release gpu-operator: deployed revision 2").
+	StepInterrupted EventType = "interrupted"
 	// Warning: something the user should know that does not stop the run.
 	Warning EventType = "warning"
 	// Info: a line of information outside any step (e.g. detection results).

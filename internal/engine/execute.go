@@ -74,10 +74,25 @@ func (x *executor) run(ctx context.Context) error {
 			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepSkipped, Message: s.Skip})
 			continue
 		}
+		if interrupted(ctx) {
+			// Interrupted between two steps (or while a Helm write was allowed to finish).
+			return x.stopped(i, nil)
+		}
 		emit(Event{Type: StepStarted})
+		lastProgress := ""
 		out, err := x.step(ctx, s, func(p health.Progress) {
+			lastProgress = p.Message
 			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total})
 		})
+		if err != nil && interrupted(ctx) {
+			// Every wait and write gives up on a cancelled context, whatever error it wraps; what the
+			// user needs is what this step left behind, read back from the cluster.
+			state := x.stateOf(ctx, s, lastProgress)
+			emit(Event{Type: StepInterrupted, Message: state, Hint: ResumeHint})
+			r := StepResult{ID: s.ID, Title: s.Title, Outcome: StepInterrupted, Message: state}
+			x.results = append(x.results, r)
+			return x.stopped(i, &r)
+		}
 		if err != nil {
 			ev := Event{Type: StepFailed, Err: err.Error()}
 			var se *stepError
@@ -104,10 +119,6 @@ func (x *executor) run(ctx context.Context) error {
 						ev.Hint = hint
 					}
 				}
-			}
-			if errors.Is(err, context.Canceled) {
-				ev.Err = "interrupted"
-				ev.Hint = "run gpuctl install again: it continues where it stopped and recovers an interrupted Helm release"
 			}
 			emit(ev)
 			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepFailed, Message: ev.Err})
@@ -252,7 +263,7 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	res, err := (&release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, LockedSince: x.lockedSince}).Run(ctx)
+	res, err := x.applyRelease(ctx, &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, LockedSince: x.lockedSince})
 	if err != nil {
 		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}
@@ -261,6 +272,42 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	}
 	msg := fmt.Sprintf("%s revision %d (%s %s)", res.Outcome, res.Release.Revision, res.Release.Chart, res.Release.ChartVersion)
 	return stepOutcome{message: msg, changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
+}
+
+// applyRelease runs a Helm write to its end even when the run is interrupted meanwhile: Helm gives
+// up on a cancelled context by returning at once while its write goes on in the background, and the
+// process exits under it, leaving the release pending-install or pending-upgrade (or marked failed
+// although its objects were applied). Letting the write finish (it does not wait for the workloads)
+// leaves a release in a state the next run, and Helm's CLI, take as it is. The run's deadline still
+// bounds it, and a second Ctrl-C ends the process at once (cmd/gpuctl).
+func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release.Result, error) {
+	hctx := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithDeadline(hctx, deadline)
+		defer cancel()
+	}
+	type result struct {
+		res *release.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := a.Run(hctx)
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+	}
+	if interrupted(ctx) {
+		x.sink.Event(Event{Time: time.Now(), Type: Warning,
+			Message: "interrupted: letting Helm finish writing release " + a.Name + " so that it is not left pending",
+			Hint:    "press Ctrl-C again to stop at once"})
+	}
+	r := <-done
+	return r.res, r.err
 }
 
 func (x *executor) taint(ctx context.Context, s *plan.Step) (stepOutcome, error) {

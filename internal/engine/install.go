@@ -93,6 +93,8 @@ type InstallResult struct {
 	Releases []*release.Release `json:"releases,omitempty"`
 	// Preflight is the report of the checks run before the first write.
 	Preflight *preflight.Report `json:"preflight,omitempty"`
+	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
+	Interrupted *InterruptedError `json:"interrupted,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -106,7 +108,17 @@ type StepResult struct {
 
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
 // cancellation (Ctrl-C) stops the run between API calls.
-func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
+func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
+	defer func() {
+		// An interrupt before the executor started (the lock wait, detection, preflight) changed nothing.
+		if err != nil && errors.Is(err, context.Canceled) && !errors.As(err, new(*InterruptedError)) && errors.Is(context.Cause(ctx), context.Canceled) {
+			ie := &InterruptedError{BeforeFirstWrite: true}
+			if res != nil {
+				res.Interrupted = ie
+			}
+			err = ie
+		}
+	}()
 	o := i.Options
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Minute
@@ -135,14 +147,18 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 			defer rcancel()
 			_ = held.Release(rctx) // an unreleased Lease expires by itself
 		}()
-		// A run that loses the lock (not renewed in time, or taken over) stops.
-		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
-		defer stop()
+		if h := held.TookOver; h != nil {
+			sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone (killed before it could release the lock)", h)})
+		}
+		// A run that loses the lock (not renewed in time, or taken over) stops; the cause tells
+		// that apart from an interrupt.
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
 		go func() {
 			select {
 			case <-held.Lost():
-				stop()
+				stop(held.Err())
 			case <-ctx.Done():
 			}
 		}()
@@ -152,7 +168,7 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &InstallResult{Detection: det}
+	res = &InstallResult{Detection: det}
 	p, planErr := i.buildPlan(det, o)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
 		return res, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
@@ -198,6 +214,9 @@ func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
 		return res, err
 	}
 	err = x.run(ctx)
+	if ierr := (*InterruptedError)(nil); errors.As(err, &ierr) {
+		res.Interrupted = ierr
+	}
 	if rerr := x.writeRecord(ctx, before, recordInputs(o, i.files), i.Version, i.verb(), err); rerr != nil {
 		err = errors.Join(err, rerr)
 	}

@@ -24,10 +24,11 @@ type TaintNodes struct {
 
 // Run taints and returns the per-node result.
 func (t *TaintNodes) Run(ctx context.Context) (taint.Result, error) {
-	det, err := (&Detect{Clients: t.Clients}).Run(ctx)
+	snap, err := detect.Gather(ctx, detect.Clients{Kube: t.Clients.Kube, Discovery: t.Clients.Discovery, Dynamic: t.Clients.Dynamic})
 	if err != nil {
-		return taint.Result{}, err
+		return taint.Result{}, fmt.Errorf("detect: %w", err)
 	}
+	det := detect.Analyze(snap)
 	var nodes []string
 	for _, n := range det.GPUNodes {
 		nodes = append(nodes, n.Name)
@@ -35,7 +36,8 @@ func (t *TaintNodes) Run(ctx context.Context) (taint.Result, error) {
 	if len(nodes) == 0 {
 		return taint.Result{}, fmt.Errorf("no GPU nodes found (no nvidia.com/gpu capacity, NFD PCI label or cloud accelerator label): nothing to taint")
 	}
-	return (&taint.Taint{Client: t.Clients.Kube, Taint: taint.GPUTaint, DryRun: t.DryRun, OnNode: t.OnNode}).Run(ctx, nodes)
+	// The nodes detection just listed serve the taint too: one LIST of every node, not two.
+	return (&taint.Taint{Client: t.Clients.Kube, Taint: taint.GPUTaint, DryRun: t.DryRun, OnNode: t.OnNode, Nodes: snap.Nodes}).Run(ctx, nodes)
 }
 
 // UntaintNodes removes the taints gpuctl added, and only those, from every node that records any.

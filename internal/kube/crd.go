@@ -460,6 +460,11 @@ func WaitCRDEstablished(ctx context.Context, client apiextensionsclient.Interfac
 		return false, nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// watchtools reports any end of its context as "timed out waiting for the condition";
+			// an interrupt must stay an interrupt (context.Canceled) for the caller.
+			err = ctx.Err()
+		}
 		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil

@@ -27,6 +27,9 @@ const (
 	AnnotationPID     = "gpuctl.io/lock-pid"
 	AnnotationCommand = "gpuctl.io/lock-command"
 	AnnotationSince   = "gpuctl.io/lock-since"
+	// AnnotationProcess identifies the holder's process on its machine (see processIdentity), so a
+	// run on the same machine can tell that a holder killed with SIGKILL is gone.
+	AnnotationProcess = "gpuctl.io/lock-process"
 )
 
 // Defaults of Lock's timing.
@@ -51,6 +54,8 @@ type Holder struct {
 	// Identity is the Lease's holderIdentity: host, pid and a random token, unique per run even when
 	// two runs share a process (tests).
 	Identity string `json:"identity"`
+	// Process identifies the process on its machine ("" where that cannot be told).
+	Process string `json:"process,omitempty"`
 }
 
 func (h Holder) String() string {
@@ -102,6 +107,11 @@ type Lock struct {
 	Now func() time.Time
 	// OnWait, if set, is called once when Acquire starts waiting for another holder.
 	OnWait func(*HeldError)
+
+	// proc reads the process table (default: the real /proc).
+	proc procFS
+	// gone is the holder whose process was found gone when the lock was taken.
+	gone *Holder
 }
 
 // Self describes the running process.
@@ -111,7 +121,8 @@ func Self() Holder {
 	_, _ = rand.Read(b)
 	pid := os.Getpid()
 	return Holder{Host: host, PID: pid, Command: commandLine(os.Args),
-		Identity: fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b))}
+		Identity: fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b)),
+		Process:  processIdentity(osProcFS{}, pid)}
 }
 
 // commandLine is args as one line for the Lease, which anyone who may read Leases in kube-system
@@ -155,6 +166,9 @@ func (l *Lock) defaults() {
 	}
 	if l.Now == nil {
 		l.Now = time.Now
+	}
+	if l.proc == nil {
+		l.proc = osProcFS{}
 	}
 	if l.Holder == nil {
 		h := Self()
@@ -204,6 +218,7 @@ func (l *Lock) leases() coordinationclient.LeaseInterface { return l.Client.Leas
 // try takes the lock once, or says who holds it.
 func (l *Lock) try(ctx context.Context) (time.Time, error) {
 	now := l.Now()
+	l.gone = nil
 	lease, err := l.leases().Get(ctx, l.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace}}
@@ -266,11 +281,16 @@ func (l *Lock) heldByOther(lease *coordinationv1.Lease, now time.Time) (Holder, 
 		return Holder{}, time.Time{}, time.Time{}, false
 	}
 	a := lease.Annotations
-	h := Holder{Identity: id, Host: a[AnnotationHost], Command: a[AnnotationCommand]}
+	h := Holder{Identity: id, Host: a[AnnotationHost], Command: a[AnnotationCommand], Process: a[AnnotationProcess]}
 	h.PID, _ = strconv.Atoi(a[AnnotationPID])
 	h.Since, _ = time.Parse(time.RFC3339Nano, a[AnnotationSince])
 	if h.Host == "" {
 		h.Host = id
+	}
+	if h.Process != "" && processGone(l.proc, h.Process) {
+		// Killed (SIGKILL, a crash) without releasing the Lease: nobody renews it any more.
+		l.gone = &h
+		return Holder{}, time.Time{}, time.Time{}, false
 	}
 	return h, renewed, expires, true
 }
@@ -290,6 +310,11 @@ func (l *Lock) stamp(lease *coordinationv1.Lease, now time.Time) {
 	lease.Annotations[AnnotationPID] = strconv.Itoa(l.Holder.PID)
 	lease.Annotations[AnnotationCommand] = truncate(l.Holder.Command, 1024)
 	lease.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339Nano)
+	if l.Holder.Process != "" {
+		lease.Annotations[AnnotationProcess] = l.Holder.Process
+	} else {
+		delete(lease.Annotations, AnnotationProcess)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -303,17 +328,20 @@ func truncate(s string, n int) string {
 type Held struct {
 	l *Lock
 	// Since is when the lock was taken.
-	Since  time.Time
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	err    error
-	lost   chan struct{}
+	Since time.Time
+	// TookOver is the earlier holder whose process was gone (killed) when this run took the lock,
+	// nil when the lock was free or had expired.
+	TookOver *Holder
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+	lost     chan struct{}
 }
 
 func (l *Lock) hold(ctx context.Context, since time.Time) *Held {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &Held{l: l, Since: since, cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
+	h := &Held{l: l, Since: since, TookOver: l.gone, cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
 	go h.renew(ctx)
 	return h
 }
@@ -400,7 +428,7 @@ func (h *Held) Release(ctx context.Context) error {
 	lease.Spec.HolderIdentity = nil
 	lease.Spec.AcquireTime = nil
 	lease.Spec.RenewTime = nil
-	for _, k := range []string{AnnotationHost, AnnotationPID, AnnotationCommand, AnnotationSince} {
+	for _, k := range []string{AnnotationHost, AnnotationPID, AnnotationCommand, AnnotationSince, AnnotationProcess} {
 		delete(lease.Annotations, k)
 	}
 	if _, err := h.l.leases().Update(ctx, lease, metav1.UpdateOptions{FieldManager: "gpuctl"}); err != nil {

@@ -129,11 +129,7 @@ func Build(in Input) (*Plan, error) {
 		if op := det.Existing.GPUOperator; op.Present && !ownSubscription(op.OLM, OpenShiftOperatorNS, OperatorPackage) {
 			return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
 		}
-		op, err := buildOpenShift(in, p, prof, o)
-		if err == nil {
-			op.Warnings = append(op.Warnings, unusedLicensing(op, o.Licensing)...)
-		}
-		return op, err
+		return buildOpenShift(in, p, prof, o)
 	}
 	if op := det.Existing.GPUOperator; op.Present && !ours(op.Helm, OperatorRelease, o.Namespace) {
 		return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))

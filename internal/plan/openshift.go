@@ -46,6 +46,13 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 
 	// The ClusterPolicy takes the profile's and the user's values over the CSV's alm-example.
 	overrides := policyOverrides(prof.Values)
+	if o.TolerateExistingTaints {
+		// Where the Helm path adds them (the detected layer): the operands tolerate the GPU nodes' own
+		// taints. The NodeFeatureDiscovery instance stays as NVIDIA's guide writes it; the worker Red
+		// Hat's NFD Operator runs is that operator's to configure.
+		opTols, _ := existingTaintLayers(det, overrides, map[string]any{})
+		overrides = merge(overrides, policyOverrides(opTols.Values))
+	}
 	for _, f := range o.Files {
 		op, _ := split(f.Values)
 		overrides = merge(overrides, policyOverrides(op))
@@ -64,10 +71,11 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 			{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": OpenShiftOperatorNS,
 				"labels": map[string]any{"openshift.io/cluster-monitoring": "true"}}},
 		}})
-	licensing, err := secretsStep(overrides, OpenShiftOperatorNS, o.Licensing)
+	licensing, notes, err := licensingStep(overrides, OpenShiftOperatorNS, o.Licensing, det.Existing)
 	if err != nil {
 		return nil, err
 	}
+	p.Warnings = append(p.Warnings, notes...)
 	add(licensing)
 
 	nfdSub := Step{ID: "release-" + nfdOperatorRelease, Kind: KindRelease, Title: "Subscribe to Red Hat's NFD Operator",

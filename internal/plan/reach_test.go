@@ -71,6 +71,25 @@ func TestTolerateExistingTaints(t *testing.T) {
 		}
 	})
 
+	t.Run("on OpenShift the ClusterPolicy's operands get the tolerations, below -f", func(t *testing.T) {
+		p := build(t, detection("openshift", tainted), Options{TolerateExistingTaints: true})
+		got, _ := at(p.Step("clusterpolicy").PolicySpec, "daemonsets", "tolerations").([]any)
+		want := append(normalized(map[string]any{"l": defaultOperandTolerations()})["l"].([]any),
+			map[string]any{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ClusterPolicy daemonsets.tolerations = %v, want %v", got, want)
+		}
+		mine := []any{map[string]any{"operator": "Exists"}}
+		p = build(t, detection("openshift", tainted), Options{TolerateExistingTaints: true,
+			Files: []Layer{{Source: "mine.yaml", Values: map[string]any{"daemonsets": map[string]any{"tolerations": mine}}}}})
+		if got := at(p.Step("clusterpolicy").PolicySpec, "daemonsets", "tolerations"); !reflect.DeepEqual(got, mine) {
+			t.Errorf("with -f: %v, want the file's %v", got, mine)
+		}
+		if got := at(build(t, detection("openshift", tainted), Options{}).Step("clusterpolicy").PolicySpec, "daemonsets", "tolerations"); got != nil {
+			t.Errorf("without the flag: %v", got)
+		}
+	})
+
 	t.Run("without the flag, or with nothing untolerated, there is no such layer", func(t *testing.T) {
 		for _, p := range []*Plan{
 			build(t, detection("kubeadm", tainted), Options{}),

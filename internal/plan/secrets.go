@@ -54,12 +54,6 @@ type SecretSpec struct {
 // ErrMissingLicense means the values need NVAIE licensing inputs that were not given.
 var ErrMissingLicense = errors.New("missing NVIDIA AI Enterprise licensing inputs")
 
-// secretsStep is licensingStep for a cluster where no NVAIE Secret exists yet.
-func secretsStep(values map[string]any, ns string, lic Licensing) (Step, error) {
-	step, _, err := licensingStep(values, ns, lic, detect.Existing{})
-	return step, err
-}
-
 // licensingStep decides, from the operator values, which NVAIE secrets are needed, and checks the
 // inputs are named. A needed Secret that already exists in the namespace (a re-run) is reused when no
 // input for it is given; given inputs replace it. It does not read the inputs (Build is pure); the
@@ -131,16 +125,6 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 		}
 	}
 	return step, notes, nil
-}
-
-// unusedLicensing is the warning for licensing inputs given to a plan whose licensing step is
-// skipped, for plans (OpenShift's) that build the step with secretsStep.
-func unusedLicensing(p *Plan, lic Licensing) []string {
-	s := p.Step("licensing")
-	if s == nil || s.Skip == "" || len(lic.given()) == 0 {
-		return nil
-	}
-	return []string{strings.Join(lic.given(), ", ") + ": not used, " + s.Skip}
 }
 
 // given lists the licensing flags that name an input.

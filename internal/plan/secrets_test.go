@@ -54,6 +54,20 @@ func TestLicensingReRuns(t *testing.T) {
 			t.Errorf("step %+v, warnings %q", s, p.Warnings)
 		}
 	})
+	t.Run("on OpenShift too, in the operator's namespace there", func(t *testing.T) {
+		charts := map[string]ChartInfo{OLMChart: {Name: OLMChart, Version: "0.1.0"}}
+		for k, v := range testCharts {
+			charts[k] = v
+		}
+		p, err := Build(Input{Detection: detection("openshift", withSecrets(OpenShiftOperatorNS, "licensing-config", "ngc-secret")),
+			Profile: fakeProfiles, Charts: charts, Options: Options{Set: nvaie}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := p.Step("licensing"); !strings.Contains(s.Skip, "reusing the existing Secrets") || !warned(p, "in "+OpenShiftOperatorNS) {
+			t.Errorf("step %+v, warnings %q", s, p.Warnings)
+		}
+	})
 	t.Run("Secrets in another namespace are not reused", func(t *testing.T) {
 		_, err := Build(Input{Detection: detection("kubeadm", withSecrets("elsewhere", "licensing-config", "ngc-secret")),
 			Profile: fakeProfiles, Charts: testCharts, Options: Options{Set: nvaie}})

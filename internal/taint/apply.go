@@ -15,8 +15,12 @@ type Taint struct {
 	Client kubernetes.Interface
 	// Taint is the taint to add; the zero value means GPUTaint.
 	Taint corev1.Taint
-	// Concurrency bounds the patches in flight; 0 means 8.
+	// Concurrency bounds the patches in flight; 0 means 32.
 	Concurrency int
+	// Nodes, if set, are the cluster's nodes as just read (detection's snapshot), so Run need not list
+	// them again. A node changed since is still handled right: each patch is conditional on the taints
+	// it was planned from, and a refused one is re-read and planned again.
+	Nodes []corev1.Node
 	// DryRun computes what would change and writes nothing (client-side: the nodes are read, never patched).
 	DryRun bool
 	// OnNode, if set, is called once per node as soon as that node is done, never concurrently.
@@ -47,9 +51,17 @@ func (t *Taint) Run(ctx context.Context, nodeNames []string) (Result, error) {
 	if len(names) == 0 {
 		return Result{Counts: map[Action]int{}}, nil
 	}
-	nodes, err := listNodes(ctx, t.Client)
-	if err != nil {
-		return Result{}, fmt.Errorf("taint nodes: %w", err)
+	var nodes map[string]*corev1.Node
+	if t.Nodes != nil {
+		nodes = make(map[string]*corev1.Node, len(t.Nodes))
+		for i := range t.Nodes {
+			nodes[t.Nodes[i].Name] = &t.Nodes[i]
+		}
+	} else {
+		var err error
+		if nodes, err = listNodes(ctx, t.Client); err != nil {
+			return Result{}, fmt.Errorf("taint nodes: %w", err)
+		}
 	}
 	r := runner{client: t.Client, concurrency: t.Concurrency, dryRun: t.DryRun, onNode: t.OnNode, verb: "taint"}
 	return r.run(ctx, names, nodes, func(node *corev1.Node) (change, error) {

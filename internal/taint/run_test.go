@@ -378,15 +378,15 @@ func TestRunRetriesOnConflict(t *testing.T) {
 		assertTaints(t, c, "gpu-1", otherTaint, GPUTaint)
 	})
 
-	t.Run("the patch carries the resourceVersion of the node as read", func(t *testing.T) {
-		n := node("gpu-1")
-		n.ResourceVersion = "42"
+	t.Run("the patch is a JSON patch conditional on the taints and the annotation as read", func(t *testing.T) {
+		n := node("gpu-1", otherTaint)
+		n.Annotations = map[string]string{"other": "x"}
 		c := fake.NewClientset(n)
 		var body string
 		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
 			p := action.(k8stesting.PatchAction)
-			if p.GetPatchType() != types.MergePatchType {
-				t.Errorf("patch type = %s, want %s", p.GetPatchType(), types.MergePatchType)
+			if p.GetPatchType() != types.JSONPatchType {
+				t.Errorf("patch type = %s, want %s", p.GetPatchType(), types.JSONPatchType)
 			}
 			body = string(p.GetPatch())
 			return false, nil, nil
@@ -394,10 +394,74 @@ func TestRunRetriesOnConflict(t *testing.T) {
 		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
 			t.Fatal(err)
 		}
-		want := `{"metadata":{"resourceVersion":"42","annotations":{"gpuctl.io/added-taints":"[{\"key\":\"nvidia.com/gpu\",\"value\":\"present\",\"effect\":\"NoSchedule\"}]"}},"spec":{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}}`
+		want := `[{"op":"test","path":"/spec/taints","value":[{"key":"node.kubernetes.io/unreachable","effect":"NoSchedule"}]},` +
+			`{"op":"test","path":"/metadata/annotations/gpuctl.io~1added-taints","value":null},` +
+			`{"op":"add","path":"/spec/taints","value":[{"key":"node.kubernetes.io/unreachable","effect":"NoSchedule"},{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]},` +
+			`{"op":"add","path":"/metadata/annotations/gpuctl.io~1added-taints","value":"[{\"key\":\"nvidia.com/gpu\",\"value\":\"present\",\"effect\":\"NoSchedule\"}]"}]`
 		if body != want {
 			t.Errorf("patch = %s\nwant    %s", body, want)
 		}
+		if got := getNode(t, c, "gpu-1").Annotations["other"]; got != "x" {
+			t.Errorf("another annotation became %q", got)
+		}
+	})
+
+	// The tracker applies JSON patches as the API server does (gopkg.in/evanphx/json-patch.v4): these
+	// two cases run the real test operations.
+	t.Run("a taint another writer added since the read fails the patch's test; the retry keeps it", func(t *testing.T) {
+		c := fake.NewClientset(node("gpu-1"))
+		var patches atomic.Int32
+		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if patches.Add(1) == 1 {
+				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
+				if err != nil {
+					return true, nil, err
+				}
+				n = n.DeepCopyObject()
+				n.(*corev1.Node).Spec.Taints = []corev1.Taint{otherTaint}
+				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
+					return true, nil, err
+				}
+			}
+			return false, nil, nil // the tracker applies the patch, tests included
+		})
+		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := patches.Load(); got != 2 {
+			t.Errorf("patched %d times, want 2 (a failed test, then a retry on the node as re-read)", got)
+		}
+		assertTaints(t, c, "gpu-1", otherTaint, GPUTaint)
+	})
+	t.Run("a change to anything else since the read (node status, labels) costs no retry", func(t *testing.T) {
+		c := fake.NewClientset(node("gpu-1"))
+		var patches atomic.Int32
+		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if patches.Add(1) == 1 {
+				n, err := c.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "gpu-1")
+				if err != nil {
+					return true, nil, err
+				}
+				n = n.DeepCopyObject()
+				n.(*corev1.Node).Labels = map[string]string{"heartbeat": "1"}
+				n.(*corev1.Node).Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+				if err := c.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
+					return true, nil, err
+				}
+			}
+			return false, nil, nil
+		})
+		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := patches.Load(); got != 1 {
+			t.Errorf("patched %d times, want 1", got)
+		}
+		n := getNode(t, c, "gpu-1")
+		if n.Labels["heartbeat"] != "1" {
+			t.Error("the other writer's change was lost")
+		}
+		assertTaints(t, c, "gpu-1", GPUTaint)
 	})
 }
 
@@ -497,13 +561,13 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		wantMax     int32
 	}{
 		{name: "patches run in parallel but never more than the limit of 3", concurrency: 3, wantMax: 3},
-		{name: "the default limit is 8", concurrency: 0, wantMax: 8},
+		{name: "the default limit is 32", concurrency: 0, wantMax: 32},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var objs []runtime.Object
 			var names []string
-			for i := range 24 {
+			for i := range 64 {
 				name := fmt.Sprintf("gpu-%02d", i)
 				objs = append(objs, node(name))
 				names = append(names, name)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -16,9 +17,11 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// defaultConcurrency bounds the patches in flight when Concurrency is 0: enough to taint a few hundred nodes in
-// seconds, few enough to stay well inside client-go's default client-side rate limit (QPS 5, burst 10) bursts.
-const defaultConcurrency = 8
+// defaultConcurrency bounds the patches in flight when Concurrency is 0. gpuctl's clients have no client-side
+// rate limit (internal/kube): the API server's priority and fairness paces bulk writes, answering 429 with
+// Retry-After, which client-go honours. 32 in flight saturate a control plane's node patch rate (a few hundred
+// per second on two cores) while staying a small share of its default max-mutating-requests-inflight (200).
+const defaultConcurrency = 32
 
 // fieldManager names gpuctl in the nodes' managedFields, so `kubectl get node -o yaml` shows who wrote the taint.
 const fieldManager = "gpuctl"
@@ -89,7 +92,7 @@ func (r runner) run(ctx context.Context, names []string, nodes map[string]*corev
 	return out, errors.Join(errs...)
 }
 
-// one applies plan to a single node, re-reading the node and planning again after each 409 Conflict.
+// one applies plan to a single node, re-reading the node and planning again when it changed since it was read.
 func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan planFunc) NodeResult {
 	res := NodeResult{Node: name}
 	if node == nil {
@@ -108,10 +111,11 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 	}
 
 	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnError(retry.DefaultRetry, changedSinceRead, func() error {
 		if !first {
-			// Someone else wrote the node between our read and our patch: read it again and redo the plan on
-			// the current taints, so their change survives and ours is still correct.
+			// Someone else changed the node's taints (or our annotation) between our read and our patch: read
+			// it again and redo the plan on the current taints, so their change survives and ours is still
+			// correct.
 			fresh, err := r.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return fmt.Errorf("re-read after conflict: %w", err)
@@ -150,60 +154,102 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 	return res
 }
 
-// nodePatch is a JSON merge patch (RFC 7386) of the parts of a Node we own.
+// The write is a JSON patch (RFC 6902) whose "test" operations make it conditional on exactly what the
+// plan read: the node's spec.taints and gpuctl's annotation, nothing else.
 //
-// Why a merge patch with resourceVersion, and not Update or a strategic-merge patch:
+// Why conditional, and why not on the resourceVersion:
 //   - spec.taints is +listType=atomic with no patch merge key, so every patch type replaces the whole list. To add
 //     or remove one taint without losing a concurrent writer's change (the node lifecycle controller adds
-//     node.kubernetes.io/* taints, cluster autoscalers add theirs), the write must be conditional on the version
-//     we read. Putting metadata.resourceVersion in the patch makes the API server reject it with 409 Conflict when
-//     the node changed (the same mechanism as `kubectl annotate --resource-version`; k8s.io/apiserver v0.37.2
-//     pkg/endpoints/handlers/rest_test.go TestPatchResourceWithVersionConflict); we then re-read and retry.
-//     Without a resourceVersion the server would apply our list over theirs unconditionally.
+//     node.kubernetes.io/* taints, cluster autoscalers add theirs), the write must be conditional on the list we
+//     read. A failed test makes the API server reject the patch (422, "testing value … failed") with nothing
+//     written; we then re-read and plan again, as after a 409 Conflict.
+//   - The node's resourceVersion changes with every status update, and kubelets (and kwok) write node status all
+//     the time: a patch conditional on it conflicts often on large clusters, each conflict costing a re-read and
+//     a second patch. The API server applies a JSON patch to the object it is about to store, retrying on its own
+//     storage conflicts, so the tests hold against the stored taints whatever else changed meanwhile.
 //   - Update would send the whole Node as this client's Go types know it, silently dropping fields that a newer
 //     API server has and client-go v0.37 does not. The patch touches only spec.taints and our annotation.
-//   - A merge patch on metadata.annotations merges by key, so other annotations are untouched, and a null value
-//     deletes ours.
-type nodePatch struct {
-	Metadata patchMeta `json:"metadata"`
-	Spec     patchSpec `json:"spec"`
+//   - A test of a member that does not exist against null passes (gopkg.in/evanphx/json-patch.v4, which the API
+//     server uses), so "no taints yet" and "no annotation yet" are preconditions too.
+type patchOp struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	// Value is sent even when nil: a test against null means "absent".
+	Value any `json:"value"`
 }
 
-type patchMeta struct {
-	ResourceVersion string             `json:"resourceVersion,omitempty"`
-	Annotations     map[string]*string `json:"annotations"`
-}
+// annotationPath is the JSON pointer of gpuctl's annotation ("/" in the key escaped as "~1").
+var annotationPath = "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(AddedTaintsAnnotation, "~", "~0"), "/", "~1")
 
-type patchSpec struct {
-	// No omitempty: nil must be sent as null, which removes the field when the last taint goes.
-	Taints []corev1.Taint `json:"taints"`
-}
-
-func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.Node, c change) error {
-	var annotation *string
+// nodePatch is the conditional JSON patch that turns node (as read) into c.
+func nodePatch(node *corev1.Node, c change) ([]patchOp, error) {
+	var oldTaints any
+	if len(node.Spec.Taints) > 0 {
+		oldTaints = node.Spec.Taints
+	}
+	ops := []patchOp{{Op: "test", Path: "/spec/taints", Value: oldTaints}}
+	var newAnnotation any
 	if c.added != nil {
 		v, err := encodeAdded(c.added)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		annotation = &v
+		newAnnotation = v
 	}
-	p := nodePatch{
-		Metadata: patchMeta{
-			ResourceVersion: node.ResourceVersion,
-			Annotations:     map[string]*string{AddedTaintsAnnotation: annotation},
-		},
-		Spec: patchSpec{Taints: c.taints},
+	old, had := node.Annotations[AddedTaintsAnnotation]
+	if node.Annotations == nil {
+		ops = append(ops, patchOp{Op: "test", Path: "/metadata/annotations", Value: nil})
+	} else {
+		var oldValue any
+		if had {
+			oldValue = old
+		}
+		ops = append(ops, patchOp{Op: "test", Path: annotationPath, Value: oldValue})
 	}
-	data, err := json.Marshal(p)
+	switch {
+	case c.taints != nil:
+		ops = append(ops, patchOp{Op: "add", Path: "/spec/taints", Value: c.taints})
+	case len(node.Spec.Taints) > 0:
+		ops = append(ops, patchOp{Op: "remove", Path: "/spec/taints"})
+	}
+	switch {
+	case newAnnotation != nil && node.Annotations == nil:
+		ops = append(ops, patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]any{AddedTaintsAnnotation: newAnnotation}})
+	case newAnnotation != nil:
+		ops = append(ops, patchOp{Op: "add", Path: annotationPath, Value: newAnnotation})
+	case had:
+		ops = append(ops, patchOp{Op: "remove", Path: annotationPath})
+	}
+	return ops, nil
+}
+
+func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.Node, c change) error {
+	ops, err := nodePatch(node, c)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(ops)
 	if err != nil {
 		return fmt.Errorf("encode patch: %w", err)
 	}
-	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
 		return fmt.Errorf("patch: %w", err)
 	}
 	return nil
+}
+
+// changedSinceRead: the write was refused because the node is no longer as read, either by a 409
+// Conflict or by a failed test operation of the patch.
+func changedSinceRead(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && !apierrors.IsInvalid(err) {
+		return false
+	}
+	return strings.Contains(err.Error(), "testing value") && strings.Contains(err.Error(), "failed")
 }
 
 // listNodes does the one LIST of nodes each Run starts with, keyed by name.

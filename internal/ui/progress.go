@@ -83,7 +83,7 @@ func (p *Progress) Event(e engine.Event) {
 			p.lastMsg[e.Step] = e.Message
 			p.line("%s  %s", p.counter(e), e.Message)
 		}
-	case engine.StepSucceeded, engine.StepSkipped, engine.StepFailed:
+	case engine.StepSucceeded, engine.StepSkipped, engine.StepFailed, engine.StepInterrupted:
 		p.current = nil
 		mark := p.style.ok()
 		switch e.Type {
@@ -91,6 +91,8 @@ func (p *Progress) Event(e engine.Event) {
 			mark = p.style.skip()
 		case engine.StepFailed:
 			mark = p.style.fail()
+		case engine.StepInterrupted:
+			mark = p.style.interrupted()
 		}
 		msg := e.Title
 		if e.Message != "" {

@@ -39,3 +39,40 @@ func PrintInstallResult(w io.Writer, r *engine.InstallResult, namespace string, 
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// PrintInterrupted prints where an interrupted install stopped: the steps that finished, the one in
+// flight with the state it left, the ones that never started, and how to go on.
+func PrintInterrupted(w io.Writer, e *engine.InterruptedError) error {
+	b := &strings.Builder{}
+	if e.BeforeFirstWrite {
+		fmt.Fprintln(b, "gpuctl: interrupted before the first write: nothing was changed.")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	switch {
+	case e.InFlight != nil:
+		fmt.Fprintf(b, "gpuctl: interrupted during step %d/%d, %s.\n", len(e.Finished)+1, e.Count, e.InFlight.Title)
+	default:
+		fmt.Fprintf(b, "gpuctl: interrupted after step %d/%d.\n", len(e.Finished), e.Count)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	if len(e.Finished) > 0 {
+		ids := make([]string, 0, len(e.Finished))
+		for _, r := range e.Finished {
+			ids = append(ids, r.ID)
+		}
+		fmt.Fprintf(tw, "  finished:\t%s\n", strings.Join(ids, ", "))
+	}
+	if e.InFlight != nil {
+		fmt.Fprintf(tw, "  in flight:\t%s: %s\n", e.InFlight.ID, e.InFlight.Message)
+	}
+	if len(e.NotStarted) > 0 {
+		fmt.Fprintf(tw, "  not started:\t%s\n", strings.Join(e.NotStarted, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "To go on, %s.\n", engine.ResumeHint)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -70,3 +70,10 @@ func (s Style) skip() string {
 	}
 	return "skipped"
 }
+
+func (s Style) interrupted() string {
+	if s.Color {
+		return s.paint(ansiYellow, "■")
+	}
+	return "interrupted"
+}

@@ -1,0 +1,60 @@
+package ui
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+)
+
+func TestPrintInterrupted(t *testing.T) {
+	finished := []engine.StepResult{
+		{ID: "namespace", Outcome: engine.StepSucceeded},
+		{ID: "crds", Outcome: engine.StepSucceeded},
+		{ID: "nfd", Outcome: engine.StepSkipped},
+	}
+	for _, tc := range []struct {
+		name string
+		err  *engine.InterruptedError
+		want string
+	}{
+		{"before the first write", &engine.InterruptedError{BeforeFirstWrite: true},
+			"gpuctl: interrupted before the first write: nothing was changed.\n"},
+		{"in a step: its real state", &engine.InterruptedError{Count: 6, Finished: finished,
+			InFlight:   &engine.StepResult{ID: "gpu-operator", Title: "Install gpu-operator", Outcome: engine.StepInterrupted, Message: "release gpu-operator: deployed revision 2"},
+			NotStarted: []string{"wait-operator", "wait-validators"}},
+			"gpuctl: interrupted during step 4/6, Install gpu-operator.\n" +
+				"  finished:     namespace, crds, nfd\n" +
+				"  in flight:    gpu-operator: release gpu-operator: deployed revision 2\n" +
+				"  not started:  wait-operator, wait-validators\n" +
+				"To go on, " + engine.ResumeHint + ".\n"},
+		{"between steps", &engine.InterruptedError{Count: 4, Finished: finished, NotStarted: []string{"taint"}},
+			"gpuctl: interrupted after step 3/4.\n" +
+				"  finished:     namespace, crds, nfd\n" +
+				"  not started:  taint\n" +
+				"To go on, " + engine.ResumeHint + ".\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := PrintInterrupted(&b, tc.err); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestProgressShowsAnInterruptedStep(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, FormatPlain, Style{})
+	p.Event(engine.Event{Type: engine.StepStarted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6})
+	p.Event(engine.Event{Type: engine.StepInterrupted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6,
+		Message: "release gpu-operator: deployed revision 2", Hint: engine.ResumeHint})
+	p.Close()
+	want := "[4/6] Install gpu-operator …\n[4/6] interrupted Install gpu-operator: release gpu-operator: deployed revision 2\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
