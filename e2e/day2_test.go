@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -323,5 +325,52 @@ func TestDay2(t *testing.T) {
 		if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
 			t.Errorf("install record after --purge: %+v, %v", rec, err)
 		}
+		if _, err := c.Kube.CoordinationV1().Leases("kube-system").Get(ctx, "gpuctl", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the lock's Lease after --purge: %v", err)
+		}
 	})
+}
+
+// TestUninstallOnOpenShift is uninstall on the OLM path: the ClusterPolicy, then NVIDIA's certified
+// operator (Subscription and CSV), the NodeFeatureDiscovery instance and Red Hat's NFD Operator, then
+// gpuctl's taints and the labels NFD and the operator left.
+func TestUninstallOnOpenShift(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "openshift", GPUNodes: 2, CPUNodes: 1}})
+	ctx := t.Context()
+	nodesBefore := nodesMetadata(t, c)
+	installJSON(t, c)
+
+	code, res, stderr := uninstallJSON(t, c, "--yes")
+	if code != 0 || !res.Changed {
+		t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
+	}
+	if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+		t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+	}
+	dyn := dynamicClient(t, c)
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"},
+		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"},
+		{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"},
+		clusterPolicies,
+	} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list %s: %v", gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			if ns := o.GetNamespace(); ns == "" || ns == "nvidia-gpu-operator" || ns == "openshift-nfd" {
+				t.Errorf("%s %s/%s is left after uninstall", gvr.Resource, ns, o.GetName())
+			}
+		}
+	}
+	for _, ns := range []string{"nvidia-gpu-operator", "openshift-nfd"} {
+		deps, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deps.Items {
+			t.Errorf("Deployment %s/%s is left after uninstall", ns, d.Name)
+		}
+	}
 }

@@ -85,7 +85,7 @@ type uninstallStep struct {
 }
 
 // Run uninstalls.
-func (u *Uninstall) Run(ctx context.Context) (*UninstallResult, error) {
+func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	o := u.Options
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Minute
@@ -109,7 +109,15 @@ func (u *Uninstall) Run(ctx context.Context) (*UninstallResult, error) {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer rcancel()
 		_ = held.Release(rctx)
+		if err == nil && o.Purge {
+			// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run
+			// waiting for it creates it again).
+			purgeLease(rctx, u.Clients)
+		}
 	}()
+	if h := held.TookOver; h != nil {
+		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone", h)})
+	}
 	var stop context.CancelFunc
 	ctx, stop = context.WithCancel(ctx)
 	defer stop()
@@ -130,7 +138,7 @@ func (u *Uninstall) Run(ctx context.Context) (*UninstallResult, error) {
 	if err != nil {
 		return &UninstallResult{}, err
 	}
-	res := &UninstallResult{}
+	res = &UninstallResult{}
 	for i, s := range steps {
 		base := Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
 		emit := func(e Event) {
@@ -692,4 +700,14 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 // absent reports errors that mean "this kind is not served" or "not found".
 func absent(err error) bool {
 	return err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || isNoResource(err))
+}
+
+// purgeLease deletes the lock's Lease when no run holds it.
+func purgeLease(ctx context.Context, clients *kube.Clients) {
+	leases := clients.Kube.CoordinationV1().Leases(lock.DefaultNamespace)
+	l, err := leases.Get(ctx, lock.DefaultName, metav1.GetOptions{})
+	if err != nil || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "") {
+		return
+	}
+	_ = leases.Delete(ctx, lock.DefaultName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 }
