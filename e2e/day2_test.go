@@ -192,6 +192,16 @@ func TestDay2(t *testing.T) {
 		if !slices.Equal(res.Install.GPUNodes, simulatedGPUNodes(c)) {
 			t.Errorf("validated %v", res.Install.GPUNodes)
 		}
+		// The operator's upgrade controller replaced the drivers and gave the nodes back.
+		for _, n := range res.Install.GPUNodes {
+			if st := res.DriverUpgrades[n]; st != "upgrade-done" && st != "" {
+				t.Errorf("node %s driver upgrade state %q", n, st)
+			}
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || node.Spec.Unschedulable {
+				t.Errorf("node %s still cordoned after the upgrade (%v)", n, err)
+			}
+		}
 		assertReconciled(t, c, "cluster-policy")
 		runs := c.OperatorRuns()
 		var releases []string

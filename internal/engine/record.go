@@ -96,11 +96,13 @@ type NodeMetadata struct {
 // stackPrefixes are the label and annotation prefixes NFD and the GPU operator write on nodes:
 // feature.node.kubernetes.io/ (NFD's feature labels), nfd.node.kubernetes.io/ (NFD's bookkeeping
 // annotations), nvidia.com/ (the operator's and GPU feature discovery's labels, e.g. nvidia.com/gpu.present,
-// nvidia.com/gpu.product, nvidia.com/gpu-driver-upgrade-state). NFD's own prune job removes the
-// first two the same way (kubernetes-sigs/node-feature-discovery cmd/nfd-master --prune@v0.17).
+// nvidia.com/gpu.product, nvidia.com/gpu-driver-upgrade-state). NFD's own chart prunes its labels the
+// same way on uninstall (kubernetes-sigs/node-feature-discovery
+// deployment/helm/node-feature-discovery/templates/post-delete-job.yaml: nfd-master -prune); our NFD
+// chart has no hooks (docs/nfd-chart-deviations.md), so uninstall does it.
 var stackPrefixes = []string{"feature.node.kubernetes.io/", "nfd.node.kubernetes.io/", "nvidia.com/"}
 
-// nfdPrefixes are the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
+// isNFDKey: a key in the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
 func isNFDKey(k string) bool {
 	return strings.HasPrefix(k, "feature.node.kubernetes.io/") || strings.HasPrefix(k, "nfd.node.kubernetes.io/")
 }

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/health"
@@ -137,9 +141,13 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	}
 	res := &UpgradeResult{}
 	var previewErr error
+	var operandsBefore map[string]string
 	inst.Confirm = func(p *plan.Plan) bool {
 		res.Preview, previewErr = u.preview(ctx, p, rec, b.Version, change)
 		if previewErr != nil {
+			return false
+		}
+		if operandsBefore, previewErr = operandGenerations(ctx, u.Clients, rec.Namespace); previewErr != nil {
 			return false
 		}
 		return u.Confirm == nil || u.Confirm(res.Preview)
@@ -155,6 +163,18 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	// The operator's upgrade controller replaces the driver node by node once the new ClusterPolicy
 	// is reconciled; the upgrade is over when every GPU node's state has settled.
 	if res.Preview != nil && res.Preview.Changed() && len(ires.GPUNodes) > 0 {
+		// The driver upgrade states and the operands read "done" until the new controller has acted:
+		// wait until it has re-rendered an operand DaemonSet before judging them.
+		if res.Preview.Change != VersionSame {
+			if err := u.waitReconciled(ctx, rec.Namespace, operandsBefore, sink); err != nil {
+				return res, err
+			}
+		}
+		// The driver DaemonSet is updated OnDelete: it has rolled out only once the upgrade controller
+		// replaced every driver pod, so the rollout comes first and the upgrade states are read after.
+		if err := u.revalidate(ctx, rec.Namespace, ires.GPUNodes, o.Timeout, sink); err != nil {
+			return res, err
+		}
 		sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades"})
 		w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: rec.Namespace, OnProgress: func(p health.Progress) {
 			sink.Event(Event{Time: time.Now(), Type: StepProgress, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: p.Message, Done: p.Done, Total: p.Total})
@@ -182,15 +202,13 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 			return res, err
 		}
 		sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: msg})
-		if err := u.revalidate(ctx, rec.Namespace, ires.GPUNodes, o.Timeout, sink); err != nil {
-			return res, err
-		}
 	}
 	return res, nil
 }
 
-// revalidate waits, after the driver upgrades, until the new release's operands have rolled out and
-// its validators are Ready on every GPU node: install's waits alone can pass on the old release's
+// revalidate waits, once the new controller has reconciled, until the operands have rolled out (the
+// driver's only when the upgrade controller has replaced every driver pod) and
+// the validators are Ready on every GPU node: install's waits alone can pass on the old release's
 // still-Ready validators.
 func (u *Upgrade) revalidate(ctx context.Context, ns string, nodes []string, timeout time.Duration, sink Sink) error {
 	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
@@ -277,4 +295,54 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 		pv.Notes = UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
 	}
 	return pv, nil
+}
+
+// operandGenerations maps each operand DaemonSet in ns to its UID and generation.
+func operandGenerations(ctx context.Context, clients *kube.Clients, ns string) (map[string]string, error) {
+	dss, err := clients.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list DaemonSets in %s: %w", ns, err)
+	}
+	out := map[string]string{}
+	for _, d := range dss.Items {
+		for _, r := range d.OwnerReferences {
+			if strings.HasPrefix(r.APIVersion, "nvidia.com/") && (r.Kind == "ClusterPolicy" || r.Kind == "NVIDIADriver") {
+				out[d.Name] = fmt.Sprintf("%s/%d", d.UID, d.Generation)
+			}
+		}
+	}
+	return out, nil
+}
+
+// reconcileWait bounds how long upgrade waits for the new controller to re-render an operand: a
+// release whose operands render the same never changes one.
+const reconcileWait = 3 * time.Minute
+
+// waitReconciled waits until an operand DaemonSet differs from before the upgrade (new generation,
+// new object, or a new DaemonSet): the new release's controller has reconciled the ClusterPolicy.
+func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[string]string, sink Sink) error {
+	const step, title = "wait-reconciled", "Wait for the new controller to reconcile the operands"
+	sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: step, Title: title})
+	err := wait.PollUntilContextTimeout(ctx, time.Second, reconcileWait, true, func(ctx context.Context) (bool, error) {
+		now, err := operandGenerations(ctx, u.Clients, ns)
+		if err != nil {
+			return false, err
+		}
+		for name, gen := range now {
+			if before[name] != gen {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: step, Title: title, Message: "operand DaemonSets updated"})
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	sink.Event(Event{Time: time.Now(), Type: Warning, Step: step, Title: title,
+		Message: fmt.Sprintf("no operand DaemonSet changed within %s: the new release renders them the same, or its controller has not run", reconcileWait)})
+	return nil
 }

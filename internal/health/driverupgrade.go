@@ -8,10 +8,11 @@ import (
 )
 
 // The operator's driver upgrade controller moves each GPU node through the states of the label
-// nvidia.com/gpu-driver-upgrade-state (NVIDIA/gpu-operator controllers/upgrade_controller.go@v26.7.0,
-// states from NVIDIA/k8s-operator-libs pkg/upgrade/consts.go): upgrade-required, cordon-required,
-// wait-for-jobs-required, pod-deletion-required, drain-required, pod-restart-required,
-// validation-required, uncordon-required, then upgrade-done, or upgrade-failed.
+// nvidia.com/gpu-driver-upgrade-state (NVIDIA/gpu-operator controllers/upgrade_controller.go@v26.7.0;
+// the states are NVIDIA/k8s-operator-libs pkg/upgrade/consts.go as vendored by that release):
+// upgrade-required, cordon-required, wait-for-jobs-required, pod-deletion-required, drain-required,
+// node-maintenance-required, post-maintenance-required, pod-restart-required, validation-required,
+// uncordon-required, then upgrade-done, or upgrade-failed.
 const (
 	DriverUpgradeStateLabel = "nvidia.com/gpu-driver-upgrade-state"
 	DriverUpgradeDone       = "upgrade-done"
