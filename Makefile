@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-snapshot clean crds fuzz
+.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-check release-snapshot clean crds fuzz
 
 all: build
 
@@ -33,7 +33,7 @@ demo-down: $(BIN)/sandbox
 	$(SANDBOX) down --name demo
 
 ## test: everything CI runs — static checks, unit tests, then the e2e suites on the sandbox.
-test: lint test-unit e2e
+test: lint release-check test-unit e2e
 
 ## test-unit: the fast inner loop; tests that need a real control plane skip themselves in -short mode.
 test-unit:
@@ -85,8 +85,21 @@ bench: sandbox-tools
 	$(GO) run ./e2e/cmd/bench -gpu-nodes $(BENCH_GPU_NODES)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-release-snapshot:
-	$(GO) run github.com/goreleaser/goreleaser/v2@latest release --snapshot --clean
+## goreleaser, pinned in e2e/tools/goreleaser and built once into the tool cache.
+GORELEASER_VERSION := v2.15.1
+TOOL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpuctl/tools
+GORELEASER := $(TOOL_CACHE)/goreleaser-$(GORELEASER_VERSION)
+
+$(GORELEASER):
+	cd e2e/tools/goreleaser && $(GO) build -o $(GORELEASER) github.com/goreleaser/goreleaser/v2
+
+## release-check: validate .goreleaser.yaml (builds, archives, the krew manifest) with the pinned goreleaser.
+release-check: $(GORELEASER)
+	$(GORELEASER) check
+
+## release-snapshot: a full local release build into dist/, published nowhere.
+release-snapshot: $(GORELEASER)
+	$(GORELEASER) release --snapshot --clean
 
 clean:
 	rm -rf $(BIN) dist

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
@@ -107,6 +108,19 @@ func TestInstallWithNoFlags(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("install -o json: %v\n%s", err, stdout)
 			}
+
+			t.Run("its -o json documents match their schemas in docs/schemas", func(t *testing.T) {
+				docs := map[string]string{"install": stdout}
+				for _, args := range [][]string{{"detect", "-o", "json"}, {"check", "--pre", "-o", "json"}, {"install", "--dry-run", "-o", "json"}} {
+					_, out, _ := gpuctlEnv(t, c, env, args...)
+					docs[strings.Join(args, " ")] = out
+				}
+				for name, doc := range docs {
+					if kind, err := docschema.Validate([]byte(doc)); err != nil {
+						t.Errorf("%s (%s): %v", name, kind, err)
+					}
+				}
+			})
 
 			t.Run("it detects the distribution and picks its profile", func(t *testing.T) {
 				if res.Detection.Distribution.Name != tc.distro {

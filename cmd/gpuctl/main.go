@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -19,7 +21,9 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := cli.Run(ctx, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv)
+	// Installed as kubectl-gpu, gpuctl is the kubectl plugin `kubectl gpu`.
+	program := strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
+	code := cli.RunAs(ctx, program, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv)
 	stop()
 	os.Exit(code)
 }

@@ -53,7 +53,7 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 				if output == "json" {
 					werr = writeJSON(streams.Out, res.Report)
 				} else {
-					werr = res.Report.Render(streams.Out, ui.DetectStyle(streams.Out, getenv).Color)
+					werr = ui.PrintPreflight(streams.Out, res.Report, ui.DetectStyle(streams.Out, getenv).Color)
 				}
 				if werr != nil && err == nil {
 					err = werr

@@ -155,3 +155,89 @@ func TestSettingsPrecedence(t *testing.T) {
 		}
 	})
 }
+
+func TestKubectlPlugin(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := RunAs(context.Background(), "kubectl-gpu", Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, []string{"install", "--help"}, func(string) string { return "" })
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "kubectl gpu install [flags]") || !strings.Contains(out.String(), "  kubectl gpu install --dry-run") {
+		t.Errorf("installed as kubectl-gpu, help does not read as the plugin:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "gpuctl install") {
+		t.Errorf("help still says gpuctl install:\n%s", out.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(out, "gpuctl ") || !strings.Contains(out, "chart gpu-operator ") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// Help reads like kubectl's: a command's own flags first, the connection flags in `gpuctl options`.
+func TestHelpKeepsConnectionFlagsInOptions(t *testing.T) {
+	code, out, _ := run(t, nil, "install", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, absent := range []string{"--kubeconfig", "--certificate-authority", "--as-group", "--insecure-skip-tls-verify"} {
+		if strings.Contains(out, absent+" ") {
+			t.Errorf("install --help lists %s", absent)
+		}
+	}
+	if !strings.Contains(out, "--dry-run") || !strings.Contains(out, `Use "gpuctl options"`) || !strings.Contains(out, "Global Flags:\n      --config") {
+		t.Errorf("install --help:\n%s", out)
+	}
+	if i, j := strings.Index(out, "\nFlags:"), strings.Index(out, "\nGlobal Flags:"); i < 0 || j < i {
+		t.Errorf("the command's own flags do not come first:\n%s", out)
+	}
+	code, out, _ = run(t, nil, "options")
+	for _, want := range []string{"--kubeconfig string", "--context string", "-n, --namespace string", "--as string"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("options lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	// The flags still work everywhere.
+	if code, _, errOut := run(t, nil, "profiles", "list", "--kubeconfig", "/nonexistent", "-n", "gpu"); code != 0 {
+		t.Errorf("profiles list with connection flags: exit %d: %s", code, errOut)
+	}
+}
+
+func TestDynamicCompletion(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c1, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u1, user: {}}]
+contexts: [{name: prod, context: {cluster: c1, user: u1}}, {name: lab, context: {cluster: c1, user: u1}}]
+current-context: lab
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "--kubeconfig", kubeconfig, "install", "--context", ""}, []string{"lab\tcluster c1, user u1", "prod\tcluster c1, user u1"}},
+		{[]string{"__complete", "install", "--profile", ""}, []string{"gke\t", "openshift\t", "tkgs\t"}},
+		{[]string{"__complete", "template", "--profile", ""}, []string{"kubeadm\t"}},
+		{[]string{"__complete", "install", "--operator-version", ""}, []string{"v26.7.0", "v25.10.1"}},
+		{[]string{"__complete", "check", "--skip-check", "api,"}, []string{"api,permissions\t", "api,gpu-node-taints\t"}},
+	} {
+		code, out, errOut := run(t, nil, tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: no %q in\n%s", tc.args, w, out)
+			}
+		}
+		if !strings.Contains(out, ":4\n") { // ShellCompDirectiveNoFileComp
+			t.Errorf("%v: completion offers files:\n%s", tc.args, out)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 func newDetectCmd(streams Streams, g *globals) *cobra.Command {
@@ -30,7 +31,7 @@ func newDetectCmd(streams Streams, g *globals) *cobra.Command {
 			case "yaml":
 				return writeYAML(streams.Out, res)
 			}
-			return res.Table(streams.Out)
+			return ui.PrintDetection(streams.Out, res)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")

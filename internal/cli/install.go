@@ -17,6 +17,7 @@ import (
 func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
 	var o engine.InstallOptions
 	var output string
+	var interactive bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Detect, taint GPU nodes, install NFD and the GPU Operator, and wait until every GPU node is validated",
@@ -25,6 +26,9 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
   gpuctl install --dry-run -o json        # the plan, for review in CI`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interactive {
+				return runWizard(cmd.Context(), streams, g, getenv, o, wizardFlags{save: "gpuctl-install.yaml"})
+			}
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
@@ -95,6 +99,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
+	f.BoolVar(&interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")
 	return cmd
 }
 

@@ -57,10 +57,23 @@ type globals struct {
 // Run runs gpuctl with args and returns the process exit code. getenv reads the environment (for
 // GPUCTL_* settings and NO_COLOR).
 func Run(ctx context.Context, streams Streams, args []string, getenv func(string) string) int {
+	return RunAs(ctx, "gpuctl", streams, args, getenv)
+}
+
+// RunAs is Run for a program of another name: installed as kubectl-gpu (krew), gpuctl runs as the
+// kubectl plugin `kubectl gpu` and its help and examples say so.
+func RunAs(ctx context.Context, program string, streams Streams, args []string, getenv func(string) string) int {
 	g := &globals{kube: genericclioptions.NewConfigFlags(true)}
 	ns := "gpu-operator"
 	g.kube.Namespace = &ns
 	root := newRoot(ctx, streams, g, getenv)
+	if name, ok := strings.CutPrefix(program, "kubectl-"); ok && name != "" {
+		display := "kubectl " + strings.ReplaceAll(name, "_", "-")
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
+		for _, c := range root.Commands() {
+			c.Example = strings.ReplaceAll(c.Example, "gpuctl ", display+" ")
+		}
+	}
 	root.SetArgs(args)
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
@@ -91,22 +104,26 @@ binary, and waits until the validator has passed on every GPU node.`,
 	// A flag's value that does not parse (--timeout forever) is a usage error, as the same value from
 	// GPUCTL_TIMEOUT or the config file is.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	g.kube.AddFlags(root.PersistentFlags())
+	kube := kubeFlags(root, g)
+	root.SetUsageFunc(usageFunc(kube))
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $XDG_CONFIG_HOME/gpuctl/config.yaml); flags win over it, GPUCTL_* environment variables over the file")
 	root.PersistentFlags().StringVar(&g.progress, "progress", "auto", "progress on stderr: auto (spinner on a terminal, plain lines otherwise), plain, json")
 	root.AddCommand(
 		newInstallCmd(streams, g, getenv),
+		newWizardCmd(streams, g, getenv),
 		newCheckCmd(streams, g, getenv),
 		newDetectCmd(streams, g),
 		newProfilesCmd(streams),
 		newTemplateCmd(streams, g),
-		newTaintCmd(streams, g, false),
-		newTaintCmd(streams, g, true),
+		newTaintCmd(streams, g, getenv, false),
+		newTaintCmd(streams, g, getenv, true),
 		newVersionCmd(streams),
 		newStatusCmd(streams, g, getenv),
 		newUninstallCmd(streams, g, getenv),
 		newUpgradeCmd(streams, g, getenv),
+		newOptionsCmd(streams, kube),
 	)
+	registerCompletions(root, g)
 	return root
 }
 
@@ -130,6 +147,9 @@ func applySettings(cmd *cobra.Command, configFile string, getenv func(string) st
 		v.SetConfigFile(configFile)
 		if err := v.ReadInConfig(); err != nil {
 			return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
+		}
+		if err := checkConfigVersion(v, configFile); err != nil {
+			return err
 		}
 	}
 	var ferr error

@@ -9,7 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
-func newTaintCmd(streams Streams, g *globals, untaint bool) *cobra.Command {
+func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untaint bool) *cobra.Command {
 	var dryRun bool
 	use, short := "taint", "Taint GPU nodes nvidia.com/gpu=present:NoSchedule, recording what gpuctl added"
 	if untaint {
@@ -24,18 +24,31 @@ func newTaintCmd(streams Streams, g *globals, untaint bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Per-node progress goes through the --progress renderer (plain lines, or JSON events for CI);
+			// the result (kubectl's "node/NAME tainted" lines) goes to stdout.
+			progress, err := g.progressRenderer(streams.Err, getenv)
+			if err != nil {
+				return err
+			}
+			defer progress.Close()
 			onNode := func(r taint.NodeResult) {
 				if r.Err != nil {
-					fmt.Fprintf(streams.Err, "node/%s: %v\n", r.Node, r.Err)
+					progress.Event(engine.Event{Type: engine.Warning, Message: fmt.Sprintf("node/%s: %v", r.Node, r.Err)})
 					return
 				}
-				fmt.Fprintf(streams.Out, "node/%s %s\n", r.Node, r.Action)
+				progress.Event(engine.Event{Type: engine.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
 			}
 			var res taint.Result
 			if untaint {
 				res, err = (&engine.UntaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
 			} else {
 				res, err = (&engine.TaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
+			}
+			progress.Close()
+			for _, r := range res.Nodes {
+				if r.Err == nil {
+					fmt.Fprintf(streams.Out, "node/%s %s\n", r.Node, r.Action)
+				}
 			}
 			if err != nil {
 				return err

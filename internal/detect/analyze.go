@@ -23,6 +23,11 @@ func Analyze(s *Snapshot) Result {
 	}
 
 	r.Candidates, r.Distribution = chooseDistribution(v)
+	for _, e := range r.Distribution.Evidence {
+		if e.Signal == "conflict" {
+			r.Warnings = append(r.Warnings, "distribution: chose "+r.Distribution.Name+", but "+e.Value+"; if that is wrong, choose the profile with --profile")
+		}
+	}
 	if r.Distribution.Name == GKE {
 		r.Autopilot = autopilot(v)
 		if r.Autopilot.Detected {

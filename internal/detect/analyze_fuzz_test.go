@@ -1,9 +1,9 @@
 package detect
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,20 +25,24 @@ var (
 		"eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool", "kubernetes.azure.com/accelerator",
 		"karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
 		"node.kubernetes.io/instance-type", "run.tanzu.vmware.com/tkr", "microk8s.io/cluster", "node.k0sproject.io/role",
-		"kubernetes.io/hostname", "topology.kubernetes.io/zone", "",
+		"kubernetes.io/hostname", "topology.kubernetes.io/zone", "kubernetes.azure.com/cluster", "kubernetes.azure.com/role",
+		"karpenter.k8s.aws/instance-family", "k3s.io/hostname", "rke2.io/hostname", "nvidia.com/cuda.driver.major",
+		"cloud.google.com/gke-boot-disk", "",
 	}
 	fuzzValues = []string{
 		"true", "false", "", "nvidia-tesla-t4", "p4d.24xlarge", "g4ad.xlarge", "a2-highgpu-1g", "Standard_NC6s_v3",
 		"Standard_NV16as_v4", "8", "-1", "99999999999999999999", "pre-installed", "nvidia", "ubuntu", "rhcos", "cos",
-		"v1.33.4-gke.1", ".", "-", "_", "gpu-pool", "1.29", "v1.33.4+rke2r1", "v1.33.4+k3s1", "\x00", "é",
+		"v1.33.4-gke.1", ".", "-", "_", "gpu-pool", "1.29", "v1.33.4+rke2r1", "v1.33.4+k3s1", "\x00", "é", "MC_rg_aks_eastus", "0",
 	}
 	fuzzProviderIDs = []string{
 		"", "gce://p/us-central1-a/n", "aws:///us-east-1a/i-0", "azure:///subscriptions/x", "vsphere://42", "k3s://n", "kwok://n", "://", "gce://",
+		"azure:///subscriptions/s/resourceGroups/MC_rg_aks_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/aks-np-1-vmss/virtualMachines/0",
 	}
-	fuzzRuntimes = []string{"", "containerd://2.1.4", "cri-o://1.33.1", "docker://28.0.0", "containerd://", "containerd://1.7.27-k3s1", "x"}
-	fuzzOSImages = []string{"", "Ubuntu 24.04.2 LTS", "Container-Optimized OS from Google", "Red Hat Enterprise Linux CoreOS 9.6", "Bottlerocket OS 1.41.0 (aws-k8s-1.33-nvidia)", "Amazon Linux 2023", "?"}
-	fuzzKubelets = []string{"", "v1.33.4", "v1.33.4-gke.1200000", "v1.33.4+rke2r1", "v1.33.4+k3s1", "v1.33.4-eks-1", "v1.33.4+vmware.1", "1.33", "vX"}
-	fuzzEffects  = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule, ""}
+	fuzzRuntimes     = []string{"", "containerd://2.1.4", "cri-o://1.33.1", "docker://28.0.0", "containerd://", "containerd://1.7.27-k3s1", "containerd://1.4.4+azure", "cri-o://1.20.0-0.rhaos4.7.gitfdbdf43.el8.52", "x"}
+	fuzzOSImages     = []string{"", "Ubuntu 24.04.2 LTS", "Container-Optimized OS from Google", "Red Hat Enterprise Linux CoreOS 9.6", "Bottlerocket OS 1.41.0 (aws-k8s-1.33-nvidia)", "Amazon Linux 2023", "Red Hat Enterprise Linux CoreOS 47.84.202102161611-0 (Ootpa)", "?"}
+	fuzzKubelets     = []string{"", "v1.33.4", "v1.33.4-gke.1200000", "v1.33.4+rke2r1", "v1.33.4+k3s1", "v1.33.4-eks-1", "v1.33.4+vmware.1", "v1.20.0+bd9e442", "v1.16.2-k3s.1", "v1.20.2-k0s1", "v1.33.2+k0s", "1.33", "vX"}
+	fuzzNamePatterns = []string{"node-%c%d", "gke-c-pool-4d0fa82%c-%04d", "aks-np%c-%08d-vmss000000", "aks-np%c-20956280-%d", "ip-10-0-%d-%d.ec2.internal"}
+	fuzzEffects      = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule, ""}
 )
 
 // FuzzAnalyze runs detection over nodes built from the fuzz bytes: Analyze must never panic, and the same
@@ -62,9 +66,8 @@ func FuzzAnalyze(f *testing.F) {
 		if got.Nodes.Total != len(snap.Nodes) {
 			t.Errorf("Nodes.Total = %d, want %d", got.Nodes.Total, len(snap.Nodes))
 		}
-		var sb strings.Builder
-		if err := got.Table(&sb); err != nil {
-			t.Errorf("Table: %v", err)
+		if _, err := json.Marshal(got); err != nil {
+			t.Errorf("the result does not serialise: %v", err)
 		}
 	})
 }
@@ -77,7 +80,8 @@ func fuzzSnapshot(data []byte) *Snapshot {
 	nodes := int(d.next() % 8)
 	for i := range nodes {
 		// Names are unique, as the API server keeps them; the name sorts apart from the creation order.
-		name := fmt.Sprintf("node-%c%d", 'a'+rune(d.next()%6), i)
+		// Some take the shapes detection reads in node names (GKE, AKS, EC2).
+		name := fmt.Sprintf(pick(d, fuzzNamePatterns), 'a'+rune(d.next()%6), i)
 		n := corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
 			Spec:       corev1.NodeSpec{ProviderID: pick(d, fuzzProviderIDs), Unschedulable: d.next()%5 == 0},

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -79,9 +80,10 @@ func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
 		}
 		return order[candidates[i].Name] < order[candidates[j].Name]
 	})
-	for _, c := range candidates {
+	for i, c := range candidates {
 		if c.Name != Kubeadm && c.Confidence >= MinConfidence {
-			return candidates, c
+			candidates[i].Evidence = append(candidates[i].Evidence, conflicts(c, candidates)...)
+			return candidates, candidates[i]
 		}
 	}
 	// kubeadm is the fallback: upstream defaults (containerd in its standard places) are the right
@@ -90,11 +92,59 @@ func chooseDistribution(v *view) (candidates []Candidate, best Candidate) {
 		fallback.Fallback = true
 		fallback.Evidence = append(fallback.Evidence, Evidence{
 			Signal: "fallback",
-			Value:  "no distribution-specific detector reached the minimum confidence",
+			Value: fmt.Sprintf("no distribution-specific detector reached the minimum confidence (%d): no platform-unique signal was seen, "+
+				"so upstream (kubeadm) defaults are assumed; low confidence", MinConfidence),
 			Source: "gpuctl",
 		})
+		if hints := weakHints(candidates); hints != "" {
+			fallback.Evidence = append(fallback.Evidence, Evidence{Signal: "weak hints", Value: hints, Source: "gpuctl"})
+		}
 	}
 	return candidates, fallback
+}
+
+// uniqueWeight is the weight from which a signal counts as unique to its distribution (see detectors).
+const uniqueWeight = 60
+
+// conflicts is evidence, of no weight, that another distribution's unique signals were seen too: a mixed or
+// relabelled cluster, or nodes copied from elsewhere. kubeadm does not conflict: TKGS and many others are built
+// with it.
+func conflicts(best Candidate, candidates []Candidate) []Evidence {
+	var out []Evidence
+	for _, c := range candidates {
+		if c.Name == best.Name || c.Name == Kubeadm {
+			continue
+		}
+		for _, e := range c.Evidence {
+			if e.Weight >= uniqueWeight {
+				out = append(out, Evidence{
+					Signal: "conflict",
+					Value:  fmt.Sprintf("%s's own signals were seen too (confidence %d): %s %s", c.Name, c.Confidence, e.Signal, e.Value),
+					Source: e.Source,
+				})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// weakHints lists the candidates that found something but too little, strongest first.
+func weakHints(candidates []Candidate) string {
+	var parts []string
+	for _, c := range candidates {
+		if c.Name == Kubeadm || len(c.Evidence) == 0 {
+			continue
+		}
+		e := c.Evidence[0]
+		for _, x := range c.Evidence[1:] {
+			if x.Weight > e.Weight {
+				e = x
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (%s %s)", c.Name, c.Confidence, e.Signal, e.Value))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // OpenShift: its API groups (config.openshift.io holds ClusterVersion, which the GPU operator
@@ -106,9 +156,20 @@ func detectOpenShift(v *view) ([]Evidence, string) {
 	ev = append(ev, v.apiGroup("security.openshift.io", 40)...)
 	ev = append(ev, v.apiGroup("apps.openshift.io", 30)...)
 	ev = append(ev, v.onNodes("label", 60, labelKey("node.openshift.io/os_id"))...)
-	suffix, _ := v.versionSuffix(20, hasGitHashSuffix)
+	// Only OpenShift builds its kubelet with a bare git hash after the "+" (v1.20.0+bd9e442); the other
+	// distributions that stamp their builds put a name there (+k3s1, +rke2r1, +vmware.1, +k0s).
+	suffix, _ := v.versionSuffix(60, hasGitHashSuffix)
 	ev = append(ev, suffix...)
-	ev = append(ev, v.onNodes("container runtime", 10, runtimeMatches(func(rt string) bool { return strings.HasPrefix(rt, "cri-o://") }))...)
+	// RHCOS is OpenShift's node OS and ships with it only ("Red Hat Enterprise Linux CoreOS 47.84…",
+	// red-hat-storage/ocs-ci#3872); OpenShift's CRI-O builds carry "rhaos" (Red Hat OpenShift) in their version
+	// ("cri-o://1.20.0-0.rhaos4.7.gitfdbdf43.el8.52", same source).
+	ev = append(ev, v.onNodes("os image", 60, osImageContains("Red Hat Enterprise Linux CoreOS"))...)
+	ev = append(ev, v.onNodes("container runtime", 60, runtimeMatches(func(rt string) bool {
+		return strings.HasPrefix(rt, "cri-o://") && strings.Contains(rt, ".rhaos")
+	}))...)
+	ev = append(ev, v.onNodes("container runtime", 10, runtimeMatches(func(rt string) bool {
+		return strings.HasPrefix(rt, "cri-o://") && !strings.Contains(rt, ".rhaos")
+	}))...)
 
 	version := ""
 	if cv := v.s.ClusterVersion; cv != nil {
@@ -154,6 +215,12 @@ func detectGKE(v *view) ([]Evidence, string) {
 	ev = append(ev, suffix...)
 	ev = append(ev, v.onNodes("os image", 40, osImageContains("Container-Optimized OS"))...)
 	ev = append(ev, v.onNodes("label", 60, labelKey(gkeAutopilotLabel))...)
+	// Any other cloud.google.com/gke-* label (gke-accelerator, gke-boot-disk, …) is GKE's own.
+	ev = append(ev, v.onNodes("label", 70, labelPrefixExcept("cloud.google.com/gke-",
+		"cloud.google.com/gke-nodepool", "cloud.google.com/gke-os-distribution", gkeAutopilotLabel))...)
+	ev = append(ev, v.onNodes("node name", 60, nodeNameMatches(isGKENodeName))...)
+	// Ubuntu's linux-gke kernel flavour ("5.15.0-1048-gke") is built for GKE's Ubuntu node images.
+	ev = append(ev, v.onNodes("kernel", 50, kernelMatches(func(k string) bool { return strings.HasSuffix(k, "-gke") }))...)
 	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("gce://"))...)
 	ev = append(ev, managedControlPlane(v, ev)...)
 	return ev, version
@@ -166,14 +233,20 @@ func detectEKS(v *view) ([]Evidence, string) {
 	ev = append(ev, v.onNodes("label", 70, labelPrefix("eks.amazonaws.com/"))...)
 	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, "-eks-") })
 	ev = append(ev, suffix...)
-	ev = append(ev, v.onNodes("label", 40, labelPrefix("karpenter.k8s.aws/"))...)
+	// Karpenter's AWS provider labels (karpenter.k8s.aws/instance-family, …) come with Karpenter on EKS, the
+	// only Kubernetes it supports (bottlerocket-os/bottlerocket#4087, aws/amazon-vpc-cni-k8s#3104).
+	ev = append(ev, v.onNodes("label", 60, labelPrefix("karpenter.k8s.aws/"))...)
 	ev = append(ev, v.onNodes("os image", 20, osImageContains("Amazon Linux"))...)
 	// Bottlerocket's osImage names its variant, e.g. "Bottlerocket OS 1.44.0 (aws-k8s-1.33)";
-	// only the aws-* variants point at EKS (there are VMware and metal variants too).
-	ev = append(ev, v.onNodes("os image", 30, func(n *corev1.Node) (string, bool) {
+	// the aws-k8s-* variants are built to join EKS (there are VMware and metal variants too).
+	ev = append(ev, v.onNodes("os image", 60, func(n *corev1.Node) (string, bool) {
 		img := n.Status.NodeInfo.OSImage
-		return img, strings.HasPrefix(img, "Bottlerocket") && strings.Contains(img, "(aws-")
+		return img, strings.HasPrefix(img, "Bottlerocket") && strings.Contains(img, "(aws-k8s-")
 	})...)
+	// Amazon Linux kernels (".amzn2.x86_64", ".amzn2023.x86_64") and EC2 host names say AWS, not EKS: kOps,
+	// OpenShift and RKE2 run there too (NVIDIA/gpu-operator#331, rancher/rke2#1395).
+	ev = append(ev, v.onNodes("kernel", 20, kernelMatches(func(k string) bool { return strings.Contains(k, ".amzn") }))...)
+	ev = append(ev, v.onNodes("node name", 20, nodeNameMatches(isEC2NodeName))...)
 	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("aws:///"))...)
 	ev = append(ev, managedControlPlane(v, ev)...)
 	return ev, version
@@ -184,7 +257,25 @@ func detectAKS(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 70, labelKey("kubernetes.azure.com/cluster"))...)
 	ev = append(ev, v.onNodes("label", 50, labelKey("kubernetes.azure.com/agentpool"))...)
-	ev = append(ev, v.onNodes("providerID", 30, providerIDPrefix("azure:///"))...)
+	// AKS's other labels (kubernetes.azure.com/role, node-image-version, mode, …; Azure/AKS#2766).
+	ev = append(ev, v.onNodes("label", 60, labelPrefixExcept("kubernetes.azure.com/",
+		"kubernetes.azure.com/cluster", "kubernetes.azure.com/agentpool"))...)
+	// AKS names its VMs aks-<pool>-<8 digits>-vmss<6 base-36 digits> (scale sets) or -<n> (availability sets).
+	ev = append(ev, v.onNodes("node name", 60, nodeNameMatches(isAKSNodeName))...)
+	// The node resource group AKS creates is MC_<group>_<cluster>_<region>; a providerID in one is an AKS VM.
+	ev = append(ev, v.onNodes("providerID", 70, func(n *corev1.Node) (string, bool) {
+		id := n.Spec.ProviderID
+		return id, strings.HasPrefix(id, "azure://") && strings.Contains(strings.ToLower(id), "/resourcegroups/mc_")
+	})...)
+	ev = append(ev, v.onNodes("providerID", 30, func(n *corev1.Node) (string, bool) {
+		id := n.Spec.ProviderID
+		return id, strings.HasPrefix(id, "azure://") && !strings.Contains(strings.ToLower(id), "/resourcegroups/mc_")
+	})...)
+	// AKS builds its own containerd, "containerd://1.4.4+azure" (Azure/azure-workload-identity#46). The retired
+	// aks-engine shipped Microsoft's builds too, so this is the weakest of AKS's unique signals. Ubuntu's -azure
+	// kernel ("5.4.0-1046-azure", same source) runs on any Ubuntu VM in Azure.
+	ev = append(ev, v.onNodes("container runtime", 60, runtimeMatches(func(rt string) bool { return strings.Contains(rt, "+azure") }))...)
+	ev = append(ev, v.onNodes("kernel", 20, kernelMatches(func(k string) bool { return strings.HasSuffix(k, "-azure") }))...)
 	ev = append(ev, managedControlPlane(v, ev)...)
 	return ev, ""
 }
@@ -245,7 +336,11 @@ func detectK3s(v *view) ([]Evidence, string) {
 func detectRancher(v *view, program, versionMark string) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("annotation", 70, annotationPrefix(program+".io/", "etcd."+program+".cattle.io/"))...)
-	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, versionMark) })
+	ev = append(ev, v.onNodes("label", 70, labelPrefix(program+".io/"))...)
+	suffix, version := v.versionSuffix(70, func(s string) bool {
+		// k3s stamped its builds "-k3s.1" before it took "+k3s1" (v1.16.2-k3s.1, k3s-io/k3s#1032).
+		return strings.Contains(s, versionMark) || (program == "k3s" && strings.Contains(s, "-k3s."))
+	})
 	ev = append(ev, suffix...)
 	ev = append(ev, v.onNodes("label", 60, labelValue("node.kubernetes.io/instance-type", program))...)
 	ev = append(ev, v.onNodes("container runtime", 40, runtimeMatches(func(rt string) bool {
@@ -271,12 +366,12 @@ func detectMicroK8s(v *view) ([]Evidence, string) {
 	return ev, ""
 }
 
-// k0s: its role label; the "+k0s" version stamp is uncertain (replicatedhq/troubleshoot pkg/analyze/distribution.go),
-// so it weighs less.
+// k0s: its role label, and its version stamp: "v1.33.2+k0s" today, "v1.20.2-k0s1" before
+// (https://docs.k0sproject.io/stable/worker-node-config/, https://docs.k0sproject.io/v1.23.1+k0s.0/worker-node-config/).
 func detectK0s(v *view) ([]Evidence, string) {
 	var ev []Evidence
 	ev = append(ev, v.onNodes("label", 80, labelKey("node.k0sproject.io/role"))...)
-	suffix, version := v.versionSuffix(40, func(s string) bool { return strings.Contains(s, "+k0s") })
+	suffix, version := v.versionSuffix(70, func(s string) bool { return strings.Contains(s, "+k0s") || strings.Contains(s, "-k0s") })
 	ev = append(ev, suffix...)
 	return ev, version
 }
@@ -292,6 +387,9 @@ func detectKubeadm(v *view) ([]Evidence, string) {
 		val, ok := n.Labels["node-role.kubernetes.io/control-plane"]
 		return "node-role.kubernetes.io/control-plane=", ok && val == ""
 	})...)
+	// kubeadm annotates the nodes it joins with their CRI socket (kind, itself kubeadm, shows it:
+	// projectcapsule/capsule-proxy#137). Cluster API clusters (TKGS among them) are kubeadm too.
+	ev = append(ev, v.onNodes("annotation", 70, annotationPrefix("kubeadm.alpha.kubernetes.io/cri-socket"))...)
 	return ev, ""
 }
 

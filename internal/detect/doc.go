@@ -12,7 +12,9 @@
 //   - Analyze is a pure function from a Snapshot to a Result. One detector per distribution scores
 //     the signals documented in replicatedhq/troubleshoot pkg/analyze/distribution.go (API groups, node labels and
 //     annotations, providerID prefixes, kubelet version suffixes, runtime strings) and the best one
-//     wins; kubeadm is the fallback when no distribution-specific detector reaches MinConfidence.
+//     wins; kubeadm is the fallback when no distribution-specific detector reaches MinConfidence, and says
+//     it is a low-confidence guess. Signals of two platforms at once are reported as a conflict. The weights
+//     are checked against real Node objects from public sources under testdata/corpus (TestCorpus).
 //
 // What it deliberately does not do: it never writes to the cluster, never runs probe pods (a host
 // driver or nouveau can only be seen from a node; that is preflight's job), never picks values or

@@ -34,6 +34,8 @@ func gpuReasons(n *corev1.Node) []Evidence {
 	out = append(out, nvidiaPCILabels(n.Labels)...)
 	if p := n.Labels["nvidia.com/gpu.product"]; p != "" {
 		out = append(out, Evidence{Signal: "label", Value: "nvidia.com/gpu.product=" + p, Source: "GPU feature discovery"})
+	} else if kv, ok := gfdLabel(n.Labels); ok {
+		out = append(out, Evidence{Signal: "label", Value: kv, Source: "GPU feature discovery"})
 	}
 
 	// 3. Labels the cloud puts on GPU nodes.
@@ -54,6 +56,32 @@ func gpuReasons(n *corev1.Node) []Evidence {
 		}
 	}
 	return out
+}
+
+// gfdLabel finds a label GPU feature discovery publishes only about a GPU it found: the GPU's count, memory,
+// family or compute capability, or the CUDA driver and runtime versions (nvidia.com/cuda.driver.major=515 on a
+// MicroK8s node, canonical/microk8s-core-addons#114). The GPU operator's own settings (nvidia.com/gpu.deploy.*,
+// nvidia.com/gpu.workload.config, …) can be put on any node, so they do not count.
+func gfdLabel(labels map[string]string) (string, bool) {
+	var keys []string
+	for k, v := range labels {
+		switch {
+		case k == "nvidia.com/gpu.count":
+			if c, err := strconv.Atoi(v); err == nil && c > 0 {
+				keys = append(keys, k)
+			}
+		case k == "nvidia.com/gpu.memory", k == "nvidia.com/gpu.family", k == "nvidia.com/gpu.compute.major",
+			strings.HasPrefix(k, "nvidia.com/cuda.driver"), strings.HasPrefix(k, "nvidia.com/cuda.runtime"):
+			if v != "" {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return "", false
+	}
+	sort.Strings(keys)
+	return keys[0] + "=" + labels[keys[0]], true
 }
 
 // nvidiaPCILabels finds NFD's PCI labels for NVIDIA display controllers. The GPU operator's NFD
@@ -87,14 +115,16 @@ func instanceType(n *corev1.Node) string {
 }
 
 // gpuInstanceType says which cloud's NVIDIA GPU instance family it is, or "" (the
-// instance families each cloud lists as NVIDIA GPU machines): AWS p3/p4/p5/p6/g4dn/g5/g5g/g6/g6e (g4ad is AMD), GCE a2/a3/a4/g2, Azure
-// Standard_NC/ND/NV (NVv4, "…as_v4", is AMD Radeon, as is the ND MI300X series).
+// instance families each cloud lists as NVIDIA GPU machines): AWS p2/p3/p4/p5/p6/g3/g3s/g4dn/g5/g5g/g6/g6e/gr6
+// (g4ad is AMD), GCE a2/a3/a4/g2, Azure Standard_NC/ND/NV (NVv4, "…as_v4", is AMD Radeon, as is the ND MI300X
+// series).
 func gpuInstanceType(it string) string {
 	if family, _, ok := strings.Cut(it, "."); ok {
 		switch {
-		case len(family) >= 2 && family[0] == 'p' && family[1] >= '3' && family[1] <= '6':
+		case len(family) >= 2 && family[0] == 'p' && family[1] >= '2' && family[1] <= '6':
 			return "AWS GPU instance type"
-		case family == "g4dn" || family == "g5" || family == "g5g" || family == "g6" || family == "g6e":
+		case family == "g3" || family == "g3s" || family == "g4dn" || family == "g5" || family == "g5g" ||
+			family == "g6" || family == "g6e" || family == "gr6":
 			return "AWS GPU instance type"
 		}
 		return ""

@@ -101,3 +101,14 @@ func yamlDoc(obj map[string]any) (string, error) {
 	}
 	return string(b), nil
 }
+
+// ChartDefaults are the default values of an embedded chart as loaded for an upstream release
+// (appVersion; "" = the chart's own): what a front end compares a Plan's values with to show only
+// what differs.
+func ChartDefaults(name, appVersion string) (map[string]any, error) {
+	ch, err := loadChart(name, appVersion)
+	if err != nil {
+		return nil, err
+	}
+	return ch.Values, nil
+}

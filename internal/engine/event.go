@@ -42,6 +42,9 @@ type Event struct {
 	// Done and Total count units of progress (nodes, pods); Total 0 when not countable.
 	Done  int `json:"done,omitempty"`
 	Total int `json:"total,omitempty"`
+	// Pending names what a wait still waits on (node names for node waits), so a front end can show
+	// each GPU node's state; empty when nothing is pending or the wait has no names.
+	Pending []string `json:"pending,omitempty"`
 	// Err is the failure of a StepFailed event, as text.
 	Err string `json:"error,omitempty"`
 	// Hint says what to do next, for failures and warnings.

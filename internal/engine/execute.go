@@ -82,7 +82,7 @@ func (x *executor) run(ctx context.Context) error {
 		lastProgress := ""
 		out, err := x.step(ctx, s, func(p health.Progress) {
 			lastProgress = p.Message
-			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total})
+			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total, Pending: p.Pending})
 		})
 		if err != nil && interrupted(ctx) {
 			// Every wait and write gives up on a cancelled context, whatever error it wraps; what the

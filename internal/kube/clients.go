@@ -43,7 +43,12 @@ func NewClients(getter genericclioptions.RESTClientGetter, namespace string) (*C
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS = -1
 	}
-	kc, err := kubernetes.NewForConfig(cfg)
+	// The typed client speaks protobuf, as Kubernetes' own controllers do: listing 2,000 nodes decodes
+	// several times faster than from JSON. Custom resources (the dynamic client) have no protobuf form.
+	pb := rest.CopyConfig(cfg)
+	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	kc, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return nil, err
 	}

@@ -433,6 +433,20 @@ func TestRunRetriesOnConflict(t *testing.T) {
 		}
 		assertTaints(t, c, "gpu-1", otherTaint, GPUTaint)
 	})
+	t.Run("a patch refused on a node that did not change is an error, not retried", func(t *testing.T) {
+		c := fake.NewClientset(node("gpu-1"))
+		var patches atomic.Int32
+		c.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			patches.Add(1)
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "gpu-1", nil)
+		})
+		if _, err := (&Taint{Client: c}).Run(context.Background(), []string{"gpu-1"}); err == nil || errors.Is(err, errChanged) {
+			t.Errorf("err = %v, want the API server's refusal", err)
+		}
+		if got := patches.Load(); got != 1 {
+			t.Errorf("patched %d times, want 1", got)
+		}
+	})
 	t.Run("a change to anything else since the read (node status, labels) costs no retry", func(t *testing.T) {
 		c := fake.NewClientset(node("gpu-1"))
 		var patches atomic.Int32

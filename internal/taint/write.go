@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -110,20 +111,7 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 		return res
 	}
 
-	first := true
-	err := retry.OnError(retry.DefaultRetry, changedSinceRead, func() error {
-		if !first {
-			// Someone else changed the node's taints (or our annotation) between our read and our patch: read
-			// it again and redo the plan on the current taints, so their change survives and ours is still
-			// correct.
-			fresh, err := r.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("re-read after conflict: %w", err)
-			}
-			node = fresh
-		}
-		first = false
-
+	err := retry.OnError(retry.DefaultRetry, func(err error) bool { return errors.Is(err, errChanged) }, func() error {
 		c, err := plan(node)
 		if err != nil {
 			return err
@@ -141,7 +129,23 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 			}
 			return nil
 		}
-		return patchNode(ctx, r.client, node, c)
+		err = patchNode(ctx, r.client, node, c)
+		if err == nil || !(apierrors.IsConflict(err) || apierrors.IsInvalid(err) || testFailed(err)) {
+			return err
+		}
+		// The patch was refused. If someone changed the node's taints (or our annotation) since we read
+		// it — the node lifecycle controller adds node.kubernetes.io/* taints to nodes whose heartbeats
+		// lapse — plan again on the node as it is now, so their change survives and ours is still right.
+		// A refusal of a node that has not changed is a real error.
+		fresh, gerr := r.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("%w; re-read: %w", err, gerr)
+		}
+		if !sameTaintState(node, fresh) {
+			node = fresh
+			return fmt.Errorf("%w: %w", errChanged, err)
+		}
+		return err
 	})
 	if err != nil {
 		if r.missingOK && apierrors.IsNotFound(err) {
@@ -239,17 +243,27 @@ func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.No
 	return nil
 }
 
-// changedSinceRead: the write was refused because the node is no longer as read, either by a 409
-// Conflict or by a failed test operation of the patch.
-func changedSinceRead(err error) bool {
-	if apierrors.IsConflict(err) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && !apierrors.IsInvalid(err) {
-		return false
-	}
+// errChanged marks a write refused because the node's taints or gpuctl's annotation changed since
+// they were read; the node is read again and the change planned anew.
+var errChanged = errors.New("the node changed since it was read")
+
+// testFailed: the error is a failed "test" operation of a JSON patch, as a fake clientset reports it
+// (the API server answers 422 Invalid).
+func testFailed(err error) bool {
 	return strings.Contains(err.Error(), "testing value") && strings.Contains(err.Error(), "failed")
+}
+
+// sameTaintState: the two reads of a node have the same taints and the same gpuctl annotation.
+func sameTaintState(a, b *corev1.Node) bool {
+	return reflect.DeepEqual(normalTaints(a.Spec.Taints), normalTaints(b.Spec.Taints)) &&
+		a.Annotations[AddedTaintsAnnotation] == b.Annotations[AddedTaintsAnnotation]
+}
+
+func normalTaints(ts []corev1.Taint) []corev1.Taint {
+	if len(ts) == 0 {
+		return nil
+	}
+	return ts
 }
 
 // listNodes does the one LIST of nodes each Run starts with, keyed by name.

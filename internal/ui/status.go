@@ -49,13 +49,6 @@ func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
 	return err
 }
 
-func yesNo(v bool) string {
-	if v {
-		return "yes"
-	}
-	return "no"
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"

@@ -1,15 +1,16 @@
-package detect
+package ui
 
 import (
 	"fmt"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"io"
 	"strings"
 	"text/tabwriter"
 )
 
-// Table writes the Result for people: the distribution and why, the GPU nodes and why each counts,
+// PrintDetection writes a detection result for people: the distribution and why, the GPU nodes and why each counts,
 // the node pools, what is already installed, whether tainting GPU nodes is safe, and warnings.
-func (r Result) Table(w io.Writer) error {
+func PrintDetection(w io.Writer, r *detect.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 
@@ -142,7 +143,7 @@ func (r Result) Table(w io.Writer) error {
 	return nil
 }
 
-func evidenceText(e Evidence) string {
+func evidenceText(e detect.Evidence) string {
 	s := e.Signal + " " + e.Value
 	if e.Source != "" {
 		s += " (" + e.Source + ")"
@@ -150,7 +151,7 @@ func evidenceText(e Evidence) string {
 	return s
 }
 
-func evidenceList(ev []Evidence) string {
+func evidenceList(ev []detect.Evidence) string {
 	var parts []string
 	for _, e := range ev {
 		parts = append(parts, e.Value+" ("+e.Source+")")
@@ -158,7 +159,7 @@ func evidenceList(ev []Evidence) string {
 	return strings.Join(parts, "; ")
 }
 
-func nfdText(n NFDInstall) string {
+func nfdText(n detect.NFDInstall) string {
 	if !n.Present {
 		if n.LabelledNodes > 0 {
 			return fmt.Sprintf("not running, but %s NFD labels from an earlier run", plural(n.LabelledNodes, "node")+" carry")
@@ -179,7 +180,7 @@ func nfdText(n NFDInstall) string {
 	return strings.Join(parts, "; ")
 }
 
-func operatorText(o OperatorInstall) string {
+func operatorText(o detect.OperatorInstall) string {
 	if !o.Present {
 		return "none"
 	}
@@ -196,7 +197,7 @@ func operatorText(o OperatorInstall) string {
 	return strings.Join(parts, "; ")
 }
 
-func releaseText(r *HelmRelease) string {
+func releaseText(r *detect.HelmRelease) string {
 	s := r.Namespace + "/" + r.Name
 	var details []string
 	if r.Chart != "" {
@@ -211,7 +212,7 @@ func releaseText(r *HelmRelease) string {
 	return s
 }
 
-func schedulingText(s Scheduling) string {
+func schedulingText(s detect.Scheduling) string {
 	switch {
 	case len(s.GPUWorkers) == 0:
 		return "no schedulable GPU worker"

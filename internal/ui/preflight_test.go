@@ -1,19 +1,20 @@
-package preflight
+package ui
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"strings"
 	"testing"
 )
 
-func sampleReport() Report {
-	return Report{Failed: true, Results: []Result{
-		{ID: "api", Category: CategoryAPI, Description: "can read the cluster", Status: StatusPass, Message: "v1.37.2, kubeadm"},
-		{ID: "autopilot", Category: CategoryAPI, Description: "not Autopilot", Status: StatusSkip, Message: "does not apply: not GKE"},
-		{ID: "permissions", Category: CategoryPermissions, Description: "you may do it", Status: StatusFail,
+func sampleReport() preflight.Report {
+	return preflight.Report{Failed: true, Results: []preflight.Result{
+		{ID: "api", Category: preflight.CategoryAPI, Description: "can read the cluster", Status: preflight.StatusPass, Message: "v1.37.2, kubeadm"},
+		{ID: "autopilot", Category: preflight.CategoryAPI, Description: "not Autopilot", Status: preflight.StatusSkip, Message: "does not apply: not GKE"},
+		{ID: "permissions", Category: preflight.CategoryPermissions, Description: "you may do it", Status: preflight.StatusFail,
 			Message: "1 of the 9 permissions the install needs are missing:\nnodes: patch", Hint: "bind cluster-admin"},
-		{ID: "kubernetes-version", Category: CategoryVersions, Description: "Kubernetes version is supported", Status: StatusWarn,
+		{ID: "kubernetes-version", Category: preflight.CategoryVersions, Description: "Kubernetes version is supported", Status: preflight.StatusWarn,
 			Message: "Kubernetes 1.37 is newer", Hint: "https://docs.nvidia.com/platform-support"},
 	}}
 }
@@ -21,7 +22,7 @@ func sampleReport() Report {
 func TestRender(t *testing.T) {
 	t.Run("plain output uses words, underlined categories, indented messages and hints, and a summary", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := sampleReport().Render(&b, false); err != nil {
+		if err := PrintPreflight(&b, sampleReport(), false); err != nil {
 			t.Fatal(err)
 		}
 		want := `Kubernetes API
@@ -55,7 +56,7 @@ To go ahead anyway, skip what failed with --skip-check permissions (only if you 
 
 	t.Run("colour output uses linkerd's symbols in colour", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := sampleReport().Render(&b, true); err != nil {
+		if err := PrintPreflight(&b, sampleReport(), true); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()
@@ -74,8 +75,8 @@ To go ahead anyway, skip what failed with --skip-check permissions (only if you 
 
 	t.Run("a report without failures ends with the pass symbol and no skip advice", func(t *testing.T) {
 		var b bytes.Buffer
-		rep := Report{Results: []Result{{ID: "api", Category: CategoryAPI, Description: "can read the cluster", Status: StatusPass}}}
-		if err := rep.Render(&b, true); err != nil {
+		rep := preflight.Report{Results: []preflight.Result{{ID: "api", Category: preflight.CategoryAPI, Description: "can read the cluster", Status: preflight.StatusPass}}}
+		if err := PrintPreflight(&b, rep, true); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasSuffix(b.String(), "Status check results are "+ansiGreen+"√"+ansiReset+"\n") || strings.Contains(b.String(), "--skip-check") {
@@ -85,11 +86,11 @@ To go ahead anyway, skip what failed with --skip-check permissions (only if you 
 
 	t.Run("no skip is suggested when there is no plan to go ahead with", func(t *testing.T) {
 		var b bytes.Buffer
-		rep := Report{Failed: true, Results: []Result{
-			{ID: "plan", Category: CategoryPlan, Description: "gpuctl can plan the install", Status: StatusFail, Message: "a GPU operator is already installed", Hint: "h"},
-			{ID: "existing-operator", Category: CategoryExisting, Description: "no other GPU operator is installed", Status: StatusFail, Message: "m", Hint: "h"},
+		rep := preflight.Report{Failed: true, Results: []preflight.Result{
+			{ID: "plan", Category: preflight.CategoryPlan, Description: "gpuctl can plan the install", Status: preflight.StatusFail, Message: "a GPU operator is already installed", Hint: "h"},
+			{ID: "existing-operator", Category: preflight.CategoryExisting, Description: "no other GPU operator is installed", Status: preflight.StatusFail, Message: "m", Hint: "h"},
 		}}
-		if err := rep.Render(&b, false); err != nil {
+		if err := PrintPreflight(&b, rep, false); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(b.String(), "--skip-check") || !strings.Contains(b.String(), "Status check results are FAILED") {
@@ -110,7 +111,7 @@ To go ahead anyway, skip what failed with --skip-check permissions (only if you 
 			t.Fatal(err)
 		}
 		if !back.Failed || len(back.Results) != 4 || back.Results[2]["id"] != "permissions" || back.Results[2]["status"] != "fail" ||
-			back.Results[2]["hint"] != "bind cluster-admin" || back.Results[0]["category"] != CategoryAPI {
+			back.Results[2]["hint"] != "bind cluster-admin" || back.Results[0]["category"] != preflight.CategoryAPI {
 			t.Errorf("%s", b)
 		}
 	})

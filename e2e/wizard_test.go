@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+)
+
+// terminal is a tmux session on a private server running one command at 80x24: what a person sees.
+type terminal struct {
+	t      *testing.T
+	socket string
+	// captures keeps each screen the test looked at, for the docs (GPUCTL_WIZARD_CAPTURES).
+	captures []string
+}
+
+func newTerminal(t *testing.T, env []string, command ...string) *terminal {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("GPUCTL_REQUIRE_GPU_OPERATOR_SOURCES") != "" || os.Getenv("CI") != "" {
+			t.Fatalf("tmux is needed for the wizard's terminal test (apt-get install tmux): %v", err)
+		}
+		t.Skipf("tmux not installed: %v", err)
+	}
+	term := &terminal{t: t, socket: fmt.Sprintf("gpuctl-wizard-%d", os.Getpid())}
+	// env -i: the wizard sees only what a person's shell would give it, and no CI variable.
+	args := append([]string{"-L", term.socket, "-f", "/dev/null", "new-session", "-d", "-s", "wizard", "-x", "80", "-y", "24",
+		"env", "-i"}, env...)
+	args = append(args, command...)
+	if out, err := exec.Command(tmux, args...).CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(tmux, "-L", term.socket, "kill-server").Run() })
+	return term
+}
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", term.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "-J", "-t", "wizard") }
+
+func (term *terminal) keys(keys ...string) {
+	term.t.Helper()
+	term.tmux(append([]string{"send-keys", "-t", "wizard"}, keys...)...)
+}
+
+// waitFor polls the screen until it shows every part, and returns it.
+func (term *terminal) waitFor(timeout time.Duration, parts ...string) string {
+	term.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var s string
+	for {
+		s = term.screen()
+		missing := ""
+		for _, p := range parts {
+			if !strings.Contains(s, p) {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			term.captures = append(term.captures, s)
+			return s
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("after %s the screen does not show %q:\n%s", timeout, missing, s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestWizardInstallsThroughATerminal is a person's first install: the wizard in a real terminal
+// (tmux) against a GKE-flavoured sandbox, driven by keys through every screen to a finished install
+// with the real operator's ClusterPolicy Reconciled; then the saved file replays the same Plan.
+func TestWizardInstallsThroughATerminal(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1}})
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gpuctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuctl").CombinedOutput(); err != nil {
+		t.Fatalf("build gpuctl: %v\n%s", err, out)
+	}
+	saved, planFile, exitFile := filepath.Join(dir, "gpuctl.yaml"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "exit")
+	script := fmt.Sprintf("cd %s && %s wizard --save %s --plan-file %s; echo $? > %s; sleep 600", dir, bin, saved, planFile, exitFile)
+	term := newTerminal(t, []string{"KUBECONFIG=" + c.Kubeconfig, "TERM=xterm-256color", "HOME=" + dir, "PATH=/usr/bin:/bin"}, "sh", "-c", script)
+	gpuNodes := simulatedGPUNodes(c)
+	start := time.Now()
+
+	term.waitFor(time.Minute, "[1 Context]", "Which cluster?", "› sandbox")
+	term.keys("Enter")
+	s := term.waitFor(2*time.Minute, "[2 Detection]", "Distribution gke", "GPU nodes", "Preflight")
+	for _, n := range gpuNodes {
+		if !strings.Contains(s, n) {
+			t.Errorf("detection does not list GPU node %s:\n%s", n, s)
+		}
+	}
+	term.keys("?")
+	term.waitFor(10*time.Second, "page down")
+	term.keys("?", "Enter")
+	term.waitFor(10*time.Second, "[3 Choices]", "‹ gke (detected) ›", "‹ platform-managed ›")
+	term.keys("Enter")
+	term.waitFor(2*time.Minute, "[4 Review]", "Steps", "Install NVIDIA GPU Operator", "Nodes to taint")
+	term.keys("s")
+	term.waitFor(10*time.Second, "✔ saved")
+	term.keys("Enter")
+	term.waitFor(5*time.Minute, "✔ Installed", "ready (Reconciled)")
+	term.keys("Enter")
+	s = term.waitFor(30*time.Second, "GPU nodes validated", "gpuctl install --config "+saved)
+	t.Logf("wizard: %s from the first screen to the summary", time.Since(start).Round(time.Second))
+
+	code, err := os.ReadFile(exitFile)
+	for i := 0; err != nil && i < 50; i++ {
+		time.Sleep(100 * time.Millisecond)
+		code, err = os.ReadFile(exitFile)
+	}
+	if strings.TrimSpace(string(code)) != "0" {
+		t.Errorf("gpuctl wizard exited %q (%v):\n%s", code, err, s)
+	}
+	if out := os.Getenv("GPUCTL_WIZARD_CAPTURES"); out != "" {
+		if err := os.WriteFile(out, []byte(strings.Join(term.captures, "\f\n")), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+
+	t.Run("the real operator reconciled the ClusterPolicy and every GPU node is tainted", func(t *testing.T) {
+		assertReconciled(t, c, "cluster-policy")
+		for node, taints := range taintsByNode(t, c) {
+			tainted := false
+			for _, tn := range taints {
+				tainted = tainted || (tn.Key == "nvidia.com/gpu" && tn.Value == "present")
+			}
+			if gpu := contains(gpuNodes, node); tainted != gpu {
+				t.Errorf("node %s: tainted %v, GPU node %v", node, tainted, gpu)
+			}
+		}
+	})
+
+	t.Run("the saved file gives install --dry-run the Plan the wizard showed and confirmed", func(t *testing.T) {
+		b, err := os.ReadFile(saved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("version: 1")) {
+			t.Errorf("saved config has no version:\n%s", b)
+		}
+		confirmed, err := os.ReadFile(planFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exit, stdout, stderr := gpuctl(t, c, "install", "--config", saved, "--dry-run", "-o", "json")
+		if exit != 0 {
+			t.Fatalf("install --config --dry-run exited %d:\n%s", exit, stderr)
+		}
+		var want, got any
+		if err := json.Unmarshal(confirmed, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("plans differ:\nconfirmed in the wizard:\n%s\nreplayed:\n%s", confirmed, stdout)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

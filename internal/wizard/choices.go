@@ -1,0 +1,316 @@
+package wizard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/profile"
+)
+
+// Field IDs of the choices screen.
+const (
+	fieldProfile  = "profile"
+	fieldOperator = "operator"
+	fieldTaint    = "taint"
+	fieldDriver   = "driver"
+	fieldMIG      = "mig"
+	fieldNLS      = "nls-token"
+	fieldGridd    = "gridd-conf"
+	fieldNGC      = "ngc-key"
+)
+
+type fieldKind int
+
+const (
+	kindSelect fieldKind = iota
+	kindFile
+	kindSecret
+)
+
+type option struct{ value, label string }
+
+// field is one question: a choice among options, a file path, or a masked secret.
+type field struct {
+	id, label string
+	// help is the one-line explanation under the question.
+	help    string
+	kind    fieldKind
+	options []option
+	sel     int
+	input   textinput.Model
+}
+
+func (f *field) value() string {
+	if f.kind != kindSelect {
+		return strings.TrimSpace(f.input.Value())
+	}
+	if len(f.options) == 0 {
+		return ""
+	}
+	return f.options[f.sel].value
+}
+
+func (f *field) selectValue(v string) {
+	for i, o := range f.options {
+		if o.value == v {
+			f.sel = i
+		}
+	}
+}
+
+// Driver choices.
+const (
+	driverContainer = "container"
+	driverHost      = "pre-installed"
+	driverPlatform  = "platform"
+)
+
+// choices is what the person chose, as the values the options are made from.
+type choices struct {
+	Profile, Operator, Driver, MIG string
+	Taint                          bool
+	NLSTokenFile, GriddConfFile    string
+	// NGCKey is the typed NGC API key: handed to the engine, never saved or shown.
+	NGCKey string
+}
+
+// chartMIGStrategy is the gpu-operator chart's default mig.strategy (charts/gpu-operator/values.yaml).
+const chartMIGStrategy = "single"
+
+// profileDriver says who provides the driver under a profile: the driver container (the person may
+// say the hosts have one instead), or the platform (the profile disables the driver container).
+func profileDriver(p profile.Profile) string {
+	d, _ := p.Values["driver"].(map[string]any)
+	if enabled, ok := d["enabled"].(bool); ok && !enabled {
+		return driverPlatform
+	}
+	return driverContainer
+}
+
+// profileLicensing says whether a profile's values use the NVIDIA AI Enterprise Secrets.
+func profileLicensing(p profile.Profile) bool {
+	d, _ := p.Values["driver"].(map[string]any)
+	lc, _ := d["licensingConfig"].(map[string]any)
+	return lc["secretName"] != nil
+}
+
+// vGPU profiles run NVIDIA's vGPU guest driver in the driver container; a host driver is not an option.
+func profileVGPU(p profile.Profile) bool { return profileLicensing(p) }
+
+// buildFields returns the questions for the chosen profile, keeping earlier answers by ID.
+func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle, detected string, c choices, old []field) []field {
+	keep := map[string]field{}
+	for _, f := range old {
+		keep[f.id] = f
+	}
+	var fs []field
+	po := make([]option, 0, len(profiles))
+	for _, p := range profiles {
+		label := p.Name
+		if p.Name == detected {
+			label += " (detected)"
+		}
+		po = append(po, option{p.Name, label})
+	}
+	pf := field{id: fieldProfile, label: "Profile", kind: kindSelect, options: po,
+		help: "the values for your platform (runtime paths, who brings the driver); detected: " + detected}
+	pf.selectValue(c.Profile)
+	fs = append(fs, pf)
+	chosen := profiles[0]
+	for _, p := range profiles {
+		if p.Name == c.Profile {
+			chosen = p
+		}
+	}
+
+	bo := make([]option, 0, len(bundles))
+	for _, b := range bundles {
+		label := b.Version
+		if b.Default {
+			label += " (default)"
+		}
+		bo = append(bo, option{b.Version, label})
+	}
+	of := field{id: fieldOperator, label: "GPU Operator release", kind: kindSelect, options: bo,
+		help: "NVIDIA GPU Operator release to install; the default is the newest gpuctl has tested"}
+	of.selectValue(c.Operator)
+	fs = append(fs, of)
+
+	tf := field{id: fieldTaint, label: "Taint GPU nodes", kind: kindSelect,
+		options: []option{{"yes", "yes: nvidia.com/gpu=present:NoSchedule"}, {"no", "no"}},
+		help:    "keeps pods that do not ask for GPUs off the GPU nodes; gpuctl untaint undoes it"}
+	if !c.Taint {
+		tf.sel = 1
+	}
+	fs = append(fs, tf)
+
+	df := field{id: fieldDriver, label: "GPU driver", kind: kindSelect}
+	switch {
+	case profileVGPU(chosen):
+		df.options = []option{{driverContainer, "vGPU guest driver container (NVIDIA AI Enterprise)"}}
+		df.help = "the " + chosen.Name + " profile runs NVIDIA's vGPU guest driver; a host driver is not an option"
+	case profileDriver(chosen) == driverPlatform:
+		df.options = []option{{driverPlatform, "platform-managed"}}
+		df.help = "the " + chosen.Name + " platform installs the driver on its GPU nodes; the operator does not"
+	default:
+		df.options = []option{{driverContainer, "driver container: the operator installs it"}, {driverHost, "pre-installed on the nodes"}}
+		df.help = "choose pre-installed only if every GPU node already runs an NVIDIA driver"
+	}
+	df.selectValue(c.Driver)
+	fs = append(fs, df)
+
+	mf := field{id: fieldMIG, label: "MIG strategy", kind: kindSelect,
+		options: []option{{"single", "single (chart default)"}, {"mixed", "mixed"}, {"none", "none"}},
+		help:    "how MIG slices are advertised: single when all GPUs of a node share one layout"}
+	mf.selectValue(c.MIG)
+	fs = append(fs, mf)
+
+	if profileLicensing(chosen) {
+		nf := keep[fieldNLS]
+		if nf.id == "" {
+			nf = field{id: fieldNLS, label: "NLS client token", kind: kindFile, input: newInput(st, c.NLSTokenFile, false),
+				help: "client_configuration_token.tok from the NVIDIA Licensing Portal; ctrl+o browses"}
+		}
+		gf := keep[fieldGridd]
+		if gf.id == "" {
+			gf = field{id: fieldGridd, label: "gridd.conf", kind: kindFile, input: newInput(st, c.GriddConfFile, false),
+				help: "the vGPU licensing gridd.conf (an empty file is valid); ctrl+o browses"}
+		}
+		kf := keep[fieldNGC]
+		if kf.id == "" {
+			kf = field{id: fieldNGC, label: "NGC API key", kind: kindSecret, input: newInput(st, c.NGCKey, true),
+				help: "pulls the driver from nvcr.io/nvaie; masked, never saved (empty: use $" + ngcKeyEnv + ")"}
+		}
+		fs = append(fs, nf, gf, kf)
+	}
+	return fs
+}
+
+func newInput(st styles, value string, secret bool) textinput.Model {
+	in := textinput.New()
+	if !st.color {
+		// No colour: plain text, and the cursor a reverse-video block that does not blink.
+		s := textinput.DefaultStyles(true)
+		plain := lipgloss.NewStyle()
+		s.Focused = textinput.StyleState{Text: plain, Placeholder: plain, Suggestion: plain, Prompt: plain}
+		s.Blurred = s.Focused
+		s.Cursor.Color, s.Cursor.Blink = nil, false
+		in.SetStyles(s)
+	}
+	in.Prompt = ""
+	in.SetValue(value)
+	in.CharLimit = 4096
+	if secret {
+		in.EchoMode = textinput.EchoPassword
+		in.EchoCharacter = '•'
+	}
+	return in
+}
+
+// choicesFrom reads the fields' answers.
+func choicesFrom(fs []field) choices {
+	c := choices{Taint: true}
+	for i := range fs {
+		f := &fs[i]
+		switch f.id {
+		case fieldProfile:
+			c.Profile = f.value()
+		case fieldOperator:
+			c.Operator = f.value()
+		case fieldTaint:
+			c.Taint = f.value() == "yes"
+		case fieldDriver:
+			c.Driver = f.value()
+		case fieldMIG:
+			c.MIG = f.value()
+		case fieldNLS:
+			c.NLSTokenFile = f.value()
+		case fieldGridd:
+			c.GriddConfFile = f.value()
+		case fieldNGC:
+			c.NGCKey = f.input.Value()
+		}
+	}
+	return c
+}
+
+// ngcKeyEnv is the environment variable the NGC key is read from (the --ngc-api-key-env default).
+const ngcKeyEnv = "NGC_API_KEY"
+
+// options turns the base options (flags) and the choices into the install's options. Only what
+// differs from what gpuctl would do anyway is set, so the saved config says what the person chose.
+func options(base engine.InstallOptions, detected string, profiles []profile.Profile, c choices) engine.InstallOptions {
+	o := base
+	o.Set = slices.Clone(base.Set)
+	o.Profile = ""
+	if c.Profile != detected || base.Profile != "" {
+		o.Profile = c.Profile
+	}
+	o.OperatorVersion = ""
+	if b := bundle.Default(); c.Operator != "" && c.Operator != b.Version {
+		o.OperatorVersion = c.Operator
+	}
+	o.NoTaint = !c.Taint
+	var chosen profile.Profile
+	for _, p := range profiles {
+		if p.Name == c.Profile {
+			chosen = p
+		}
+	}
+	if c.Driver == driverHost && profileDriver(chosen) == driverContainer {
+		o.Set = append(o.Set, "driver.enabled=false")
+	}
+	if c.MIG != "" && c.MIG != chartMIGStrategy {
+		o.Set = append(o.Set, "mig.strategy="+c.MIG)
+	}
+	if profileLicensing(chosen) {
+		o.Licensing.NLSTokenFile = c.NLSTokenFile
+		o.Licensing.GriddConfFile = c.GriddConfFile
+		if o.Licensing.NGCAPIKeyEnv == "" && o.Licensing.NGCAPIKeyFile == "" {
+			o.Licensing.NGCAPIKeyEnv = ngcKeyEnv
+		}
+	} else {
+		o.Licensing.NLSTokenFile, o.Licensing.GriddConfFile = base.Licensing.NLSTokenFile, base.Licensing.GriddConfFile
+	}
+	return o
+}
+
+// initialChoices are the detected answers: the detected profile, the default release, taint unless
+// the flags said not to, the host driver where detection found one, the chart's MIG strategy.
+func initialChoices(base engine.InstallOptions, detected string, hostDriver bool, profiles []profile.Profile) choices {
+	c := choices{Profile: detected, Operator: bundle.Default().Version, Taint: !base.NoTaint, MIG: chartMIGStrategy,
+		NLSTokenFile: base.Licensing.NLSTokenFile, GriddConfFile: base.Licensing.GriddConfFile}
+	if base.Profile != "" {
+		c.Profile = base.Profile
+	}
+	if base.OperatorVersion != "" {
+		if b, err := bundle.Get(base.OperatorVersion); err == nil {
+			c.Operator = b.Version
+		}
+	}
+	c.Driver = driverContainer
+	for _, p := range profiles {
+		if p.Name == c.Profile && profileDriver(p) == driverPlatform {
+			c.Driver = driverPlatform
+		}
+	}
+	if hostDriver && c.Driver == driverContainer {
+		c.Driver = driverHost
+	}
+	return c
+}
+
+// describe is the one line a choice adds to the review, for people.
+func (c choices) describe() string {
+	taint := "taint GPU nodes"
+	if !c.Taint {
+		taint = "no taint"
+	}
+	return fmt.Sprintf("profile %s · operator %s · %s · driver %s · MIG %s", c.Profile, c.Operator, taint, c.Driver, c.MIG)
+}

@@ -1,0 +1,146 @@
+package wizard
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+)
+
+// ConfigVersion is the version field of the config file the wizard saves. gpuctl's config file holds
+// flag values under the flags' names (internal/cli applySettings); version says which format it is.
+const ConfigVersion = 1
+
+// DefaultTimeout is gpuctl install's --timeout default.
+const DefaultTimeout = 20 * time.Minute
+
+// DefaultNamespace is the namespace gpuctl installs into unless -n says otherwise.
+const DefaultNamespace = "gpu-operator"
+
+// ConfigFile renders the options as a config file `gpuctl install --config FILE` replays: each key
+// is an install flag's name. Secrets appear only as the file or environment variable they come from.
+// The kube context is not saved: CI brings its own kubeconfig.
+func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte, error) {
+	m := map[string]any{"version": ConfigVersion}
+	put := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	put("profile", o.Profile)
+	put("operator-version", o.OperatorVersion)
+	put("channel", o.Channel)
+	if o.NoTaint {
+		m["no-taint"] = true
+	}
+	if o.TolerateExistingTaints {
+		m["tolerate-existing-taints"] = true
+	}
+	if len(o.ValuesFiles) > 0 {
+		m["values"] = o.ValuesFiles
+	}
+	if len(o.Set) > 0 {
+		m["set"] = o.Set
+	}
+	if len(o.SkipChecks) > 0 {
+		m["skip-check"] = o.SkipChecks
+	}
+	put("nls-token-file", o.Licensing.NLSTokenFile)
+	put("gridd-conf-file", o.Licensing.GriddConfFile)
+	put("ngc-api-key-file", o.Licensing.NGCAPIKeyFile)
+	if o.Licensing.NGCAPIKeyEnv != "" && o.Licensing.NGCAPIKeyEnv != ngcKeyEnv {
+		m["ngc-api-key-env"] = o.Licensing.NGCAPIKeyEnv
+	}
+	if namespace != "" && namespace != DefaultNamespace {
+		m["namespace"] = namespace
+	}
+	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
+		m["timeout"] = o.Timeout.String()
+	}
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# Written by gpuctl wizard. Replay with: gpuctl install --config FILE\n")
+	fmt.Fprintf(&out, "# Keys are gpuctl install's flags; flags and GPUCTL_* variables win over them.\n")
+	if kubeContext != "" {
+		fmt.Fprintf(&out, "# Chosen against kube context %q (not saved: the kubeconfig in use decides).\n", kubeContext)
+	}
+	if o.Licensing.NGCAPIKeyFile == "" && (o.Licensing.NLSTokenFile != "" || o.Licensing.GriddConfFile != "") {
+		env := o.Licensing.NGCAPIKeyEnv
+		if env == "" {
+			env = ngcKeyEnv
+		}
+		fmt.Fprintf(&out, "# The NGC API key is read from $%s; it is never saved here.\n", env)
+	}
+	out.Write(b)
+	return out.Bytes(), nil
+}
+
+// SaveConfig writes ConfigFile to path, readable by its owner only (it names secret files).
+func SaveConfig(path string, o engine.InstallOptions, namespace, kubeContext string) error {
+	b, err := ConfigFile(o, namespace, kubeContext)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("save config: %w", err)
+	}
+	return nil
+}
+
+// Command is the `gpuctl install` command line that does what the options say, without the wizard.
+func Command(o engine.InstallOptions, namespace, kubeContext string) string {
+	args := []string{"gpuctl", "install"}
+	add := func(flag, v string) {
+		if v != "" {
+			args = append(args, flag, quote(v))
+		}
+	}
+	add("--context", kubeContext)
+	if namespace != "" && namespace != DefaultNamespace {
+		add("-n", namespace)
+	}
+	add("--profile", o.Profile)
+	add("--operator-version", o.OperatorVersion)
+	add("--channel", o.Channel)
+	if o.NoTaint {
+		args = append(args, "--no-taint")
+	}
+	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
+		add("--timeout", o.Timeout.String())
+	}
+	if o.TolerateExistingTaints {
+		args = append(args, "--tolerate-existing-taints")
+	}
+	for _, f := range o.ValuesFiles {
+		add("-f", f)
+	}
+	for _, s := range o.Set {
+		add("--set", s)
+	}
+	for _, s := range o.SkipChecks {
+		add("--skip-check", s)
+	}
+	add("--nls-token-file", o.Licensing.NLSTokenFile)
+	add("--gridd-conf-file", o.Licensing.GriddConfFile)
+	add("--ngc-api-key-file", o.Licensing.NGCAPIKeyFile)
+	if o.Licensing.NGCAPIKeyEnv != "" && o.Licensing.NGCAPIKeyEnv != ngcKeyEnv {
+		add("--ngc-api-key-env", o.Licensing.NGCAPIKeyEnv)
+	}
+	return strings.Join(args, " ")
+}
+
+// quote makes v one shell word.
+func quote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
