@@ -9,7 +9,9 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+// update rewrites every generated file these tests compare with: testdata goldens, docs/schemas
+// and docs/reference.
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/, docs/schemas and docs/reference")
 
 func TestImagesCommand(t *testing.T) {
 	t.Run("images --profile gke prints the golden list without a cluster", func(t *testing.T) {

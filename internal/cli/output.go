@@ -95,5 +95,6 @@ func writeYAML(w io.Writer, v any) error {
 // documents are the types gpuctl prints with -o json|yaml, one per kind; docs/schemas/<kind>.json
 // describes each (internal/cli/schema_test.go keeps them current).
 func documents() []any {
-	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{}}
+	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{},
+		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.ImageList{}}
 }

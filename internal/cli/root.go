@@ -41,6 +41,8 @@ const (
 	ExitPreflight = 5
 	// ExitLocked: another gpuctl run holds the install lock (it is named); nothing was changed.
 	ExitLocked = 6
+	// ExitNotInstalled: status found nothing gpuctl installed (no install record, no gpu-operator release).
+	ExitNotInstalled = 7
 	// ExitInterrupted: Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -117,6 +119,9 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newTaintCmd(streams, g, getenv, false),
 		newTaintCmd(streams, g, getenv, true),
 		newVersionCmd(streams),
+		newStatusCmd(streams, g, getenv),
+		newUninstallCmd(streams, g, getenv),
+		newUpgradeCmd(streams, g, getenv),
 		newOptionsCmd(streams, kube),
 		newConfigCmd(streams, g, getenv),
 	)
@@ -269,6 +274,10 @@ func report(w io.Writer, err error) int {
 	var nr notReadyError
 	if errors.As(err, &nr) {
 		return ExitNotReady
+	}
+	var ni notInstalledError
+	if errors.As(err, &ni) {
+		return ExitNotInstalled
 	}
 	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "unknown flag") {
 		return ExitUsage

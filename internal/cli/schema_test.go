@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding"
 	"encoding/json"
-	"flag"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/schemas from the Go types")
 
 const schemaDir = "../../docs/schemas"
 

@@ -70,3 +70,9 @@ func buildVersion() (v, c, d string) {
 	}
 	return v, c, d
 }
+
+// gpuctlVersion is this binary's version, as the install record states it.
+func gpuctlVersion() string {
+	v, _, _ := buildVersion()
+	return v
+}

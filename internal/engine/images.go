@@ -13,12 +13,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
-// ImageListKind and ImageListVersion name the document `gpuctl images -o json` prints.
-const (
-	ImageListVersion = "gpuctl.io/v1alpha1"
-	ImageListKind    = "ImageList"
-)
-
 // DefaultNodeOS returns the node OS tags the driver images are listed for when neither a cluster nor
 // --node-os says which: the Ubuntu LTS releases NVIDIA publishes driver images for
 // (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
@@ -38,10 +32,8 @@ type Images struct {
 	NodeOS []string
 }
 
-// ImageList is the result of Images.
+// ImageList is the result of Images (printed with apiVersion and kind ImageList, as every document).
 type ImageList struct {
-	APIVersion      string `json:"apiVersion"`
-	Kind            string `json:"kind"`
 	Distribution    string `json:"distribution"`
 	Profile         string `json:"profile"`
 	OperatorVersion string `json:"operatorVersion"`
@@ -102,7 +94,7 @@ func (im *Images) Run(ctx context.Context) (*ImageList, error) {
 	if s := p.Step("release-" + plan.OperatorRelease); s != nil && s.Release != nil {
 		version = s.Release.AppVersion
 	}
-	list := &ImageList{APIVersion: ImageListVersion, Kind: ImageListKind, Distribution: p.Distribution, Profile: p.Profile,
+	list := &ImageList{Distribution: p.Distribution, Profile: p.Profile,
 		OperatorVersion: version, Registry: im.Options.Registry, NodeOS: nodeOS, NodeOSFrom: from}
 	if p.Distribution == "openshift" {
 		// On OpenShift the operator, and the images its CSV names, come from OLM's catalog: the

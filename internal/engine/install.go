@@ -49,6 +49,8 @@ type InstallOptions struct {
 	Registry string
 	// ImagePullSecrets name the Secrets (in the install namespace) every pod pulls its images with.
 	ImagePullSecrets []string
+	// ValueLayers are values files already read (upgrade reuses the recorded ones), below ValuesFiles.
+	ValueLayers []plan.Layer
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -70,6 +72,12 @@ type Install struct {
 	// Stdin and Getenv supply secret inputs given as "-" or as an environment variable's name.
 	Stdin  io.Reader
 	Getenv func(string) string
+	// Version is gpuctl's version, for the install record.
+	Version string
+	// command names the verb in the install record (install, or upgrade when Upgrade runs it).
+	command string
+	// files are the values files as read, for the record.
+	files []plan.Layer
 }
 
 // ErrNotConfirmed is returned when Confirm declined the Plan.
@@ -204,9 +212,17 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 		return res, errors.New("no install lock: a dry run changes nothing")
 	}
 	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: held.Since}
+	x.releases = map[string]*release.Client{}
+	before, err := x.snapshotBefore(ctx)
+	if err != nil {
+		return res, err
+	}
 	err = x.run(ctx)
 	if ierr := (*InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
+	}
+	if rerr := x.writeRecord(ctx, before, recordInputs(o, i.files), i.Version, i.verb(), err); rerr != nil {
+		err = errors.Join(err, rerr)
 	}
 	if lerr := held.Err(); lerr != nil && err != nil {
 		err = fmt.Errorf("%w; the run stopped: %v", lerr, err)
@@ -234,14 +250,11 @@ func (i *Install) lock(ctx context.Context, o InstallOptions, sink Sink) (*lock.
 }
 
 func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
-	var files []plan.Layer
-	for _, f := range o.ValuesFiles {
-		v, err := readValuesFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
-		}
-		files = append(files, plan.Layer{Source: f, Values: v})
+	files, err := parseValueLayers(o)
+	if err != nil {
+		return nil, err
 	}
+	i.files = files
 	set, err := release.ParseSet(o.Set)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)

@@ -138,6 +138,8 @@ func installNeeds(env *Env) []need {
 	add(ns, "apps", "daemonsets", "list", "watch")
 	add(ns, "apps", "deployments", "list", "watch")
 	add("", "nvidia.com", "clusterpolicies", "get", "list", "watch")
+	// The install record, a ConfigMap next to the lock (engine.RecordNamespace/RecordName).
+	add("kube-system", "", "configmaps", "get", "create", "update")
 	if tainting(env.Plan) {
 		add("", "", "nodes", "patch")
 		// The taint safety check lists every DaemonSet to find those that would not reach GPU nodes.

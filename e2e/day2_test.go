@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// helmRelease reads a release of the gpu-operator namespace through Helm's storage.
+func helmRelease(t *testing.T, c *sandbox.Cluster, name string) *release.Release {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &c.Kubeconfig
+	rc, err := release.New(flags, "gpu-operator", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rc.Last(name)
+	if err != nil || r == nil {
+		t.Fatalf("release %s: %v", name, err)
+	}
+	return r
+}
+
+// nodeMetadata is every node's full label map and taints (timeAdded aside): what uninstall must give
+// back byte for byte.
+type nodeMetadata struct {
+	Labels map[string]string
+	Taints []corev1.Taint
+}
+
+func nodesMetadata(t *testing.T, c *sandbox.Cluster) map[string]nodeMetadata {
+	t.Helper()
+	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taints := taintsByNode(t, c)
+	out := map[string]nodeMetadata{}
+	for _, n := range nodes.Items {
+		out[n.Name] = nodeMetadata{Labels: maps.Clone(n.Labels), Taints: taints[n.Name]}
+	}
+	return out
+}
+
+// statusJSON runs gpuctl status -o json and returns its exit code and decoded result.
+func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.StatusResult) {
+	t.Helper()
+	code, stdout, _ := gpuctl(t, c, append([]string{"status", "-o", "json"}, args...)...)
+	var res engine.StatusResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, stdout)
+	}
+	return code, res
+}
+
+func uninstallJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.UninstallResult, string) {
+	t.Helper()
+	code, stdout, stderr := gpuctl(t, c, append([]string{"uninstall", "-o", "json"}, args...)...)
+	var res engine.UninstallResult
+	if stdout != "" {
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("uninstall -o json: %v\n%s", err, stdout)
+		}
+	}
+	return code, res, stderr
+}
+
+// TestDay2 is the life of a cluster after the install, on one sandbox with the real controllers:
+// status → uninstall → install again → status on a broken stack → a finalizer that stops uninstall
+// → uninstall --purge, which leaves the cluster as it was before the first install.
+func TestDay2(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
+	ctx := t.Context()
+	stateBefore := clusterState(t, c)
+	nodesBefore := nodesMetadata(t, c)
+
+	t.Run("status on a cluster with nothing installed exits 7", func(t *testing.T) {
+		code, res := statusJSON(t, c)
+		if code != cli.ExitNotInstalled || res.Installed {
+			t.Errorf("exit %d, installed %v; want %d, false", code, res.Installed, cli.ExitNotInstalled)
+		}
+	})
+
+	// The user's values: a label on every operand pod, and every node's driver upgraded at once (the
+	// operator's default is one node at a time).
+	userSet := []string{"daemonsets.labels.team=gpu", "driver.upgradePolicy.maxParallelUpgrades=0"}
+	installJSON(t, c, "--operator-version", "v25.10.1", "--set", userSet[0], "--set", userSet[1])
+
+	t.Run("status on a healthy stack exits 0 and shows the record", func(t *testing.T) {
+		code, res := statusJSON(t, c)
+		if code != 0 || !res.Healthy {
+			t.Fatalf("exit %d, healthy %v: %+v", code, res.Healthy, res.Checks)
+		}
+		if res.Record == nil || res.Record.OperatorVersion != "v25.10.1" || res.Record.Profile != "kubeadm" {
+			t.Errorf("record %+v", res.Record)
+		}
+		if got := res.Record.Inputs.Set; !slices.Equal(got, userSet) {
+			t.Errorf("recorded --set %v", got)
+		}
+		if len(res.Nodes) != len(simulatedGPUNodes(c)) {
+			t.Errorf("node rows %+v", res.Nodes)
+		}
+		for _, n := range res.Nodes {
+			if !n.Validated || !n.Tainted || n.Allocatable == 0 {
+				t.Errorf("node %+v", n)
+			}
+		}
+		if len(engine.CreatedNames(res.Record.Namespaces)) != 1 || len(engine.CreatedNames(res.Record.CRDs)) == 0 {
+			t.Errorf("record says gpuctl created namespaces %v and CRDs %v", res.Record.Namespaces, res.Record.CRDs)
+		}
+	})
+
+	t.Run("upgrade in CI without --yes shows the change and refuses it", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0")
+		if code != cli.ExitUsage {
+			t.Errorf("exit %d, want %d", code, cli.ExitUsage)
+		}
+		for _, want := range []string{"--yes", "v25.10.1 → v26.7.0", "changed ClusterPolicy cluster-policy", "+++ upgrade ClusterPolicy cluster-policy", "Upgrade notes"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q", want)
+			}
+		}
+		if r := helmRelease(t, c, "gpu-operator"); r.Revision != 1 {
+			t.Errorf("gpu-operator at revision %d after a refused upgrade", r.Revision)
+		}
+	})
+
+	t.Run("upgrade to v26.7.0 switches the real controller, CRDs first, and keeps the user's values", func(t *testing.T) {
+		before := map[string]int{}
+		for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
+			before[name] = helmRelease(t, c, name).Revision
+		}
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
+		if code != 0 {
+			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
+		}
+		var order []string
+		for _, s := range res.Install.Steps {
+			order = append(order, s.ID)
+			if s.ID == "crds" && !strings.Contains(s.Message, "updated") {
+				t.Errorf("CRD step: %s", s.Message)
+			}
+		}
+		if crds, op := slices.Index(order, "crds"), slices.Index(order, "release-gpu-operator"); crds < 0 || op < crds {
+			t.Errorf("step order %v: CRDs must come before the chart", order)
+		}
+		crd, err := apiextensionsclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "clusterpolicies.nvidia.com", metav1.GetOptions{})
+		if err != nil || crd.Annotations[kube.CRDVersionAnnotation] != "v26.7.0" {
+			t.Errorf("ClusterPolicy CRD after the upgrade: %v, annotations %v", err, crd.Annotations)
+		}
+		for _, r := range res.Preview.Releases {
+			want := before[r.Name]
+			if r.Outcome != release.Unchanged {
+				want++
+			}
+			if got := helmRelease(t, c, r.Name).Revision; got != want {
+				t.Errorf("release %s (%s): revision %d, want %d", r.Name, r.Outcome, got, want)
+			}
+		}
+		if r := helmRelease(t, c, "gpu-operator"); r.AppVersion != "v26.7.0" && r.AppVersion != "26.7.0" {
+			t.Errorf("gpu-operator app version %s", r.AppVersion)
+		}
+		vals := normalize(t, helmRelease(t, c, "gpu-operator").Values)
+		if ds, _ := vals["daemonsets"].(map[string]any); ds == nil || ds["labels"].(map[string]any)["team"] != "gpu" {
+			t.Errorf("the user's --set daemonsets.labels.team=gpu is gone: %v", vals["daemonsets"])
+		}
+		if !slices.Equal(res.Install.GPUNodes, simulatedGPUNodes(c)) {
+			t.Errorf("validated %v", res.Install.GPUNodes)
+		}
+		// The operator's upgrade controller replaced the drivers and gave the nodes back.
+		for _, n := range res.Install.GPUNodes {
+			if st := res.DriverUpgrades[n]; st != "upgrade-done" && st != "" {
+				t.Errorf("node %s driver upgrade state %q", n, st)
+			}
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || node.Spec.Unschedulable {
+				t.Errorf("node %s still cordoned after the upgrade (%v)", n, err)
+			}
+		}
+		assertReconciled(t, c, "cluster-policy")
+		runs := c.OperatorRuns()
+		var releases []string
+		for _, r := range runs {
+			releases = append(releases, r.Release)
+			if r.ExitErr != "" || !r.FromSources {
+				t.Errorf("controller run %+v", r)
+			}
+		}
+		if len(runs) < 2 || runs[0].Release != "v25.10.1" || runs[len(runs)-1].Release != "v26.7.0" || !runs[len(runs)-1].Exited.IsZero() {
+			t.Errorf("controller runs %v: want v25.10.1's, then v26.7.0's still running", releases)
+		}
+		if code, st := statusJSON(t, c); code != 0 || st.Record.OperatorVersion != "v26.7.0" || st.Record.Command != "upgrade" {
+			t.Errorf("status after the upgrade: exit %d, record %+v", code, st.Record)
+		}
+	})
+
+	t.Run("a downgrade is refused without --force, before anything is written", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v25.10.1", "--yes")
+		if code != cli.ExitUsage || !strings.Contains(stderr, "--force") {
+			t.Errorf("exit %d: %s", code, stderr)
+		}
+	})
+
+	t.Run("a second upgrade changes nothing and needs no --yes", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Install.Changed || res.Preview.Changed() || len(res.Preview.Diffs) > 0 {
+			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
+		}
+	})
+
+	t.Run("uninstall gives the nodes their labels and taints back exactly", func(t *testing.T) {
+		if code, _, stderr := gpuctl(t, c, "uninstall"); code != cli.ExitUsage || !strings.Contains(stderr, "--yes") {
+			t.Errorf("uninstall without --yes and without a terminal: exit %d, %s", code, stderr)
+		}
+		code, res, stderr := uninstallJSON(t, c, "--yes")
+		if code != 0 || !res.Changed {
+			t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
+		}
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+		}
+		if code, _ := statusJSON(t, c); code != cli.ExitNotInstalled {
+			t.Errorf("status after uninstall: exit %d", code)
+		}
+	})
+
+	t.Run("a second uninstall changes nothing", func(t *testing.T) {
+		code, res, stderr := uninstallJSON(t, c, "--yes")
+		if code != 0 || res.Changed {
+			t.Errorf("exit %d, changed %v: %s", code, res.Changed, stderr)
+		}
+	})
+
+	t.Run("install after uninstall succeeds", func(t *testing.T) {
+		res, _ := installJSON(t, c)
+		assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
+	})
+
+	t.Run("status on a stack whose validators are gone for good exits 4", func(t *testing.T) {
+		// With the operator scaled to zero nothing recreates the validator DaemonSet.
+		deps := c.Kube.AppsV1().Deployments("gpu-operator")
+		if _, err := deps.Patch(ctx, "gpu-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Kube.AppsV1().DaemonSets("gpu-operator").Delete(ctx, "nvidia-operator-validator", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		code, res := statusJSON(t, c)
+		if code != cli.ExitNotReady || res.Healthy {
+			t.Errorf("exit %d, healthy %v; want %d", code, res.Healthy, cli.ExitNotReady)
+		}
+		for _, n := range res.Nodes {
+			if n.Validated {
+				t.Errorf("node %s validated without a validator", n.Name)
+			}
+		}
+		if code, _, _ := gpuctl(t, c, "status", "--wait", "--timeout", "5s"); code != cli.ExitNotReady {
+			t.Errorf("status --wait: exit %d", code)
+		}
+	})
+
+	t.Run("a finalizer on the ClusterPolicy stops uninstall with its name", func(t *testing.T) {
+		cps := dynamicClient(t, c).Resource(clusterPolicies)
+		patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge", "--finalizer-wait", "5s")
+		if code == 0 {
+			t.Fatal("uninstall succeeded with a finalizer holding the ClusterPolicy")
+		}
+		for _, want := range []string{"ClusterPolicy cluster-policy", "example.com/hold", "kubectl patch clusterpolicy cluster-policy"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q", want)
+			}
+		}
+		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("uninstall --purge leaves the cluster as it was before the first install", func(t *testing.T) {
+		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		assertUnchanged(t, stateBefore, clusterState(t, c))
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
+		}
+		if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
+			t.Errorf("install record after --purge: %+v, %v", rec, err)
+		}
+		if _, err := c.Kube.CoordinationV1().Leases("kube-system").Get(ctx, "gpuctl", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the lock's Lease after --purge: %v", err)
+		}
+	})
+}
+
+// TestUninstallOnOpenShift is uninstall on the OLM path: the ClusterPolicy, then NVIDIA's certified
+// operator (Subscription and CSV), the NodeFeatureDiscovery instance and Red Hat's NFD Operator, then
+// gpuctl's taints and the labels NFD and the operator left.
+func TestUninstallOnOpenShift(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "openshift", GPUNodes: 2, CPUNodes: 1}})
+	ctx := t.Context()
+	nodesBefore := nodesMetadata(t, c)
+	installJSON(t, c)
+
+	code, res, stderr := uninstallJSON(t, c, "--yes")
+	if code != 0 || !res.Changed {
+		t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
+	}
+	if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+		t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+	}
+	dyn := dynamicClient(t, c)
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"},
+		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"},
+		{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"},
+		clusterPolicies,
+	} {
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list %s: %v", gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			if ns := o.GetNamespace(); ns == "" || ns == "nvidia-gpu-operator" || ns == "openshift-nfd" {
+				t.Errorf("%s %s/%s is left after uninstall", gvr.Resource, ns, o.GetName())
+			}
+		}
+	}
+	for _, ns := range []string{"nvidia-gpu-operator", "openshift-nfd"} {
+		deps, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deps.Items {
+			t.Errorf("Deployment %s/%s is left after uninstall", ns, d.Name)
+		}
+	}
+}

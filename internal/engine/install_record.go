@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+// recordBefore is what existed before a run's first write: the record is written from it and from
+// what exists after, so "created" means created by gpuctl.
+type recordBefore struct {
+	prev       *Record
+	crds       map[string]bool
+	namespaces map[string]bool
+	releases   map[string]bool // namespace/name
+	nodes      map[string]NodeMetadata
+}
+
+// planCRDs names the CRDs the plan's CRD step applies.
+func planCRDs(p *plan.Plan) ([]string, error) {
+	var out []string
+	for _, s := range p.Steps {
+		if s.Kind != plan.KindCRDs || s.Skip != "" {
+			continue
+		}
+		for _, name := range s.Charts {
+			crds, _, err := ChartCRDs(name, s.ChartReleases[name])
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range crds {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// planNamespaces names the Namespaces the plan applies.
+func planNamespaces(p *plan.Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		if s.Kind != plan.KindObjects || s.Skip != "" {
+			continue
+		}
+		for _, o := range s.Objects {
+			if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
+				if md, ok := o["metadata"].(map[string]any); ok {
+					if name, ok := md["name"].(string); ok {
+						out = append(out, name)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// planReleases lists the plan's release steps that run.
+func planReleases(p *plan.Plan) []*plan.Release {
+	var out []*plan.Release
+	for _, s := range p.Steps {
+		if s.Kind == plan.KindRelease && s.Skip == "" && s.Release != nil {
+			out = append(out, s.Release)
+		}
+	}
+	return out
+}
+
+func releaseNamespace(r *plan.Release, p *plan.Plan) string {
+	if r.Namespace != "" {
+		return r.Namespace
+	}
+	return p.Namespace
+}
+
+// snapshotBefore reads what the record needs to know of the cluster before the first write.
+func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
+	kc := x.clients.Kube
+	prev, err := ReadRecord(ctx, kc)
+	if err != nil {
+		return nil, err
+	}
+	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}}
+	crds, err := planCRDs(x.plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range crds {
+		_, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read CRD %s: %w", name, err)
+		}
+		b.crds[name] = err == nil
+	}
+	for _, ns := range planNamespaces(x.plan) {
+		_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read namespace %s: %w", ns, err)
+		}
+		b.namespaces[ns] = err == nil
+	}
+	for _, r := range planReleases(x.plan) {
+		ns := releaseNamespace(r, x.plan)
+		rc, err := x.releaseClient(ns)
+		if err != nil {
+			return nil, err
+		}
+		last, err := rc.Last(r.Name)
+		if err != nil {
+			return nil, err
+		}
+		b.releases[ns+"/"+r.Name] = last != nil
+	}
+	if prev == nil || prev.Uninstalled {
+		// The nodes' NFD and operator metadata before gpuctl's stack: what uninstall restores.
+		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		b.nodes = map[string]NodeMetadata{}
+		for i := range nodes.Items {
+			if md := stackMetadata(&nodes.Items[i]); md != nil {
+				b.nodes[nodes.Items[i].Name] = *md
+			}
+		}
+	} else {
+		b.nodes = prev.NodeMetadataBefore
+	}
+	return b, nil
+}
+
+// recordInputs are the user's inputs as the record keeps them.
+func recordInputs(o InstallOptions, files []plan.Layer) RecordInputs {
+	return RecordInputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint,
+		TolerateExistingTaints: o.TolerateExistingTaints, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
+}
+
+// gpuctlVersion is the version of this binary as the record states it.
+func gpuctlVersion(v string) string {
+	if v != "" {
+		return v
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// writeRecord writes the install record after a run that reached the executor, whether it ended well
+// or not: uninstall must know what was created even when the waits failed.
+func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs RecordInputs, version, command string, runErr error) error {
+	// An interrupted run still records what it did.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	kc := x.clients.Kube
+	r := &Record{
+		GpuctlVersion: gpuctlVersion(version), Command: command, Updated: time.Now().UTC(), Result: "succeeded",
+		Distribution: x.plan.Distribution, Profile: x.plan.Profile, Namespace: x.plan.Namespace,
+		Inputs: inputs, NodeMetadataBefore: b.nodes,
+	}
+	if runErr != nil {
+		r.Result = "failed"
+		if errors.Is(runErr, context.Canceled) {
+			r.Result = "interrupted"
+		}
+	}
+	for _, rel := range planReleases(x.plan) {
+		if rel.Name == plan.OperatorRelease || rel.Name == "gpu-operator-certified" {
+			r.OperatorVersion = rel.AppVersion
+		}
+		ns := releaseNamespace(rel, x.plan)
+		rc, err := x.releaseClient(ns)
+		if err != nil {
+			return err
+		}
+		if last, _ := rc.Last(rel.Name); last != nil {
+			if rel.Name == plan.OperatorRelease && last.AppVersion != "" {
+				r.OperatorVersion = last.AppVersion
+			}
+			r.Releases = append(r.Releases, RecordedObject{Name: rel.Name, Namespace: ns, Created: !b.releases[ns+"/"+rel.Name]})
+		}
+	}
+	if r.OperatorVersion == "" {
+		for _, s := range x.plan.Steps {
+			if v := s.ChartReleases[plan.OperatorRelease]; v != "" {
+				r.OperatorVersion = v
+			}
+		}
+	}
+	for name, existed := range b.crds {
+		if _, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.CRDs = append(r.CRDs, RecordedObject{Name: name, Created: !existed})
+		}
+	}
+	for name, existed := range b.namespaces {
+		if _, err := kc.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.Namespaces = append(r.Namespaces, RecordedObject{Name: name, Created: !existed})
+		}
+	}
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		if added, err := taint.Added(&nodes.Items[i]); err == nil && len(added) > 0 {
+			r.TaintedNodes = append(r.TaintedNodes, nodes.Items[i].Name)
+		}
+	}
+	if p := b.prev; p != nil {
+		prevReleases := p.Releases
+		if p.Uninstalled {
+			prevReleases = nil // uninstalled: what runs now is all this run's
+		}
+		r.Releases = mergeObjects(prevReleases, r.Releases)
+		r.CRDs = mergeObjects(p.CRDs, r.CRDs)
+		r.Namespaces = mergeObjects(p.Namespaces, r.Namespaces)
+	} else {
+		r.Releases, r.CRDs, r.Namespaces = mergeObjects(nil, r.Releases), mergeObjects(nil, r.CRDs), mergeObjects(nil, r.Namespaces)
+	}
+	return WriteRecord(ctx, kc, r)
+}
+
+// verb is the command the record names.
+func (i *Install) verb() string {
+	if i.command != "" {
+		return i.command
+	}
+	return "install"
+}
+
+// parseValueLayers reads the -f files below the recorded layers upgrade passes on.
+func parseValueLayers(o InstallOptions) ([]plan.Layer, error) {
+	files := slices.Clone(o.ValueLayers)
+	for _, f := range o.ValuesFiles {
+		v, err := readValuesFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		}
+		files = append(files, plan.Layer{Source: f, Values: v})
+	}
+	return files, nil
+}

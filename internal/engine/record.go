@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// The install record is a ConfigMap in kube-system, next to gpuctl's lock (internal/lock), rather
+// than in the operator's namespace: it must outlive that namespace (uninstall without --purge keeps
+// what --purge needs to know), it names cluster-scoped objects (CRDs, node labels), and kube-system
+// exists before gpuctl creates anything.
+const (
+	RecordNamespace = "kube-system"
+	RecordName      = "gpuctl-install"
+	// recordKey is the ConfigMap data key holding the JSON record.
+	recordKey = "record.json"
+)
+
+// Record is what gpuctl resolved and changed when it last installed or upgraded: later commands
+// (status, upgrade, uninstall) read it. It never holds licence material: the NVAIE inputs are read
+// from files or the environment and only the Secrets' names appear in the values.
+type Record struct {
+	// GpuctlVersion is the version of the gpuctl that wrote the record.
+	GpuctlVersion string `json:"gpuctlVersion"`
+	// Command is the command that wrote it: install, upgrade or uninstall.
+	Command string    `json:"command"`
+	Updated time.Time `json:"updated"`
+	// Result is how that command ended: succeeded, failed.
+	Result string `json:"result"`
+	// Uninstalled is set by uninstall without --purge: the stack is gone, and the record keeps what
+	// gpuctl created for a later uninstall --purge.
+	Uninstalled bool `json:"uninstalled,omitempty"`
+
+	Distribution    string `json:"distribution"`
+	Profile         string `json:"profile"`
+	Namespace       string `json:"namespace"`
+	OperatorVersion string `json:"operatorVersion"`
+	// Inputs are the user's own choices, as given (-f files by content, so upgrade can reuse them when
+	// the files are gone).
+	Inputs RecordInputs `json:"inputs"`
+
+	// Releases are the Helm releases gpuctl applied; Created says whether gpuctl installed them (as
+	// opposed to finding them).
+	Releases []RecordedObject `json:"releases,omitempty"`
+	// CRDs and Namespaces gpuctl applied, by name, with whether it created them.
+	CRDs       []RecordedObject `json:"crds,omitempty"`
+	Namespaces []RecordedObject `json:"namespaces,omitempty"`
+	// TaintedNodes are the nodes gpuctl tainted (the taints themselves are recorded on each node in
+	// the gpuctl.io/added-taints annotation, which untaint and uninstall read).
+	TaintedNodes []string `json:"taintedNodes,omitempty"`
+	// NodeMetadataBefore holds, per node, the labels and annotations in the prefixes NFD and the
+	// operator write (feature.node.kubernetes.io/, nvidia.com/, nfd.node.kubernetes.io/) as they were
+	// before gpuctl first installed: uninstall removes every other label and annotation in those
+	// prefixes and restores these.
+	NodeMetadataBefore map[string]NodeMetadata `json:"nodeMetadataBefore,omitempty"`
+}
+
+// RecordInputs are the inputs a user gave install or upgrade.
+type RecordInputs struct {
+	// Profile is --profile ("" = chosen from the distribution).
+	Profile string `json:"profile,omitempty"`
+	// Files are the -f values files: their name and parsed content, in order.
+	Files                  []plan.Layer `json:"files,omitempty"`
+	Set                    []string     `json:"set,omitempty"`
+	NoTaint                bool         `json:"noTaint,omitempty"`
+	TolerateExistingTaints bool         `json:"tolerateExistingTaints,omitempty"`
+	Channel                string       `json:"channel,omitempty"`
+	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
+	// upgrade must pull from the same mirror.
+	Registry         string   `json:"registry,omitempty"`
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+}
+
+// RecordedObject names something gpuctl applied.
+type RecordedObject struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Created is true when gpuctl created it; false when it was there before (found).
+	Created bool `json:"created"`
+}
+
+// NodeMetadata is a node's labels and annotations in the prefixes NFD and the operator write.
+type NodeMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// stackPrefixes are the label and annotation prefixes NFD and the GPU operator write on nodes:
+// feature.node.kubernetes.io/ (NFD's feature labels), nfd.node.kubernetes.io/ (NFD's bookkeeping
+// annotations), nvidia.com/ (the operator's and GPU feature discovery's labels, e.g. nvidia.com/gpu.present,
+// nvidia.com/gpu.product, nvidia.com/gpu-driver-upgrade-state). NFD's own chart prunes its labels the
+// same way on uninstall (kubernetes-sigs/node-feature-discovery
+// deployment/helm/node-feature-discovery/templates/post-delete-job.yaml: nfd-master -prune); our NFD
+// chart has no hooks (docs/nfd-chart-deviations.md), so uninstall does it.
+var stackPrefixes = []string{"feature.node.kubernetes.io/", "nfd.node.kubernetes.io/", "nvidia.com/"}
+
+// isNFDKey: a key in the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
+func isNFDKey(k string) bool {
+	return strings.HasPrefix(k, "feature.node.kubernetes.io/") || strings.HasPrefix(k, "nfd.node.kubernetes.io/")
+}
+
+func inStackPrefix(k string) bool {
+	for _, p := range stackPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stackMetadata returns the node's labels and annotations in stackPrefixes (nil when it has none).
+func stackMetadata(n *corev1.Node) *NodeMetadata {
+	pick := func(m map[string]string) map[string]string {
+		var out map[string]string
+		for k, v := range m {
+			if inStackPrefix(k) {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[k] = v
+			}
+		}
+		return out
+	}
+	md := &NodeMetadata{Labels: pick(n.Labels), Annotations: pick(n.Annotations)}
+	if md.Labels == nil && md.Annotations == nil {
+		return nil
+	}
+	return md
+}
+
+// Encode returns the record as the ConfigMap's JSON.
+func (r *Record) Encode() (string, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode install record: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeRecord parses a record written by Encode.
+func DecodeRecord(s string) (*Record, error) {
+	r := &Record{}
+	if err := json.Unmarshal([]byte(s), r); err != nil {
+		return nil, fmt.Errorf("install record %s/%s: %w", RecordNamespace, RecordName, err)
+	}
+	return r, nil
+}
+
+// ReadRecord reads the install record, or returns nil when there is none.
+func ReadRecord(ctx context.Context, kc kubernetes.Interface) (*Record, error) {
+	cm, err := kc.CoreV1().ConfigMaps(RecordNamespace).Get(ctx, RecordName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read install record %s/%s: %w", RecordNamespace, RecordName, err)
+	}
+	return DecodeRecord(cm.Data[recordKey])
+}
+
+// WriteRecord creates or replaces the install record.
+func WriteRecord(ctx context.Context, kc kubernetes.Interface, r *Record) error {
+	data, err := r.Encode()
+	if err != nil {
+		return err
+	}
+	cms := kc.CoreV1().ConfigMaps(RecordNamespace)
+	cm, err := cms.Get(ctx, RecordName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName, Namespace: RecordNamespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuctl"}}, Data: map[string]string{recordKey: data}}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "gpuctl"})
+	} else if err == nil {
+		cm.Data = map[string]string{recordKey: data}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "gpuctl"})
+	}
+	if err != nil {
+		return fmt.Errorf("write install record %s/%s: %w", RecordNamespace, RecordName, err)
+	}
+	return nil
+}
+
+// DeleteRecord removes the install record (uninstall --purge).
+func DeleteRecord(ctx context.Context, kc kubernetes.Interface) error {
+	err := kc.CoreV1().ConfigMaps(RecordNamespace).Delete(ctx, RecordName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete install record %s/%s: %w", RecordNamespace, RecordName, err)
+	}
+	return nil
+}
+
+// mergeObjects adds now's objects to before's; an object created by either run stays created.
+func mergeObjects(before, now []RecordedObject) []RecordedObject {
+	key := func(o RecordedObject) string { return o.Namespace + "/" + o.Name }
+	byKey := map[string]RecordedObject{}
+	for _, o := range before {
+		byKey[key(o)] = o
+	}
+	for _, o := range now {
+		if prev, ok := byKey[key(o)]; ok {
+			o.Created = o.Created || prev.Created
+		}
+		byKey[key(o)] = o
+	}
+	out := make([]RecordedObject, 0, len(byKey))
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		out = append(out, byKey[k])
+	}
+	return out
+}
+
+// CreatedNames returns the names of the objects gpuctl created.
+func CreatedNames(objs []RecordedObject) []string {
+	var out []string
+	for _, o := range objs {
+		if o.Created {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+// Release returns the recorded release of that name, or nil.
+func (r *Record) Release(name string) *RecordedObject {
+	for i := range r.Releases {
+		if r.Releases[i].Name == name {
+			return &r.Releases[i]
+		}
+	}
+	return nil
+}

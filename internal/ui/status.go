@@ -1,0 +1,57 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+)
+
+// PrintStatus prints gpuctl status for people, in the manner of `linkerd check`: one line per check
+// with its verdict (and a hint under a failed one), then the GPU nodes' table.
+func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
+	b := &strings.Builder{}
+	for _, c := range r.Checks {
+		mark := style.ok()
+		switch c.State {
+		case engine.CheckWarning:
+			mark = style.warn()
+		case engine.CheckFailed:
+			mark = style.fail()
+		}
+		fmt.Fprintf(b, "%s %s: %s\n", mark, c.Name, c.Message)
+		if c.Hint != "" && c.State != engine.CheckOK {
+			fmt.Fprintf(b, "    hint: %s\n", c.Hint)
+		}
+	}
+	if len(r.Nodes) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tALLOCATABLE\tDRIVER\tTOOLKIT\tDEVICE PLUGIN\tTAINTED\tDRIVER UPGRADE")
+		for _, n := range r.Nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, orDash(n.Product), n.Allocatable,
+				n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), orDash(n.DriverUpgradeState))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !r.Installed:
+	case r.Healthy:
+		fmt.Fprintf(b, "\nStatus: %s healthy\n", style.ok())
+	default:
+		fmt.Fprintf(b, "\nStatus: %s not ready\n", style.fail())
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

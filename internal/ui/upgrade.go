@@ -1,0 +1,69 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// PrintUpgradePreview prints what an upgrade will change: the operator release, each Helm release's
+// move, NVIDIA's upgrade notes, and a diff of every rendered object that changes (the ClusterPolicy first).
+func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) error {
+	b := &strings.Builder{}
+	switch p.Change {
+	case engine.VersionSame:
+		fmt.Fprintf(b, "GPU Operator %s (no version change)\n", p.To)
+	default:
+		fmt.Fprintf(b, "GPU Operator %s → %s (%s)\n", p.From, p.To, p.Change)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RELEASE\tFROM\tTO\tHELM")
+	for _, r := range p.Releases {
+		from := "-"
+		if r.FromChart != "" {
+			from = fmt.Sprintf("%s (%s, revision %d)", r.FromChart, r.FromApp, r.FromRevison)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s)\t%s\n", r.Name, from, r.ToChart, r.ToApp, r.Outcome)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Notes) > 0 {
+		b.WriteString("\nUpgrade notes:\n")
+		for _, n := range p.Notes {
+			fmt.Fprintf(b, "  - %s\n", n)
+		}
+	}
+	for _, d := range p.Diffs {
+		fmt.Fprintf(b, "\n%s %s (%s):\n", d.Change, d.Object, d.Release)
+		for _, line := range strings.SplitAfter(d.Diff, "\n") {
+			switch {
+			case strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
+				b.WriteString(style.paint(ansiGreen, strings.TrimSuffix(line, "\n")))
+				if strings.HasSuffix(line, "\n") {
+					b.WriteString("\n")
+				}
+			case strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+				b.WriteString(style.paint(ansiRed, strings.TrimSuffix(line, "\n")))
+				if strings.HasSuffix(line, "\n") {
+					b.WriteString("\n")
+				}
+			default:
+				b.WriteString(line)
+			}
+		}
+	}
+	changed := false
+	for _, r := range p.Releases {
+		changed = changed || r.Outcome != release.Unchanged
+	}
+	if !changed {
+		b.WriteString("\nNo release changes.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
