@@ -534,8 +534,12 @@ func (b *bench) writeRecord(path string) error {
 	}
 	heading := fmt.Sprintf("## %d GPU nodes", b.o.gpuNodes)
 	var sec strings.Builder
-	fmt.Fprintf(&sec, "%s\n\nRecorded %s with `go run ./e2e/cmd/bench -gpu-nodes %d -cpu-nodes %d -runs %d`.\n\n```\n",
-		heading, time.Now().UTC().Format("2006-01-02"), b.o.gpuNodes, b.o.cpuNodes, b.o.runs)
+	skip := ""
+	if b.o.skipInstall {
+		skip = " -skip-install"
+	}
+	fmt.Fprintf(&sec, "%s\n\nRecorded %s with `go run ./e2e/cmd/bench -distro %s -gpu-nodes %d -cpu-nodes %d -runs %d%s`.\n\n```\n",
+		heading, time.Now().UTC().Format("2006-01-02"), b.o.distro, b.o.gpuNodes, b.o.cpuNodes, b.o.runs, skip)
 	for _, f := range b.figures {
 		sec.WriteString(f.line() + "\n")
 	}
