@@ -23,7 +23,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
-
 const schemaDir = "../../docs/schemas"
 
 // schemaFor is the JSON Schema of a document type: the type's own, with apiVersion and kind, and
