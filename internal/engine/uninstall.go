@@ -501,11 +501,34 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease) 
 	msg := fmt.Sprintf("uninstalled %s revision %d (%s %s)", r.name, last.Revision, last.Chart, last.ChartVersion)
 	for _, csv := range csvs {
 		ri := u.clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace)
+		// OLM's owner references do not block the CSV's deletion (they are non-blocking), so the
+		// garbage collector removes the operator's Deployment some time after the CSV is gone: wait
+		// for the Deployments the CSV owned too, so the operator is really gone when this step ends.
+		var owned []string
+		if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
+			deps, err := u.clients.Kube.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return stepOutcome{}, fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
+			}
+			for _, d := range deps.Items {
+				for _, ref := range d.OwnerReferences {
+					if ref.UID == obj.GetUID() {
+						owned = append(owned, d.Name)
+					}
+				}
+			}
+		}
 		if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return stepOutcome{}, fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
 		}
 		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv); err != nil {
 			return stepOutcome{}, err
+		}
+		deployments := u.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
+		for _, d := range owned {
+			if err := u.waitGone(ctx, deployments, "Deployment", d); err != nil {
+				return stepOutcome{}, err
+			}
 		}
 		msg += ", deleted ClusterServiceVersion " + csv
 	}
