@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sort"
 	"strings"
 )
@@ -176,15 +177,8 @@ func isOn(spec map[string]any, def bool, path ...string) bool {
 }
 
 func specAt(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
 }
 
 func orEmpty(v any) any {

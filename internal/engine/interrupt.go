@@ -146,14 +146,19 @@ func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) 
 		}
 		return fmt.Sprintf("%d/%d CRDs established", established, len(names)), nil
 	case plan.KindTaint:
-		tainted := 0
+		// One list, not a GET per GPU node.
+		nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		gpu := map[string]bool{}
 		for _, n := range x.gpuNodes {
-			node, err := x.clients.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
+			gpu[n] = true
+		}
+		tainted := 0
+		for _, node := range nodes.Items {
+			if !gpu[node.Name] {
 				continue
-			}
-			if err != nil {
-				return "", err
 			}
 			for _, t := range node.Spec.Taints {
 				if t.Key == s.Taint.Key && t.Effect == corev1.TaintEffect(s.Taint.Effect) {
