@@ -384,3 +384,145 @@ func TestUninstallOnOpenShift(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallOnGKEAndTKGS is uninstall on the two platforms whose install adds more than the
+// releases: Google's driver installer on GKE; on TKGS the NVIDIA AI Enterprise Secrets, here in a
+// namespace the user made beforehand (as NVIDIA's NVAIE guide has them do), so gpuctl found it.
+// Plain uninstall gives the nodes back byte for byte and leaves only what --purge removes; --purge
+// leaves the cluster as it was, the found namespace included.
+func TestUninstallOnGKEAndTKGS(t *testing.T) {
+	for _, tc := range []struct {
+		distro string
+		env    map[string]string
+		// found is a namespace that exists before the install.
+		found string
+		// installed are the releases the install must have made, so the test covers their removal.
+		installed []string
+		// objects are the Secrets gpuctl makes in the found namespace.
+		objects []string
+	}{
+		// GKE's profile adds a ResourceQuota for the operands' system-node-critical priority class.
+		{distro: "gke", installed: []string{"gpu-operator", "node-feature-discovery", "gke-driver-installer-cos"}, objects: []string{"gpu-operator-quota"}},
+		{distro: "tkgs", env: nvaieInputs(t), found: "gpu-operator", installed: []string{"gpu-operator", "node-feature-discovery"},
+			objects: []string{"licensing-config", "ngc-secret"}},
+	} {
+		t.Run(tc.distro, func(t *testing.T) {
+			c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: tc.distro, GPUNodes: 2, CPUNodes: 1}})
+			ctx := t.Context()
+			if tc.found != "" {
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tc.found, Labels: map[string]string{"team": "gpu"}}}
+				if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stateBefore := clusterState(t, c)
+			nodesBefore := nodesMetadata(t, c)
+			if code, _, stderr := gpuctlEnv(t, c, tc.env, "install"); code != 0 {
+				t.Fatalf("install exited %d:\n%s", code, stderr)
+			}
+			for _, name := range tc.installed {
+				helmRelease(t, c, name)
+			}
+			rec, err := engine.ReadRecord(ctx, c.Kube)
+			if err != nil || rec == nil {
+				t.Fatalf("install record: %+v, %v", rec, err)
+			}
+			if tc.found != "" && slices.Contains(engine.CreatedNames(rec.Namespaces), tc.found) {
+				t.Errorf("the record says gpuctl created namespace %s, which it found", tc.found)
+			}
+			if got := engine.CreatedNames(rec.Objects); !slices.Equal(got, tc.objects) {
+				t.Errorf("the record says gpuctl created objects %v, want %v", got, tc.objects)
+			}
+
+			code, res, stderr := uninstallJSON(t, c, "--yes")
+			if code != 0 || !res.Changed {
+				t.Fatalf("uninstall: exit %d, changed %v: %s", code, res.Changed, stderr)
+			}
+			if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+				t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+			}
+			// What is left is only what --purge removes: in the namespaces gpuctl created, in the objects
+			// and CRDs it created, and the found namespace's labels.
+			rec, err = engine.ReadRecord(ctx, c.Kube)
+			if err != nil || rec == nil || !rec.Uninstalled {
+				t.Fatalf("install record after uninstall: %+v, %v", rec, err)
+			}
+			purgeable := map[string]bool{}
+			for _, name := range engine.CreatedNames(rec.CRDs) {
+				purgeable["customresourcedefinitions//"+name] = true
+			}
+			for _, o := range rec.Objects {
+				if o.Created {
+					purgeable[strings.ToLower(o.Kind)+"s/"+o.Namespace+"/"+o.Name] = true
+				}
+			}
+			created := engine.CreatedNames(rec.Namespaces)
+			if tc.found != "" {
+				purgeable["namespaces//"+tc.found] = true // its Pod Security labels
+			}
+			after := clusterState(t, c)
+			for k, v := range after {
+				if stateBefore[k] == v || purgeable[k] {
+					continue
+				}
+				parts := strings.SplitN(k, "/", 3)
+				if slices.Contains(created, parts[1]) || (parts[0] == "namespaces" && slices.Contains(created, parts[2])) {
+					continue
+				}
+				t.Errorf("left after uninstall, and --purge would not remove it: %s", k)
+			}
+			for k := range stateBefore {
+				if _, ok := after[k]; !ok {
+					t.Errorf("uninstall deleted %s, which was there before the install", k)
+				}
+			}
+			for _, ns := range []string{"gpu-operator"} {
+				for _, list := range []func() (int, error){
+					func() (int, error) {
+						l, err := c.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+						return len(l.Items), err
+					},
+					func() (int, error) {
+						l, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+						return len(l.Items), err
+					},
+					func() (int, error) {
+						l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+						return len(l.Items), err
+					},
+				} {
+					if n, err := list(); err != nil || n > 0 {
+						t.Errorf("namespace %s after uninstall: %d workloads or Helm records left (%v)", ns, n, err)
+					}
+				}
+			}
+
+			code, res, stderr = uninstallJSON(t, c, "--yes", "--purge")
+			t.Logf("uninstall --purge: %+v", res.Steps)
+			if code != 0 {
+				t.Fatalf("uninstall --purge: exit %d: %s", code, stderr)
+			}
+			after = clusterState(t, c)
+			if tc.found != "" {
+				// Its labels went back to the user's (gpuctl's apply and their removal changed its
+				// resourceVersion, so compare what it says instead).
+				ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, tc.found, metav1.GetOptions{})
+				if err != nil {
+					t.Fatalf("uninstall --purge deleted namespace %s, which it found: %v", tc.found, err)
+				}
+				if want := map[string]string{"team": "gpu", "kubernetes.io/metadata.name": tc.found}; !reflect.DeepEqual(ns.Labels, want) {
+					t.Errorf("namespace %s labels %v after --purge, want %v; managed fields %v", tc.found, ns.Labels, want, ns.ManagedFields)
+				}
+				delete(after, "namespaces//"+tc.found)
+				delete(stateBefore, "namespaces//"+tc.found)
+			}
+			assertUnchanged(t, stateBefore, after)
+			if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
+				t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
+			}
+			if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
+				t.Errorf("install record after --purge: %+v, %v", rec, err)
+			}
+		})
+	}
+}

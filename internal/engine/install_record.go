@@ -9,7 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -22,6 +28,7 @@ type recordBefore struct {
 	crds       map[string]bool
 	namespaces map[string]bool
 	releases   map[string]bool // namespace/name
+	objects    map[RecordedObject]bool
 	nodes      map[string]NodeMetadata
 }
 
@@ -65,6 +72,66 @@ func planNamespaces(p *plan.Plan) []string {
 	return out
 }
 
+// recordObjects are the objects the plan applies outside releases, CRDs and namespaces, as the record
+// names them (Created unset).
+func recordObjects(p *plan.Plan) []RecordedObject {
+	var out []RecordedObject
+	for _, s := range p.Steps {
+		if s.Skip != "" {
+			continue
+		}
+		switch s.Kind {
+		case plan.KindObjects:
+			for _, o := range s.Objects {
+				u := unstructured.Unstructured{Object: o}
+				if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
+					continue
+				}
+				out = append(out, RecordedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace()})
+			}
+		case plan.KindSecrets:
+			for _, sec := range s.Secrets {
+				out = append(out, RecordedObject{APIVersion: "v1", Kind: "Secret", Name: sec.Name, Namespace: sec.Namespace})
+			}
+		case plan.KindPSP:
+			out = append(out, RecordedObject{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Name: pspBindingName, Namespace: s.Target})
+		}
+	}
+	return out
+}
+
+// objectExists reads an object the record names; a kind the cluster does not serve has none.
+func objectExists(ctx context.Context, clients *kube.Clients, o RecordedObject) (bool, error) {
+	ri, err := recordedResource(clients, o)
+	if err != nil {
+		if absent(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	_, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
+	if absent(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// recordedResource is the dynamic client of a recorded object.
+func recordedResource(clients *kube.Clients, o RecordedObject) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	m, err := clients.Mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return clients.Dynamic.Resource(m.Resource).Namespace(o.Namespace), nil
+	}
+	return clients.Dynamic.Resource(m.Resource), nil
+}
+
 // planReleases lists the plan's release steps that run.
 func planReleases(p *plan.Plan) []*plan.Release {
 	var out []*plan.Release
@@ -90,7 +157,7 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}}
+	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}, objects: map[RecordedObject]bool{}}
 	crds, err := planCRDs(x.plan)
 	if err != nil {
 		return nil, err
@@ -120,6 +187,13 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 			return nil, err
 		}
 		b.releases[ns+"/"+r.Name] = last != nil
+	}
+	for _, o := range recordObjects(x.plan) {
+		found, err := objectExists(ctx, x.clients, o)
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+		}
+		b.objects[o] = found
 	}
 	if prev == nil || prev.Uninstalled {
 		// The nodes' NFD and operator metadata before gpuctl's stack: what uninstall restores.
@@ -207,6 +281,12 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 			r.Namespaces = append(r.Namespaces, RecordedObject{Name: name, Created: !existed})
 		}
 	}
+	for o, existed := range b.objects {
+		if found, err := objectExists(ctx, x.clients, o); err == nil && found {
+			o.Created = !existed
+			r.Objects = append(r.Objects, o)
+		}
+	}
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
@@ -224,8 +304,10 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 		r.Releases = mergeObjects(prevReleases, r.Releases)
 		r.CRDs = mergeObjects(p.CRDs, r.CRDs)
 		r.Namespaces = mergeObjects(p.Namespaces, r.Namespaces)
+		r.Objects = mergeObjects(p.Objects, r.Objects)
 	} else {
 		r.Releases, r.CRDs, r.Namespaces = mergeObjects(nil, r.Releases), mergeObjects(nil, r.CRDs), mergeObjects(nil, r.Namespaces)
+		r.Objects = mergeObjects(nil, r.Objects)
 	}
 	return WriteRecord(ctx, kc, r)
 }

@@ -57,6 +57,11 @@ type Record struct {
 	// CRDs and Namespaces gpuctl applied, by name, with whether it created them.
 	CRDs       []RecordedObject `json:"crds,omitempty"`
 	Namespaces []RecordedObject `json:"namespaces,omitempty"`
+	// Objects are the other objects gpuctl applied outside its releases (profile prerequisites, the
+	// NVIDIA AI Enterprise Secrets, the PodSecurityPolicy RoleBinding, OpenShift's NFD instance), with
+	// their apiVersion and kind: uninstall --purge deletes the ones gpuctl created, also in a namespace
+	// it found.
+	Objects []RecordedObject `json:"objects,omitempty"`
 	// TaintedNodes are the nodes gpuctl tainted (the taints themselves are recorded on each node in
 	// the gpuctl.io/added-taints annotation, which untaint and uninstall read).
 	TaintedNodes []string `json:"taintedNodes,omitempty"`
@@ -85,8 +90,11 @@ type RecordInputs struct {
 
 // RecordedObject names something gpuctl applied.
 type RecordedObject struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
+	// APIVersion and Kind are set for Objects (releases, CRDs and namespaces have their own lists).
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
 	// Created is true when gpuctl created it; false when it was there before (found).
 	Created bool `json:"created"`
 }
@@ -204,7 +212,7 @@ func DeleteRecord(ctx context.Context, kc kubernetes.Interface) error {
 
 // mergeObjects adds now's objects to before's; an object created by either run stays created.
 func mergeObjects(before, now []RecordedObject) []RecordedObject {
-	key := func(o RecordedObject) string { return o.Namespace + "/" + o.Name }
+	key := func(o RecordedObject) string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
 	byKey := map[string]RecordedObject{}
 	for _, o := range before {
 		byKey[key(o)] = o

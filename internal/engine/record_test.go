@@ -17,6 +17,7 @@ func TestRecordRoundTrips(t *testing.T) {
 		Releases:           []RecordedObject{{Name: "gpu-operator", Namespace: "gpu-operator", Created: true}},
 		CRDs:               []RecordedObject{{Name: "clusterpolicies.nvidia.com", Created: true}, {Name: "nodefeatures.nfd.k8s-sigs.io"}},
 		Namespaces:         []RecordedObject{{Name: "gpu-operator", Created: true}},
+		Objects:            []RecordedObject{{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator", Created: true}},
 		TaintedNodes:       []string{"gpu-1"},
 		NodeMetadataBefore: map[string]NodeMetadata{"gpu-1": {Labels: map[string]string{"nvidia.com/gpu.present": "true"}}},
 	}
@@ -48,11 +49,34 @@ func TestMergeObjects(t *testing.T) {
 			[]RecordedObject{{Name: "a"}}, []RecordedObject{{Name: "a"}}, []RecordedObject{{Name: "a"}}},
 		{"objects of either run are kept, sorted",
 			[]RecordedObject{{Name: "b", Created: true}}, []RecordedObject{{Name: "a"}}, []RecordedObject{{Name: "a"}, {Name: "b", Created: true}}},
+		{"a Secret and a ConfigMap of one name are two objects",
+			[]RecordedObject{{APIVersion: "v1", Kind: "Secret", Name: "a", Namespace: "ns", Created: true}},
+			[]RecordedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "a", Namespace: "ns"}},
+			[]RecordedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "a", Namespace: "ns"}, {APIVersion: "v1", Kind: "Secret", Name: "a", Namespace: "ns", Created: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mergeObjects(tc.before, tc.now); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRecordObjectsNameWhatThePlanAppliesOutsideReleases(t *testing.T) {
+	p := &plan.Plan{Namespace: "gpu-operator", Steps: []plan.Step{
+		{ID: "namespace", Kind: plan.KindObjects, Objects: []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu-operator"}}}},
+		{ID: "prerequisites", Kind: plan.KindObjects, Objects: []map[string]any{{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": map[string]any{"name": "q", "namespace": "gpu-operator"}}}},
+		{ID: "skipped", Kind: plan.KindObjects, Skip: "not needed", Objects: []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "gpu-operator"}}}},
+		{ID: "licensing", Kind: plan.KindSecrets, Secrets: []plan.SecretSpec{{Name: "licensing-config", Namespace: "gpu-operator"}, {Name: "ngc-secret", Namespace: "gpu-operator"}}},
+		{ID: "psp", Kind: plan.KindPSP, Target: "gpu-operator"},
+	}}
+	want := []RecordedObject{
+		{APIVersion: "v1", Kind: "ResourceQuota", Name: "q", Namespace: "gpu-operator"},
+		{APIVersion: "v1", Kind: "Secret", Name: "licensing-config", Namespace: "gpu-operator"},
+		{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator"},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Name: pspBindingName, Namespace: "gpu-operator"},
+	}
+	if got := recordObjects(p); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

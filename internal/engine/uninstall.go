@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -302,6 +304,7 @@ func (u *uninstaller) steps(ctx context.Context) ([]uninstallStep, error) {
 	steps = append(steps, uninstallStep{id: "untaint", title: "Remove the taints gpuctl added", run: u.untaint})
 	steps = append(steps, uninstallStep{id: "node-labels", title: "Remove the node labels NFD and the operator left", run: u.nodeMetadata})
 	if u.opts.Purge {
+		steps = append(steps, uninstallStep{id: "purge-objects", title: "Delete the other objects gpuctl created", run: u.purgeObjects})
 		steps = append(steps, uninstallStep{id: "purge-crds", title: "Delete the CRDs gpuctl created", run: u.purgeCRDs})
 		steps = append(steps, uninstallStep{id: "purge-namespaces", title: "Delete the namespaces gpuctl created", run: u.purgeNamespaces})
 	}
@@ -665,6 +668,56 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 	return stepOutcome{changed: true, message: fmt.Sprintf("deleted %d: %s", len(deleted), strings.Join(deleted, ", "))}, nil
 }
 
+// purgeObjects deletes the objects gpuctl created outside its releases (the NVAIE Secrets, profile
+// prerequisites, the PSP RoleBinding): in a namespace gpuctl found, deleting the namespace would not.
+func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (stepOutcome, error) {
+	if u.rec == nil {
+		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the objects it created from ones it found"}, nil
+	}
+	type gone struct {
+		ri   dynamic.ResourceInterface
+		o    RecordedObject
+		desc string
+	}
+	var deleted []gone
+	for _, o := range u.rec.Objects {
+		if !o.Created {
+			continue
+		}
+		ri, err := recordedResource(u.clients, o)
+		if absent(err) {
+			continue // its kind is no longer served: nothing of it is left
+		}
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		desc := o.Kind + " " + o.Name
+		if o.Namespace != "" {
+			desc = o.Kind + " " + o.Namespace + "/" + o.Name
+		}
+		err = ri.Delete(ctx, o.Name, metav1.DeleteOptions{})
+		if absent(err) {
+			continue
+		}
+		if err != nil {
+			return stepOutcome{}, fmt.Errorf("delete %s: %w", desc, err)
+		}
+		deleted = append(deleted, gone{ri, o, desc})
+	}
+	var names []string
+	for _, d := range deleted {
+		progress("waiting for " + d.desc + " to go")
+		if err := u.waitGone(ctx, d.ri, d.o.Kind, d.o.Name); err != nil {
+			return stepOutcome{}, err
+		}
+		names = append(names, d.desc)
+	}
+	if len(names) == 0 {
+		return stepOutcome{skipped: true, message: "none left"}, nil
+	}
+	return stepOutcome{changed: true, message: "deleted " + strings.Join(names, ", ")}, nil
+}
+
 func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (stepOutcome, error) {
 	if u.rec == nil {
 		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
@@ -688,10 +741,44 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 			return stepOutcome{}, err
 		}
 	}
-	if len(deleted) == 0 {
+	// A namespace gpuctl found stays, without the labels gpuctl applied to it (Pod Security Admission's
+	// privileged levels): applying the bare namespace as gpuctl's field manager releases the fields only
+	// gpuctl owns, and the API server removes them; a label someone else also set stays
+	// (https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management).
+	var released []string
+	for _, o := range u.rec.Namespaces {
+		if o.Created {
+			continue
+		}
+		ns, err := nss.Get(ctx, o.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return stepOutcome{}, fmt.Errorf("read namespace %s: %w", o.Name, err)
+		}
+		if !slices.ContainsFunc(ns.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
+			return m.Manager == kube.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply
+		}) {
+			continue
+		}
+		bare := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":` + strconv.Quote(o.Name) + `}}`)
+		if _, err := nss.Patch(ctx, o.Name, types.ApplyPatchType, bare, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: ptr.To(true)}); err != nil {
+			return stepOutcome{}, fmt.Errorf("remove gpuctl's labels from namespace %s: %w", o.Name, err)
+		}
+		released = append(released, o.Name)
+	}
+	var parts []string
+	if len(deleted) > 0 {
+		parts = append(parts, "deleted "+strings.Join(deleted, ", "))
+	}
+	if len(released) > 0 {
+		parts = append(parts, "removed gpuctl's labels from "+strings.Join(released, ", ")+" (found, kept)")
+	}
+	if len(parts) == 0 {
 		return stepOutcome{skipped: true, message: "none left"}, nil
 	}
-	return stepOutcome{changed: true, message: "deleted " + strings.Join(deleted, ", ")}, nil
+	return stepOutcome{changed: true, message: strings.Join(parts, "; ")}, nil
 }
 
 func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOutcome, error) {
@@ -712,10 +799,10 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 	if err := WriteRecord(ctx, u.clients.Kube, &r); err != nil {
 		return stepOutcome{}, err
 	}
-	kept := append(CreatedNames(r.CRDs), CreatedNames(r.Namespaces)...)
+	kept := len(CreatedNames(r.CRDs)) + len(CreatedNames(r.Namespaces)) + len(CreatedNames(r.Objects))
 	msg := "marked uninstalled"
-	if len(kept) > 0 {
-		msg += fmt.Sprintf("; it keeps the %d CRDs and namespaces gpuctl created, for uninstall --purge", len(kept))
+	if kept > 0 {
+		msg += fmt.Sprintf("; it keeps the %d CRDs, namespaces and other objects gpuctl created, for uninstall --purge", kept)
 	}
 	return stepOutcome{changed: true, message: msg}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,30 @@ func (r ObjectResult) String() string {
 		return fmt.Sprintf("%s %s/%s %s", r.Kind, r.Namespace, r.Name, r.Action)
 	}
 	return fmt.Sprintf("%s %s %s", r.Kind, r.Name, r.Action)
+}
+
+// sameObject reports whether a server-side dry run of an apply left the object as it is. The
+// resourceVersion cannot tell: a dry run never writes, so it returns the stored resourceVersion even
+// for a change (k8s.io/apiserver pkg/registry/generic/registry/dryrun.go). The objects must be equal
+// but for their managed fields, of which only gpuctl's own entry counts (whether gpuctl would own
+// other fields): the server may add bookkeeping entries, such as before-first-apply, to an object
+// that had none.
+func sameObject(have, trial *unstructured.Unstructured) bool {
+	ours := func(u *unstructured.Unstructured) (fields string) {
+		for _, m := range u.GetManagedFields() {
+			if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil {
+				fields = string(m.FieldsV1.Raw)
+			}
+		}
+		return fields
+	}
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		c.SetManagedFields(nil)
+		c.SetResourceVersion("")
+		return c.Object
+	}
+	return ours(have) == ours(trial) && equality.Semantic.DeepEqual(strip(have), strip(trial))
 }
 
 // Apply server-side applies objects gpuctl owns outside Helm (the namespace, platform prerequisites),
@@ -94,7 +119,7 @@ func (a *Apply) applyOne(ctx context.Context, obj *unstructured.Unstructured) (O
 		if err != nil {
 			return res, err
 		}
-		if trial.GetResourceVersion() == have.GetResourceVersion() {
+		if sameObject(have, trial) {
 			res.Action = ObjectUnchanged
 			return res, nil
 		}
