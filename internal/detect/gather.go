@@ -2,8 +2,10 @@ package detect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -134,7 +136,7 @@ func (g *gatherer) served(group string) bool {
 
 func (g *gatherer) discovery(ctx context.Context) error {
 	d := discovery.ToDiscoveryInterfaceWithContext(g.c.Discovery)
-	groups, err := d.ServerGroupsWithContext(ctx)
+	groups, err := apiGroups(ctx, g.c.Discovery, d)
 	switch {
 	case err == nil:
 		g.groupsKnown = true
@@ -157,6 +159,25 @@ func (g *gatherer) discovery(ctx context.Context) error {
 	}
 	g.s.ServerVersion = v
 	return nil
+}
+
+// apiGroups lists the named API groups with one request, GET /apis: client-go's ServerGroups also
+// asks /api for the legacy core group, which every cluster serves and detection never needs.
+func apiGroups(ctx context.Context, c discovery.DiscoveryInterface, d discovery.DiscoveryInterfaceWithContext) (*metav1.APIGroupList, error) {
+	rc := c.RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		// Fake discovery clients have no REST client.
+		return d.ServerGroupsWithContext(ctx)
+	}
+	raw, err := rc.Get().AbsPath("/apis").SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		return nil, fmt.Errorf("decode /apis: %w", err)
+	}
+	return &groups, nil
 }
 
 func (g *gatherer) kubeadmConfig(ctx context.Context) error {
