@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -400,9 +401,11 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 		installed []string
 		// objects are the Secrets gpuctl makes in the found namespace.
 		objects []string
+		// terminal: upgrade and uninstall run on a terminal (tmux), where they ask first.
+		terminal bool
 	}{
 		// GKE's profile adds a ResourceQuota for the operands' system-node-critical priority class.
-		{distro: "gke", installed: []string{"gpu-operator", "node-feature-discovery", "gke-driver-installer-cos"}, objects: []string{"gpu-operator-quota"}},
+		{distro: "gke", installed: []string{"gpu-operator", "node-feature-discovery", "gke-driver-installer-cos"}, objects: []string{"gpu-operator-quota"}, terminal: true},
 		{distro: "tkgs", env: nvaieInputs(t), found: "gpu-operator", installed: []string{"gpu-operator", "node-feature-discovery"},
 			objects: []string{"licensing-config", "ngc-secret"}},
 	} {
@@ -434,8 +437,9 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 				t.Errorf("the record says gpuctl created objects %v, want %v", got, tc.objects)
 			}
 
-			code, res, stderr := uninstallJSON(t, c, "--yes")
-			if code != 0 || !res.Changed {
+			if tc.terminal {
+				uninstallOnATerminal(t, c)
+			} else if code, res, stderr := uninstallJSON(t, c, "--yes"); code != 0 || !res.Changed {
 				t.Fatalf("uninstall: exit %d, changed %v: %s", code, res.Changed, stderr)
 			}
 			if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
@@ -497,7 +501,7 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 				}
 			}
 
-			code, res, stderr = uninstallJSON(t, c, "--yes", "--purge")
+			code, res, stderr := uninstallJSON(t, c, "--yes", "--purge")
 			t.Logf("uninstall --purge: %+v", res.Steps)
 			if code != 0 {
 				t.Fatalf("uninstall --purge: exit %d: %s", code, stderr)
@@ -525,4 +529,38 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uninstallOnATerminal is a person at a terminal: upgrade shows its change and asks, and a "no"
+// changes nothing; uninstall asks, a "no" changes nothing, a "yes" uninstalls.
+func uninstallOnATerminal(t *testing.T, c *sandbox.Cluster) {
+	t.Helper()
+	bin, err := gpuctlBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := helmRelease(t, c, "gpu-operator").Revision
+	dir := t.TempDir()
+	// Each command's exit code is printed after it, so the screen shows how it ended.
+	script := fmt.Sprintf("cd %[1]s && %[2]s upgrade --set daemonsets.labels.team=gpu; echo upgrade-exit=$?; "+
+		"%[2]s uninstall; echo first-uninstall-exit=$?; %[2]s uninstall; echo second-uninstall-exit=$?; sleep 600", dir, bin)
+	term := newTerminal(t, []string{"KUBECONFIG=" + c.Kubeconfig, "TERM=xterm-256color", "HOME=" + dir, "PATH=/usr/bin:/bin"}, "sh", "-c", script)
+
+	term.waitFor(3*time.Minute, "Upgrade? [y/N]")
+	term.keys("n", "Enter")
+	term.waitFor(time.Minute, "not confirmed: nothing was changed", "upgrade-exit=1")
+	if r := helmRelease(t, c, "gpu-operator"); r.Revision != before {
+		t.Errorf("gpu-operator at revision %d after an upgrade the user declined (was %d)", r.Revision, before)
+	}
+
+	term.waitFor(time.Minute, "Uninstall the GPU stack gpuctl installed? [y/N]")
+	term.keys("n", "Enter")
+	term.waitFor(time.Minute, "first-uninstall-exit=1")
+	if rec, err := engine.ReadRecord(t.Context(), c.Kube); err != nil || rec == nil || rec.Uninstalled {
+		t.Fatalf("the install record after a declined uninstall: %+v, %v", rec, err)
+	}
+	helmRelease(t, c, "gpu-operator")
+	term.waitFor(time.Minute, "Uninstall the GPU stack gpuctl installed? [y/N]")
+	term.keys("y", "Enter")
+	term.waitFor(5*time.Minute, "second-uninstall-exit=0")
 }
