@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -342,14 +343,75 @@ func TestDay2(t *testing.T) {
 	})
 }
 
-// TestUninstallOnOpenShift is uninstall on the OLM path: the ClusterPolicy, then NVIDIA's certified
-// operator (Subscription and CSV), the NodeFeatureDiscovery instance and Red Hat's NFD Operator, then
-// gpuctl's taints and the labels NFD and the operator left.
-func TestUninstallOnOpenShift(t *testing.T) {
+// TestUpgradeAndUninstallOnOpenShift is day 2 on the OLM path. Upgrade as NVIDIA's and Red Hat's
+// guides do it: the Subscription moves to the new release's channel, gpuctl approves exactly that
+// InstallPlan, OLM replaces the CSV (and with it the operator Deployment, so the sandbox runs the new
+// release's real controller), and the ClusterPolicy is re-applied from the new CSV. Then uninstall:
+// the ClusterPolicy, NVIDIA's certified operator (Subscription and CSV), the NodeFeatureDiscovery
+// instance and Red Hat's NFD Operator, then gpuctl's taints and the labels NFD and the operator left.
+func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "openshift", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()
 	nodesBefore := nodesMetadata(t, c)
-	installJSON(t, c)
+	installJSON(t, c, "--operator-version", "v25.10.1")
+	dyn := dynamicClient(t, c)
+	subscriptions := schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
+	csvs := schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
+
+	t.Run("upgrade moves the Subscription, OLM replaces the CSV, the new controller runs", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
+		if code != 0 {
+			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
+		}
+		if res.Preview == nil || res.Preview.From != "v25.10.1" || res.Preview.To != "v26.7.0" || !res.Preview.Changed() {
+			t.Errorf("preview %+v", res.Preview)
+		}
+		sub, err := dyn.Resource(subscriptions).Namespace("nvidia-gpu-operator").Get(ctx, "gpu-operator-certified", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		channel, _, _ := unstructured.NestedString(sub.Object, "spec", "channel")
+		installed, _, _ := unstructured.NestedString(sub.Object, "status", "installedCSV")
+		if channel != "v26.7" || installed != "gpu-operator-certified.v26.7.0" {
+			t.Errorf("Subscription channel %q, installed CSV %q", channel, installed)
+		}
+		list, err := dyn.Resource(csvs).Namespace("nvidia-gpu-operator").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range list.Items {
+			names = append(names, o.GetName())
+		}
+		if !slices.Equal(names, []string{"gpu-operator-certified.v26.7.0"}) {
+			t.Errorf("CSVs after the upgrade: %v (the replaced one must be gone)", names)
+		}
+		runs := c.OperatorRuns()
+		if len(runs) < 2 || runs[0].Release != "v25.10.1" || runs[len(runs)-1].Release != "v26.7.0" || !runs[len(runs)-1].Exited.IsZero() {
+			t.Errorf("controller runs %+v: want v25.10.1's, then v26.7.0's still running", runs)
+		}
+		assertReconciled(t, c, "gpu-cluster-policy")
+		if code, st := statusJSON(t, c); code != 0 || st.Record == nil || st.Record.OperatorVersion != "v26.7.0" {
+			t.Errorf("status after the upgrade: exit %d, record %+v", code, st.Record)
+		}
+	})
+	t.Run("a second upgrade changes nothing", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		var res engine.UpgradeResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Install.Changed || res.Preview.Changed() {
+			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
+		}
+	})
 
 	code, res, stderr := uninstallJSON(t, c, "--yes")
 	if code != 0 || !res.Changed {
@@ -358,7 +420,6 @@ func TestUninstallOnOpenShift(t *testing.T) {
 	if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
 		t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
 	}
-	dyn := dynamicClient(t, c)
 	for _, gvr := range []schema.GroupVersionResource{
 		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"},
 		{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"},

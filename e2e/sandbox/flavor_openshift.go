@@ -334,14 +334,15 @@ func gpuOperatorPackage(defaultRelease string) unstructured.Unstructured {
 					"certConfig":         map[string]any{"name": ""},
 					// A bundle's alm-examples always fit its own CRDs: the OLM stand-in installs each
 					// release's bundle CRDs, and TestOpenShiftCatalogExamplesFitEachReleasesCRDs holds
-					// these examples against them (no upgradePolicy.gpuPodDeletion: the CRDs of v25.10.1
-					// to v26.7.0 call it podDeletion).
+					// these examples against them (upgradePolicy.podDeletion, as the CRDs of v25.10.1 to
+					// v26.7.0 call it, not gpuPodDeletion; the upgrade controller refuses an empty one).
 					"licensingConfig":    map[string]any{"nlsEnabled": true},
 					"virtualTopology":    map[string]any{"config": ""},
 					"kernelModuleConfig": map[string]any{"name": ""},
 					"upgradePolicy": map[string]any{
 						"autoUpgrade": true, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
-						"drain":             map[string]any{"enable": false, "force": false, "timeoutSeconds": 300},
+						"drain":             map[string]any{"deleteEmptyDir": false, "enable": false, "force": false, "timeoutSeconds": 300},
+						"podDeletion":       map[string]any{"deleteEmptyDir": false, "force": false, "timeoutSeconds": 300},
 						"waitForCompletion": map[string]any{"timeoutSeconds": 0},
 					},
 				},

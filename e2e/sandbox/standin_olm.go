@@ -115,8 +115,10 @@ type plannedInstall struct {
 // bundle CRDs are the ones the sandbox is given per package and CSV version (for
 // gpu-operator-certified, that release's bundle/manifests CRDs from NVIDIA's sources), created when
 // missing and never upgraded; the ClusterRoles grant everything instead of the bundle's exact
-// clusterPermissions; no upgrades (one CSV per Subscription,
-// never replaced), no dependency resolution, install-mode or OperatorGroup selector checks, CSV
+// clusterPermissions; upgrades only as NVIDIA's OpenShift upgrade guide does them (the Subscription's
+// channel changes; the new channel head's InstallPlan, once approved, creates a CSV with spec.replaces
+// naming the installed one, which takes over the old CSV's Deployments, service accounts and bundle
+// CRDs, and the replaced CSV is deleted once the new one has Succeeded), no dependency resolution, install-mode or OperatorGroup selector checks, CSV
 // copies into target namespaces, operator conditions or catalog health entries; a Succeeded CSV stays
 // Succeeded if its Deployment later becomes unavailable; objects the stand-in created are re-created
 // if deleted but never updated.
@@ -795,6 +797,12 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 			return fmt.Errorf("InstallPlan %s/%s: step %s: %w", plan.GetNamespace(), plan.GetName(), olmField(step, "resolving"), err)
 		}
 		csv.SetNamespace(plan.GetNamespace())
+		// An upgrade: the Subscription has a CSV installed already, which this one replaces.
+		if installed := o.installedCSVOf(plan); installed != "" && installed != csv.GetName() {
+			if err := unstructured.SetNestedField(csv.Object, installed, "spec", "replaces"); err != nil {
+				return err
+			}
+		}
 		ann := csv.GetAnnotations()
 		if ann == nil {
 			ann = map[string]string{}
@@ -816,6 +824,19 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 	conds, _ := status["conditions"].([]any)
 	status["conditions"] = olmSetCondition(conds, "Installed", "True", "", "")
 	return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
+}
+
+// installedCSVOf is the installed CSV of the Subscription that owns an InstallPlan ("" if none).
+func (o *olmStandIn) installedCSVOf(plan *unstructured.Unstructured) string {
+	for _, ref := range plan.GetOwnerReferences() {
+		if ref.Kind != olmKindSub {
+			continue
+		}
+		if sub, err := olmGet(o.subs, plan.GetNamespace(), ref.Name); err == nil && sub != nil {
+			return olmField(sub.Object, "status", "installedCSV")
+		}
+	}
+	return ""
 }
 
 // groupTargets is the namespaces an OperatorGroup targets: spec.targetNamespaces, or all namespaces
@@ -916,6 +937,18 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 		case waiting == "" && phase != "Succeeded":
 			o.logf("olm stand-in: ClusterServiceVersion %s/%s succeeded", csv.GetNamespace(), csv.GetName())
 			return o.setCSVPhase(ctx, csv, "Succeeded", "InstallSucceeded", "install strategy completed with no errors")
+		case waiting == "" && phase == "Succeeded":
+			// The CSV this one replaces goes once this one has succeeded, as OLM's Replacing and
+			// Deleting phases end.
+			if old := olmField(csv.Object, "spec", "replaces"); old != "" {
+				err := o.dyn.Resource(olmCSVsGVR).Namespace(csv.GetNamespace()).Delete(ctx, old, metav1.DeleteOptions{})
+				switch {
+				case err == nil:
+					o.logf("olm stand-in: ClusterServiceVersion %s/%s replaced %s: deleted it", csv.GetNamespace(), csv.GetName(), old)
+				case !apierrors.IsNotFound(err):
+					return fmt.Errorf("delete replaced ClusterServiceVersion %s/%s: %w", csv.GetNamespace(), old, err)
+				}
+			}
 		case waiting != "" && phase == "Installing":
 			msg := fmt.Sprintf("installing: waiting for deployment %s to become ready: deployment %q not available: Deployment does not have minimum availability.", waiting, waiting)
 			if olmField(csv.Object, "status", "message") != msg {
@@ -988,8 +1021,13 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 			return fmt.Errorf("bundle CRDs of %s: %w", csv.GetName(), err)
 		}
 	}
+	replaces := olmField(csv.Object, "spec", "replaces")
 	for _, crd := range crds {
 		_, err := o.dyn.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{FieldManager: "catalog-operator"})
+		if apierrors.IsAlreadyExists(err) && replaces != "" {
+			// An upgrade: OLM updates the bundle's CRDs to the new bundle's.
+			err = o.updateCRD(ctx, crdGVR, crd)
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("bundle CRD %s: %w", crd.GetName(), err)
 		}
@@ -1016,7 +1054,16 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 		}
 	}
 	for _, sa := range slices.Sorted(maps.Keys(accounts)) {
-		if _, err := o.serviceAccounts.ServiceAccounts(ns).Get(sa); err == nil {
+		if have, err := o.serviceAccounts.ServiceAccounts(ns).Get(sa); err == nil {
+			if replaces != "" && ownedBy(have.OwnerReferences, replaces) {
+				// The new CSV takes over what the replaced one owned, or garbage collection would
+				// take it with the replaced CSV.
+				upd := have.DeepCopy()
+				upd.OwnerReferences, upd.Labels = owner, csvOwnerLabels(csv)
+				if _, err := o.cs.CoreV1().ServiceAccounts(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+					return fmt.Errorf("take over service account %s/%s: %w", ns, sa, err)
+				}
+			}
 			continue
 		}
 		if err := ignoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa, true)}, metav1.CreateOptions{})); err != nil {
@@ -1060,7 +1107,8 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 		}
 	}
 	for _, d := range s.Deployments {
-		if _, err := o.deployments.Deployments(ns).Get(d.Name); err == nil {
+		have, err := o.deployments.Deployments(ns).Get(d.Name)
+		if err == nil && !(replaces != "" && ownedBy(have.OwnerReferences, replaces)) {
 			continue
 		}
 		dep := &appsv1.Deployment{ObjectMeta: objMeta(d.Name, true), Spec: *d.Spec.DeepCopy()}
@@ -1076,7 +1124,18 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 				dep.Spec.Template.Annotations[a] = v
 			}
 		}
-		_, err := o.cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
+		if have != nil && err == nil {
+			// An upgrade: the replaced CSV's Deployment gets the new CSV's spec and owner, and rolls
+			// out a new pod, as OLM updates a Deployment of the same name.
+			upd := have.DeepCopy()
+			upd.OwnerReferences, upd.Labels, upd.Spec = dep.OwnerReferences, dep.Labels, dep.Spec
+			if _, err := o.cs.AppsV1().Deployments(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("update deployment %s/%s for %s: %w", ns, d.Name, csv.GetName(), err)
+			}
+			o.logf("olm stand-in: ClusterServiceVersion %s/%s replaces %s: updated deployment %s", ns, csv.GetName(), replaces, d.Name)
+			continue
+		}
+		_, err = o.cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			continue // the cache is behind
 		}
@@ -1086,6 +1145,28 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 		o.logf("olm stand-in: ClusterServiceVersion %s/%s: created deployment %s", ns, csv.GetName(), d.Name)
 	}
 	return nil
+}
+
+// ownedBy reports whether refs name a ClusterServiceVersion of that name.
+func ownedBy(refs []metav1.OwnerReference, csv string) bool {
+	for _, r := range refs {
+		if r.Kind == olmKindCSV && r.Name == csv {
+			return true
+		}
+	}
+	return false
+}
+
+// updateCRD replaces an existing CRD's spec with the bundle's.
+func (o *olmStandIn) updateCRD(ctx context.Context, gvr schema.GroupVersionResource, crd *unstructured.Unstructured) error {
+	have, err := o.dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	upd := have.DeepCopy()
+	upd.Object["spec"] = runtime.DeepCopyJSONValue(crd.Object["spec"])
+	_, err = o.dyn.Resource(gvr).Update(ctx, upd, metav1.UpdateOptions{FieldManager: "catalog-operator"})
+	return err
 }
 
 func ignoreExists[T any](_ T, err error) error {
@@ -1430,6 +1511,12 @@ func operatorImageEnv(tag string) []corev1.EnvVar {
 		if img, ok := b.Images[kv[1]]; ok {
 			env = append(env, corev1.EnvVar{Name: kv[0], Value: img.String()})
 		}
+	}
+	// Up to v25.10 the CSV also names the CUDA base image, which the controller's OpenShift transform of
+	// dcgm-exporter requires (NVIDIA/gpu-operator
+	// bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml@v25.10.1: CUDA_BASE_IMAGE).
+	if img, ok := b.Images["vfioManager"]; ok && img.Image == "cuda" {
+		env = append(env, corev1.EnvVar{Name: "CUDA_BASE_IMAGE", Value: img.String()})
 	}
 	return env
 }

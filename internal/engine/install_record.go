@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -249,8 +250,12 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 		}
 	}
 	for _, rel := range planReleases(x.plan) {
-		if rel.Name == plan.OperatorRelease || rel.Name == "gpu-operator-certified" {
+		if rel.Name == plan.OperatorRelease || rel.Name == plan.OperatorPackage {
 			r.OperatorVersion = rel.AppVersion
+		}
+		if csv, _ := rel.Values["startingCSV"].(string); rel.Name == plan.OperatorPackage && strings.HasPrefix(csv, plan.OperatorPackage+".v") {
+			// On OpenShift the release subscribes to the CSV of the operator release.
+			r.OperatorVersion = strings.TrimPrefix(csv, plan.OperatorPackage+".")
 		}
 		ns := releaseNamespace(rel, x.plan)
 		rc, err := x.releaseClient(ns)

@@ -125,13 +125,19 @@ func untilObject(ctx context.Context, ri dynamic.NamespaceableResourceInterface,
 	return last, err
 }
 
-// waitCSV waits for the Subscription to install a CSV and for that CSV to reach Succeeded.
+// waitCSV waits for the Subscription to install the CSV it resolved (status.currentCSV; during an
+// upgrade status.installedCSV still names the old one until the approved InstallPlan has run) and for
+// that CSV to reach Succeeded.
 func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (stepOutcome, error) {
 	ns, sub := splitTarget(s.Target)
 	progress(health.Progress{Message: "waiting for subscription " + sub + " to install a CSV"})
 	subObj, err := untilObject(ctx, x.clients.Dynamic.Resource(subscriptionsGVR), ns, sub, func(u *unstructured.Unstructured) (bool, error) {
-		csv, _, _ := unstructured.NestedString(u.Object, "status", "installedCSV")
-		return csv != "", nil
+		installed, _, _ := unstructured.NestedString(u.Object, "status", "installedCSV")
+		current, _, _ := unstructured.NestedString(u.Object, "status", "currentCSV")
+		if installed != "" && current != "" && installed != current {
+			progress(health.Progress{Message: "subscription " + sub + ": " + installed + " installed, waiting for " + current})
+		}
+		return installed != "" && (current == "" || installed == current), nil
 	})
 	if err != nil {
 		return stepOutcome{}, &stepError{err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), detail: subscriptionDetail(subObj),

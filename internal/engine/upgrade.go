@@ -118,9 +118,6 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if rec == nil || rec.Uninstalled {
 		return nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, RecordNamespace, RecordName)
 	}
-	if rec.Distribution == "openshift" {
-		return nil, fmt.Errorf("%w: on OpenShift the operator is upgraded through OLM (change the Subscription's channel and approve the InstallPlan, https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/upgrade.html); gpuctl upgrade does not do that yet", plan.ErrUnsupported)
-	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
@@ -182,7 +179,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		}
 		// The driver DaemonSet is updated OnDelete: it has rolled out only once the upgrade controller
 		// replaced every driver pod, so the rollout comes first and the upgrade states are read after.
-		if err := u.revalidate(ctx, rec.Namespace, ires.GPUNodes, o.Timeout, sink); err != nil {
+		if err := u.revalidate(ctx, rec, ires.GPUNodes, o.Timeout, sink); err != nil {
 			return res, err
 		}
 		sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades"})
@@ -220,7 +217,8 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 // driver's only when the upgrade controller has replaced every driver pod) and
 // the validators are Ready on every GPU node: install's waits alone can pass on the old release's
 // still-Ready validators.
-func (u *Upgrade) revalidate(ctx context.Context, ns string, nodes []string, timeout time.Duration, sink Sink) error {
+func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, timeout time.Duration, sink Sink) error {
+	ns := rec.Namespace
 	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
 	sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: step, Title: title})
 	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: func(p health.Progress) {
@@ -234,7 +232,7 @@ func (u *Upgrade) revalidate(ctx context.Context, ns string, nodes []string, tim
 		validated, err = w.ValidatorsReady(ctx, ns, nodes)
 	}
 	if err == nil {
-		err = w.ClusterPolicyReady(ctx, plan.ClusterPolicyName)
+		err = w.ClusterPolicyReady(ctx, recordedPolicyName(rec))
 	}
 	if err != nil {
 		ev := Event{Time: time.Now(), Type: StepFailed, Step: step, Title: title, Err: err.Error()}
@@ -304,7 +302,23 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 	if change != VersionSame {
 		pv.Notes = UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
 	}
+	if p.Distribution == "openshift" {
+		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and
+		// the ClusterPolicy follows the CSV OLM installs.
+		pv.Notes = append(pv.Notes, "OpenShift: OLM installs the new release. gpuctl moves the Subscription to the release's channel, "+
+			"approves exactly the InstallPlan of its CSV (Manual approval), waits for that CSV to succeed, then re-applies ClusterPolicy "+
+			plan.OpenShiftPolicyName+" from the new CSV's alm-examples with your values over it "+
+			"(https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/operators/administrator-tasks#olm-upgrading-operators)")
+	}
 	return pv, nil
+}
+
+// recordedPolicyName is the name of the ClusterPolicy of a recorded install.
+func recordedPolicyName(rec *Record) string {
+	if rec.Distribution == "openshift" {
+		return plan.OpenShiftPolicyName
+	}
+	return plan.ClusterPolicyName
 }
 
 // operandGenerations maps each operand DaemonSet in ns to its UID and generation.
