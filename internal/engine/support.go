@@ -47,6 +47,8 @@ type Support struct {
 	CheckText  func(io.Writer, preflight.Report) error
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Releases opens Helm's release storage in a namespace (nil: release.New with Clients.Getter).
+	Releases func(namespace string) (*release.Client, error)
 }
 
 // SupportResult is the collected bundle, ready to be written.
@@ -75,8 +77,8 @@ type NodeDriver struct {
 	Image   string `json:"image,omitempty"`
 }
 
-// Run collects. It fails only when the context was cancelled before anything was collected;
-// otherwise the bundle notes what it lacks.
+// Run collects. It fails only when the context is cancelled (an interrupt); a read that fails or is
+// refused, and the collection's own time limit, are noted in the bundle, which is returned.
 func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 	now := time.Now
 	if s.Now != nil {
@@ -136,7 +138,8 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 	}
 	s.status(ctx, b)
 	s.check(ctx, b, rec)
-	if err := ctx.Err(); err != nil && len(b.Manifest().Files) == 0 {
+	if err := ctx.Err(); errors.Is(err, context.Canceled) {
+		// Interrupted (Ctrl-C): no bundle, so none is taken for a complete one.
 		return nil, err
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -164,7 +167,11 @@ func (s *Support) helmHistory(b *support.Bundle, ns string, rec *Record, latest 
 			}
 		}
 	}
-	rc, err := release.New(s.Clients.Getter, ns, nil)
+	open := s.Releases
+	if open == nil {
+		open = func(ns string) (*release.Client, error) { return release.New(s.Clients.Getter, ns, nil) }
+	}
+	rc, err := open(ns)
 	if err != nil {
 		b.Fail("helm releases in "+ns, err)
 		return
