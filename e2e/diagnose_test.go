@@ -184,6 +184,20 @@ func TestDiagnose(t *testing.T) {
 				t.Errorf("no redaction noted in %s: %+v", file, m.Redactions)
 			}
 		}
+		// Every container's log is read, the validator's init containers included. kwok serves no
+		// logs, so here each read ends as an entry under errors that names the file.
+		for _, ctr := range []string{"driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation", "nvidia-driver-ctr", "nvidia-device-plugin"} {
+			seen := false
+			for name := range files {
+				seen = seen || strings.HasSuffix(name, "/"+ctr+".log")
+			}
+			for _, e := range m.Errors {
+				seen = seen || strings.HasSuffix(e.What, "/"+ctr+".log")
+			}
+			if !seen {
+				t.Errorf("no log of container %s was read", ctr)
+			}
+		}
 		var st engine.StatusResult
 		if err := json.Unmarshal(files["status.json"], &st); err != nil || !st.Healthy {
 			t.Errorf("status.json: %v, healthy %v", err, st.Healthy)
