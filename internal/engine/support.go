@@ -98,10 +98,10 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 		}
 	}
 	v := Versions{Gpuctl: s.GpuctlVersion, Releases: map[string]string{}, Drivers: map[string]NodeDriver{}}
-	if sv, err := s.Clients.Discovery.ServerVersion(); err != nil {
+	if sv, err := s.serverVersion(ctx); err != nil {
 		b.Fail("server version", err)
 	} else {
-		v.Kubernetes = sv.GitVersion
+		v.Kubernetes = sv
 	}
 
 	rctx, rcancel := context.WithTimeout(ctx, callTimeout(s.CallTimeout))
@@ -146,6 +146,31 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 		b.Note("the collection stopped at its time limit (%s): later parts may be missing", timeout)
 	}
 	return &SupportResult{Bundle: b}, nil
+}
+
+// serverVersion asks discovery, which takes no context, within the call timeout.
+func (s *Support) serverVersion(ctx context.Context) (string, error) {
+	type answer struct {
+		v   string
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		sv, err := s.Clients.Discovery.ServerVersion()
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		ch <- answer{v: sv.GitVersion}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout(s.CallTimeout))
+	defer cancel()
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 func callTimeout(d time.Duration) time.Duration {
@@ -211,15 +236,24 @@ func (s *Support) helmHistory(b *support.Bundle, ns string, rec *Record, latest 
 	}
 }
 
-// versions fills the operator image and each GPU node's driver. GPU feature discovery labels the
-// CUDA driver version in nvidia.com/cuda.driver.major, .minor and .rev (NVIDIA/k8s-device-plugin
-// docs/gpu-feature-discovery/README.md).
+// versions fills the operator image and each GPU node's driver. GPU feature discovery (NVIDIA/k8s-device-plugin,
+// its generated labels) labels the driver version in nvidia.com/cuda.driver.major, .minor and .rev,
+// and in newer releases also nvidia.com/cuda.driver-version.full.
 func (s *Support) versions(v *Versions, nodes []corev1.Node, pods []corev1.Pod) {
 	for _, n := range nodes {
 		var d NodeDriver
 		l := n.Labels
-		if maj := l["nvidia.com/cuda.driver.major"]; maj != "" {
-			d.Version = strings.Join([]string{maj, l["nvidia.com/cuda.driver.minor"], l["nvidia.com/cuda.driver.rev"]}, ".")
+		switch full := l["nvidia.com/cuda.driver-version.full"]; {
+		case full != "":
+			d.Version = full
+		case l["nvidia.com/cuda.driver.major"] != "":
+			parts := []string{l["nvidia.com/cuda.driver.major"]}
+			for _, k := range []string{"nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"} {
+				if v := l[k]; v != "" {
+					parts = append(parts, v)
+				}
+			}
+			d.Version = strings.Join(parts, ".")
 		}
 		v.Drivers[n.Name] = d
 	}
