@@ -122,6 +122,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newStatusCmd(streams, g, getenv),
 		newUninstallCmd(streams, g, getenv),
 		newUpgradeCmd(streams, g, getenv),
+		newDiagnoseCmd(streams, g),
 		newOptionsCmd(streams, kube),
 		newConfigCmd(streams, g, getenv),
 	)
