@@ -193,7 +193,8 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		}
 	}()
 
-	v.emit(Event{Type: StepStarted, Step: "create", Title: fmt.Sprintf("Start a GPU workload on %d GPU node(s)", len(nodes))})
+	createTitle := fmt.Sprintf("Start a GPU workload on %d GPU node(s)", len(nodes))
+	v.emit(Event{Type: StepStarted, Step: "create", Title: createTitle})
 	created := map[string]*NodeVerification{}
 	started := map[string]time.Time{}
 	for _, n := range nodes {
@@ -207,7 +208,7 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		created[p.Name] = &NodeVerification{Node: n, Pod: p.Name}
 		started[p.Name] = time.Now()
 	}
-	v.emit(Event{Type: StepSucceeded, Step: "create", Title: "Start a GPU workload on each GPU node", Message: fmt.Sprintf("created %d pod(s) in %s", len(created), ns)})
+	v.emit(Event{Type: StepSucceeded, Step: "create", Title: createTitle, Message: fmt.Sprintf("created %d pod(s) in %s", len(created), ns)})
 
 	v.emit(Event{Type: StepStarted, Step: "wait", Title: "Wait for the GPU workloads"})
 	werr := v.wait(ctx, v.Clients.Kube, pods, runSel, o.Timeout, created, started)
@@ -345,7 +346,7 @@ func podVerdict(p *corev1.Pod) (VerifyOutcome, string) {
 	if p.Spec.NodeName == "" {
 		return "", "not scheduled yet"
 	}
-	return "", "pod " + strings.ToLower(string(p.Status.Phase))
+	return "", "scheduled, " + strings.ToLower(string(p.Status.Phase))
 }
 
 func terminatedReason(container string, t *corev1.ContainerStateTerminated) string {
