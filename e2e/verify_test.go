@@ -55,7 +55,7 @@ func TestVerify(t *testing.T) {
 			t.Errorf("-o json (%s) does not match its schema: %v", kind, err)
 		}
 		res := decodeVerify(t, stdout)
-		got := outcomes(res)
+		got := verifyOutcomes(res)
 		for _, n := range healthy {
 			if got[n] != engine.VerifyPassed {
 				t.Errorf("%s: %s, want passed", n, got[n])
@@ -84,7 +84,7 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("exit %d:\n%s", code, stderr)
 		}
 		res := decodeVerify(t, stdout)
-		if got := outcomes(res); len(got) != len(healthy) || got[healthy[0]] != engine.VerifyPassed || got[healthy[1]] != engine.VerifyPassed || !res.Passed {
+		if got := verifyOutcomes(res); len(got) != len(healthy) || got[healthy[0]] != engine.VerifyPassed || got[healthy[1]] != engine.VerifyPassed || !res.Passed {
 			t.Errorf("verified %v, want %v passed", got, healthy)
 		}
 		assertNoVerifyPods(t, c)
@@ -99,7 +99,7 @@ func TestVerify(t *testing.T) {
 
 	// From here on one healthy node is cordoned: the scheduler will not place the workload there.
 	cordoned := healthy[0]
-	setUnschedulable(t, c, cordoned, true)
+	verifyCordon(t, c, cordoned, true)
 	only := "--nodes=kubernetes.io/hostname=" + cordoned
 
 	t.Run("a cordoned GPU node is unschedulable, with the scheduler's reason", func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestVerify(t *testing.T) {
 		if len(left) != 1 {
 			t.Fatalf("a killed run left %v, want its one pod", left)
 		}
-		setUnschedulable(t, c, cordoned, false)
+		verifyCordon(t, c, cordoned, false)
 		code, stdout, stderr := gpuctl(t, c, "verify", only, "-o", "json")
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, stderr)
@@ -156,7 +156,7 @@ func decodeVerify(t *testing.T, stdout string) engine.VerifyResult {
 	return res
 }
 
-func outcomes(res engine.VerifyResult) map[string]engine.VerifyOutcome {
+func verifyOutcomes(res engine.VerifyResult) map[string]engine.VerifyOutcome {
 	out := map[string]engine.VerifyOutcome{}
 	for _, n := range res.Nodes {
 		out[n.Node] = n.Outcome
@@ -164,7 +164,7 @@ func outcomes(res engine.VerifyResult) map[string]engine.VerifyOutcome {
 	return out
 }
 
-func setUnschedulable(t *testing.T, c *sandbox.Cluster, node string, on bool) {
+func verifyCordon(t *testing.T, c *sandbox.Cluster, node string, on bool) {
 	t.Helper()
 	patch := []byte(`{"spec":{"unschedulable":false}}`)
 	if on {
