@@ -224,6 +224,7 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		case nv.Outcome == "" && strings.HasPrefix(nv.Reason, unschedulablePrefix):
 			nv.Outcome = VerifyUnschedulable
 			nv.Reason = strings.TrimPrefix(nv.Reason, unschedulablePrefix)
+			nv.Duration = plan.Duration(o.Timeout)
 		case nv.Outcome == "":
 			nv.Outcome = VerifyTimeout
 			nv.Reason = strings.TrimSpace(fmt.Sprintf("not finished after %s; %s", o.Timeout, nv.Reason))
