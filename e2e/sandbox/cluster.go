@@ -73,6 +73,8 @@ type Cluster struct {
 	Scenario Scenario
 	Flavor   Flavor
 	Nodes    []SimNode
+	// BrokenGPUNodes names the GPU nodes whose GPU fails every workload (Scenario.BrokenGPUNodes).
+	BrokenGPUNodes []string
 	// Tools are the programs it runs.
 	Tools *Tools
 
@@ -241,7 +243,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0"); err != nil {
 		return nil, err
 	}
-	stages, err := writeKwokStages(dir, tools.KwokStages)
+	c.BrokenGPUNodes = brokenGPUNodes(flavor.Nodes(s), s.BrokenGPUNodes)
+	stages, err := writeKwokStages(dir, tools.KwokStages, c.BrokenGPUNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -653,8 +656,9 @@ func waitHTTP(ctx context.Context, url string, cfg *rest.Config, timeout time.Du
 }
 
 // writeKwokStages concatenates the kwok stages the sandbox uses: nodes become Ready at once and renew
-// their leases; pods become Ready at once, Jobs' pods complete, deleted pods go away.
-func writeKwokStages(dir, stages string) (string, error) {
+// their leases; pods become Ready at once, Jobs' pods complete, deleted pods go away; GPU workloads
+// that run to completion finish, and fail on the broken GPU nodes (gpuworkload.go).
+func writeKwokStages(dir, stages string, broken []string) (string, error) {
 	var b strings.Builder
 	for _, f := range []string{
 		"node/fast/node-initialize.yaml",
@@ -670,6 +674,7 @@ func writeKwokStages(dir, stages string) (string, error) {
 		b.Write(data)
 		b.WriteString("\n---\n")
 	}
+	b.WriteString(gpuWorkloadStages(broken))
 	path := filepath.Join(dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }

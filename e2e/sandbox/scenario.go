@@ -14,6 +14,9 @@ type Scenario struct {
 	Distro string
 	// GPUNodes and CPUNodes are the worker nodes with and without NVIDIA GPUs.
 	GPUNodes, CPUNodes int
+	// BrokenGPUNodes is how many of the GPU nodes (the last ones) have a GPU that fails every workload:
+	// a GPU pod that runs to completion ends with exit code 1 there (see gpuworkload.go).
+	BrokenGPUNodes int
 	// GPUsPerNode is how many GPUs each GPU node has (default 1).
 	GPUsPerNode int
 	// NFDLabels: the GPU nodes already carry Node Feature Discovery labels (someone else's NFD ran).

@@ -43,6 +43,8 @@ const (
 	ExitLocked = 6
 	// ExitNotInstalled: status found nothing gpuctl installed (no install record, no gpu-operator release).
 	ExitNotInstalled = 7
+	// ExitVerifyFailed: gpuctl verify: a GPU node did not pass (failed, unschedulable or timed out).
+	ExitVerifyFailed = 8
 	// ExitInterrupted: Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -125,6 +127,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newDiagnoseCmd(streams, g),
 		newOptionsCmd(streams, kube),
 		newConfigCmd(streams, g, getenv),
+		newVerifyCmd(streams, g, getenv),
 	)
 	registerCompletions(root, g)
 	return root
@@ -279,6 +282,10 @@ func report(w io.Writer, err error) int {
 	var ni notInstalledError
 	if errors.As(err, &ni) {
 		return ExitNotInstalled
+	}
+	var vf verifyFailedError
+	if errors.As(err, &vf) {
+		return ExitVerifyFailed
 	}
 	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "unknown flag") {
 		return ExitUsage

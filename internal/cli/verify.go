@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/ui"
+)
+
+// verifyFailedError marks a verify run in which a GPU node did not pass (exit ExitVerifyFailed).
+type verifyFailedError struct{ error }
+
+func (v verifyFailedError) Unwrap() error { return v.error }
+
+func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
+	var output string
+	o := engine.VerifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Run a CUDA workload on every GPU node and report, node by node, whether it ran",
+		Long: `verify starts one pod per GPU node (the nodes labelled nvidia.com/gpu.present=true, narrowed by
+--nodes) that requests one nvidia.com/gpu and runs CUDA's vectorAdd sample, waits for each to finish,
+and reports per node: passed, failed (with the pod's last log lines and events), unschedulable (with
+the scheduler's reason) or timeout. It removes the pods it created on every way out, Ctrl-C included,
+and first removes pods an earlier verify run left behind.
+Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 7 nothing installed.`,
+		Example: `  gpuctl verify
+  gpuctl verify --nodes nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 -o json
+  gpuctl verify --image registry.example.com/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0 --image-pull-secret mirror`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if err := validateTimeout(o.Timeout); err != nil {
+				return err
+			}
+			if _, err := labels.Parse(o.Nodes); err != nil {
+				return usageError{fmt.Errorf("--nodes %q is not a label selector: %w", o.Nodes, err)}
+			}
+			clients, err := g.clients()
+			if err != nil {
+				return err
+			}
+			progress, err := g.progressRenderer(streams.Err, getenv)
+			if err != nil {
+				return err
+			}
+			defer progress.Close()
+			res, err := (&engine.Verify{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
+			progress.Close()
+			if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
+				switch {
+				case errors.Is(err, engine.ErrNotInstalled):
+					return notInstalledError{err}
+				case errors.Is(err, engine.ErrNoGPUNodes):
+					return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
+				}
+				return err
+			}
+			var werr error
+			switch output {
+			case "json":
+				werr = writeJSON(streams.Out, res)
+			case "yaml":
+				werr = writeYAML(streams.Out, res)
+			default:
+				werr = ui.PrintVerify(streams.Out, res, ui.DetectStyle(streams.Out, getenv))
+			}
+			if werr != nil {
+				return werr
+			}
+			if err != nil {
+				return verifyFailedError{err}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
+	f.StringVar(&o.Image, "image", engine.DefaultVerifyImage, "the workload's image (a mirror's copy of CUDA's vectorAdd sample for air-gapped clusters)")
+	f.StringVar(&o.Nodes, "nodes", "", "label selector that narrows the GPU nodes to verify (e.g. nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB)")
+	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the workloads to finish")
+	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the operator's namespace to pull --image with (repeatable)")
+	return cmd
+}

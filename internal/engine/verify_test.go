@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
+)
+
+// kubelet is what the fake cluster's scheduler and kubelet do with a verify pod created for a node.
+type kubelet func(p *corev1.Pod)
+
+var (
+	succeeds kubelet = func(p *corev1.Pod) {
+		p.Spec.NodeName = p.Annotations[verifyNodeAnno]
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: verifyContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+	}
+	fails kubelet = func(p *corev1.Pod) {
+		p.Spec.NodeName = p.Annotations[verifyNodeAnno]
+		p.Status.Phase = corev1.PodFailed
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: verifyContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "no CUDA-capable device is detected"}}}}
+	}
+	unschedulable kubelet = func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector."}}
+	}
+	pending kubelet = func(p *corev1.Pod) {
+		p.Spec.NodeName = p.Annotations[verifyNodeAnno]
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: verifyContainer, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	}
+)
+
+func gpuNode(name string, extra map[string]string) *corev1.Node {
+	l := map[string]string{GPUPresentLabel: "true", "kubernetes.io/hostname": name}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}
+
+// verifyCluster is a fake cluster with an install record in gpu-operator, the given nodes and objects,
+// and a "kubelet" that gives each verify pod the state behaviour names for its node.
+func verifyCluster(t *testing.T, behaviour map[string]kubelet, objs ...runtime.Object) *fake.Clientset {
+	t.Helper()
+	kc := fake.NewClientset(objs...)
+	if err := WriteRecord(t.Context(), kc, &Record{Namespace: "gpu-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	kc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if b := behaviour[p.Annotations[verifyNodeAnno]]; b != nil {
+			b(p)
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: p.Name + ".1", Namespace: p.Namespace},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: p.Name, Namespace: p.Namespace}, Type: "Warning", Reason: "Seen", Message: "event of " + p.Name}
+			if err := kc.Tracker().Add(ev); err != nil {
+				t.Error(err)
+			}
+		}
+		return false, nil, nil
+	})
+	return kc
+}
+
+func verifyPodsLeft(t *testing.T, kc *fake.Clientset) []string {
+	t.Helper()
+	list, err := kc.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: VerifyNameLabel + "=" + VerifyName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func TestVerify(t *testing.T) {
+	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator",
+		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+	for _, tc := range []struct {
+		name      string
+		nodes     []runtime.Object
+		behaviour map[string]kubelet
+		opts      VerifyOptions
+		wantErr   error
+		want      map[string]VerifyOutcome
+		reasons   map[string]string
+		earlier   int
+	}{
+		{
+			name:      "every GPU node runs the workload, and an earlier run's leftover is removed first",
+			nodes:     []runtime.Object{gpuNode("gpu-1", nil), gpuNode("gpu-2", nil), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}}, leftover},
+			behaviour: map[string]kubelet{"gpu-1": succeeds, "gpu-2": succeeds},
+			want:      map[string]VerifyOutcome{"gpu-1": VerifyPassed, "gpu-2": VerifyPassed},
+			earlier:   1,
+		},
+		{
+			name:      "a failed workload, an unschedulable one and one that never starts are each named with their reason",
+			nodes:     []runtime.Object{gpuNode("gpu-1", nil), gpuNode("gpu-2", nil), gpuNode("gpu-3", nil), gpuNode("gpu-4", nil)},
+			behaviour: map[string]kubelet{"gpu-1": succeeds, "gpu-2": fails, "gpu-3": unschedulable, "gpu-4": pending},
+			opts:      VerifyOptions{Timeout: 200 * time.Millisecond},
+			wantErr:   ErrVerifyFailed,
+			want:      map[string]VerifyOutcome{"gpu-1": VerifyPassed, "gpu-2": VerifyFailed, "gpu-3": VerifyUnschedulable, "gpu-4": VerifyTimeout},
+			reasons: map[string]string{"gpu-2": "container vectoradd exited with code 1 (Error): no CUDA-capable device is detected",
+				"gpu-3": "0/3 nodes are available: 1 node(s) were unschedulable", "gpu-4": "ContainerCreating"},
+		},
+		{
+			name:      "--nodes narrows the GPU nodes",
+			nodes:     []runtime.Object{gpuNode("gpu-1", map[string]string{"pool": "a"}), gpuNode("gpu-2", map[string]string{"pool": "b"})},
+			behaviour: map[string]kubelet{"gpu-1": succeeds, "gpu-2": fails},
+			opts:      VerifyOptions{Nodes: "pool=a"},
+			want:      map[string]VerifyOutcome{"gpu-1": VerifyPassed},
+		},
+		{
+			name:    "a selector that matches no GPU node is an input mistake",
+			nodes:   []runtime.Object{gpuNode("gpu-1", nil)},
+			opts:    VerifyOptions{Nodes: "pool=none"},
+			wantErr: ErrInput,
+		},
+		{
+			name:    "a selector that does not parse is an input mistake",
+			nodes:   []runtime.Object{gpuNode("gpu-1", nil)},
+			opts:    VerifyOptions{Nodes: "pool in (a"},
+			wantErr: ErrInput,
+		},
+		{
+			name:    "without a node labelled a GPU node there is nothing to verify",
+			nodes:   []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}}},
+			wantErr: ErrNoGPUNodes,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := verifyCluster(t, tc.behaviour, tc.nodes...)
+			var mu sync.Mutex
+			var events []Event
+			v := &Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}, Options: tc.opts,
+				Sink: SinkFunc(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() })}
+			res, err := v.Run(t.Context())
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if left := verifyPodsLeft(t, kc); len(left) > 0 {
+				t.Errorf("verify left pods behind: %v", left)
+			}
+			if tc.want == nil {
+				if res != nil {
+					t.Errorf("a refused run returned a result: %+v", res)
+				}
+				for _, a := range kc.Actions() {
+					if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+						t.Errorf("a refused run created a pod")
+					}
+				}
+				return
+			}
+			got := map[string]VerifyOutcome{}
+			for _, n := range res.Nodes {
+				got[n.Node] = n.Outcome
+				if want := tc.reasons[n.Node]; !strings.Contains(n.Reason, want) {
+					t.Errorf("%s: reason %q, want it to contain %q", n.Node, n.Reason, want)
+				}
+				if n.Outcome == VerifyFailed && len(n.Logs) == 0 {
+					t.Errorf("%s failed without its log lines", n.Node)
+				}
+				if (n.Outcome == VerifyFailed || n.Outcome == VerifyUnschedulable) && !strings.Contains(strings.Join(n.Events, "\n"), "event of "+n.Pod) {
+					t.Errorf("%s: events %v lack the pod's event", n.Node, n.Events)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("outcomes %v, want %v", got, tc.want)
+			}
+			for n, w := range tc.want {
+				if got[n] != w {
+					t.Errorf("%s: %s, want %s", n, got[n], w)
+				}
+			}
+			if res.Passed != (tc.wantErr == nil) {
+				t.Errorf("passed = %v with err %v", res.Passed, err)
+			}
+			if len(res.Removed) != len(tc.want) || len(res.RemovedEarlier) != tc.earlier {
+				t.Errorf("removed %v and earlier %v; want %d and %d", res.Removed, res.RemovedEarlier, len(tc.want), tc.earlier)
+			}
+		})
+	}
+}
+
+// An interrupt while the workloads run still removes them, and the run ends as interrupted.
+func TestVerifyInterruptRemovesThePods(t *testing.T) {
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": pending, "gpu-2": pending}, gpuNode("gpu-1", nil), gpuNode("gpu-2", nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	v := &Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}, Sink: SinkFunc(func(e Event) {
+		// Ctrl-C once the wait has seen both pods waiting.
+		if e.Type == StepProgress && e.Step == "wait" && len(e.Pending) == 2 && strings.Contains(e.Message, "gpu-2") {
+			cancel()
+		}
+	})}
+	res, err := v.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if res == nil || len(res.Removed) != 2 {
+		t.Errorf("removed %v, want both pods", res)
+	}
+	if left := verifyPodsLeft(t, kc); len(left) > 0 {
+		t.Errorf("verify left pods behind: %v", left)
+	}
+}
+
+func TestVerifyNotInstalled(t *testing.T) {
+	kc := fake.NewClientset(gpuNode("gpu-1", nil))
+	_, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}}).Run(t.Context())
+	if !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("err = %v, want ErrNotInstalled", err)
+	}
+}
+
+func TestVerifyPodName(t *testing.T) {
+	for _, tc := range []struct{ node, want string }{
+		{"gpu-worker-1", "gpuctl-verify-gpu-worker-1-abc123"},
+		{"ip-10-0-1-23.eu-west-1.compute.internal", "gpuctl-verify-ip-10-0-1-23-eu-west-1-compute-internal-abc123"},
+		{strings.Repeat("n", 80), "gpuctl-verify-" + strings.Repeat("n", 42) + "-abc123"},
+	} {
+		if got := verifyPodName(tc.node, "abc123"); got != tc.want || len(got) > 63 {
+			t.Errorf("verifyPodName(%q) = %q (%d), want %q", tc.node, got, len(got), tc.want)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package ui
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+func TestPrintVerifyGolden(t *testing.T) {
+	healthy := []engine.NodeVerification{
+		{Node: "gpu-worker-1", Pod: "gpuctl-verify-gpu-worker-1-a1b2c3", Outcome: engine.VerifyPassed, Duration: plan.Duration(1200 * time.Millisecond)},
+		{Node: "gpu-worker-2", Pod: "gpuctl-verify-gpu-worker-2-a1b2c3", Outcome: engine.VerifyPassed, Duration: plan.Duration(3 * time.Second)},
+	}
+	for _, tc := range []struct {
+		name  string
+		style Style
+		res   engine.VerifyResult
+	}{
+		{name: "every node passed", res: engine.VerifyResult{RunID: "a1b2c3", Namespace: "gpu-operator", Image: engine.DefaultVerifyImage, Passed: true, Nodes: healthy,
+			Removed: []string{"gpuctl-verify-gpu-worker-1-a1b2c3", "gpuctl-verify-gpu-worker-2-a1b2c3"}}},
+		{name: "one node failed and one is unschedulable", style: Style{Color: true}, res: engine.VerifyResult{RunID: "a1b2c3", Namespace: "gpu-operator", Image: "mirror.example.com/cuda-sample:vectoradd",
+			Nodes: append(append([]engine.NodeVerification{}, healthy[0]),
+				engine.NodeVerification{Node: "gpu-worker-2", Pod: "gpuctl-verify-gpu-worker-2-a1b2c3", Outcome: engine.VerifyFailed,
+					Reason: "container vectoradd exited with code 1 (Error)",
+					Logs:   []string{"[Vector addition of 50000 elements]", "Failed to allocate device vector A (error code no CUDA-capable device is detected)!"},
+					Events: []string{"Normal Scheduled: Successfully assigned gpu-operator/gpuctl-verify-gpu-worker-2-a1b2c3 to gpu-worker-2"}},
+				engine.NodeVerification{Node: "gpu-worker-3", Pod: "gpuctl-verify-gpu-worker-3-a1b2c3", Outcome: engine.VerifyUnschedulable,
+					Reason: "0/6 nodes are available: 1 node(s) were unschedulable, 5 node(s) didn't match Pod's node affinity/selector.",
+					Events: []string{"Warning FailedScheduling: 0/6 nodes are available: 1 node(s) were unschedulable."}}),
+			RemovedEarlier: []string{"gpuctl-verify-gpu-worker-1-ffffff"},
+			Removed:        []string{"a", "b", "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := PrintVerify(&buf, &tc.res, tc.style); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "verify-"+sentenceFile(tc.name)+".txt")
+			if *update {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if buf.String() != string(want) {
+				t.Errorf("output differs from %s (run with -update after checking):\n%s", path, buf.String())
+			}
+		})
+	}
+}
+
+func sentenceFile(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if c == ' ' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
