@@ -133,6 +133,12 @@ func (g *gatherer) served(group string) bool {
 }
 
 func (g *gatherer) discovery(ctx context.Context) error {
+	// kubectl's disk cache of discovery (~/.kube/cache, which the clients share) may be hours old and
+	// hide an API group added since, such as the Prometheus Operator's installed a minute ago: read
+	// /apis afresh. The request count stays the same.
+	if cd, ok := g.c.Discovery.(discovery.CachedDiscoveryInterface); ok {
+		cd.Invalidate()
+	}
 	d := discovery.ToDiscoveryInterfaceWithContext(g.c.Discovery)
 	groups, err := d.ServerGroupsWithContext(ctx)
 	switch {
