@@ -196,8 +196,8 @@ func monitoringCheck(m *MonitoringStatus, ns string) StatusCheck {
 	c := StatusCheck{Name: "monitoring", State: CheckOK}
 	switch {
 	case m == nil || !m.On:
-		c.Message = "off"
-		c.Hint = "gpuctl upgrade --monitoring turns on the ServiceMonitors, a Grafana dashboard and GPU alerts (needs kube-prometheus-stack)"
+		// An OK check shows no hint, so the way to turn it on is in the message.
+		c.Message = "off (gpuctl upgrade --monitoring adds ServiceMonitors, a Grafana dashboard and GPU alerts where kube-prometheus-stack runs)"
 		return c
 	case m.Problem != "":
 		c.State = CheckWarning
