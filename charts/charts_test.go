@@ -41,6 +41,8 @@ var release = map[string]common.ReleaseOptions{
 	gpuChart: {Name: "gpu-operator", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
 	// In the operator namespace, where the gke profile's ResourceQuota admits system-node-critical pods.
 	installerChart: {Name: "gke-driver-installer", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
+	// In the operator namespace, next to the ServiceMonitors the operator creates (monitoring_test.go).
+	monitoringChart: {Name: "gpu-monitoring", Namespace: "gpu-operator", IsInstall: true, Revision: 1},
 }
 
 // installerCases are the golden renders of the GKE driver installer, one per node image.
@@ -350,6 +352,14 @@ func TestRenderMatchesGolden(t *testing.T) {
 			manifests := mustRender(t, installerChart, ic.vals, capabilities(t))
 			checkGolden(t, goldenPath(installerChart, ic.name), joined(manifests))
 			checkStandardLabels(t, installerChart, objects(t, manifests))
+		})
+	}
+	for _, mc := range monitoringCases {
+		used[goldenPath(monitoringChart, mc.name)] = true
+		t.Run(monitoringChart+"/"+mc.name, func(t *testing.T) {
+			manifests := mustRender(t, monitoringChart, mc.vals, capabilities(t))
+			checkGolden(t, goldenPath(monitoringChart, mc.name), joined(manifests))
+			checkStandardLabels(t, monitoringChart, objects(t, manifests))
 		})
 	}
 	// A golden file without a case is a leftover that no longer tests anything.

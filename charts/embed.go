@@ -6,7 +6,7 @@ import "embed"
 // two of Names and the optional ones of Optional. The all: prefix keeps templates/_helpers.tpl, which
 // go:embed would otherwise skip.
 //
-//go:embed all:node-feature-discovery all:gpu-operator all:olm-operator all:gke-driver-installer
+//go:embed all:node-feature-discovery all:gpu-operator all:olm-operator all:gke-driver-installer all:gpu-monitoring
 var FS embed.FS
 
 // Names lists the embedded charts in install order: NFD must label the GPU nodes before the GPU
@@ -20,6 +20,8 @@ func Names() []string {
 // where GKE installs no driver; it must be ready before the GPU Operator, which then runs with
 // driver.enabled=false (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html). olm-operator subscribes to an operator through OLM, the
 // only way NVIDIA supports on OpenShift (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst).
+// gpu-monitoring is the Grafana dashboard and Prometheus alerts of `gpuctl install --monitoring`, installed
+// after the GPU Operator where the cluster serves the Prometheus Operator's monitoring.coreos.com API.
 func Optional() []string {
-	return []string{"gke-driver-installer", "olm-operator"}
+	return []string{"gke-driver-installer", "olm-operator", "gpu-monitoring"}
 }

@@ -198,7 +198,7 @@ func TestDetectionFailed(t *testing.T) {
 func TestConfigView(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("version: 1\ntimeout: 45m\nprofile: gke\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("version: 1\ntimeout: 45m\nprofile: gke\nmonitoring: true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := run(t, map[string]string{"GPUCTL_NO_TAINT": "true"}, "--config", cfg, "--progress", "plain", "config", "view", "-o", "json")
@@ -210,11 +210,12 @@ func TestConfigView(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][2]string{
-		"timeout":  {"45m0s", "config file " + cfg},
-		"profile":  {"gke", "config file " + cfg},
-		"no-taint": {"true", "GPUCTL_NO_TAINT"},
-		"progress": {"plain", "flag"},
-		"dry-run":  {"false", "default"},
+		"timeout":    {"45m0s", "config file " + cfg},
+		"profile":    {"gke", "config file " + cfg},
+		"monitoring": {"true", "config file " + cfg},
+		"no-taint":   {"true", "GPUCTL_NO_TAINT"},
+		"progress":   {"plain", "flag"},
+		"dry-run":    {"false", "default"},
 	}
 	for _, s := range got.Settings {
 		if w, ok := want[s.Name]; ok {

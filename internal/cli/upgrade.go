@@ -15,7 +15,7 @@ import (
 
 func newUpgradeCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
 	var o engine.UpgradeOptions
-	var yes bool
+	var yes, monitoring bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "upgrade",
@@ -39,6 +39,9 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 			}
 			if err := validateTimeout(o.Timeout); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("monitoring") {
+				o.Monitoring = &monitoring
 			}
 			vo := engine.InstallOptions{ValuesFiles: o.ValuesFiles, Set: o.Set, OperatorVersion: o.OperatorVersion,
 				Registry: o.Registry, ImagePullSecrets: o.ImagePullSecrets}
@@ -119,6 +122,7 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
+	f.BoolVar(&monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long the whole upgrade may take, driver upgrades included")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")

@@ -45,6 +45,7 @@ func Analyze(s *Snapshot) Result {
 	r.Nodes = nodeCounts(s.Nodes, gpus)
 	r.Scheduling = scheduling(s.Nodes, gpus)
 	r.Existing = existing(s)
+	r.PrometheusOperator = prometheusOperator(v)
 	r.Warnings = append(r.Warnings, existingWarnings(r.Existing)...)
 
 	// Empty lists print as [] rather than null in `gpuctl detect -o json`.
@@ -290,4 +291,21 @@ func taintString(t corev1.Taint) string {
 		return t.Key + ":" + string(t.Effect)
 	}
 	return t.Key + "=" + t.Value + ":" + string(t.Effect)
+}
+
+// MonitoringGroup is the Prometheus Operator's API group (prometheus-operator/prometheus-operator
+// pkg/apis/monitoring/v1).
+const MonitoringGroup = "monitoring.coreos.com"
+
+// prometheusOperator: whether monitoring.coreos.com is served; nil when the snapshot has no API groups
+// (discovery was refused: every server serves some group, apps at least).
+func prometheusOperator(v *view) *Finding {
+	if len(v.s.APIGroups) == 0 {
+		return nil
+	}
+	ev := v.apiGroup(MonitoringGroup, 0)
+	if ev == nil {
+		ev = []Evidence{}
+	}
+	return &Finding{Detected: len(ev) > 0, Evidence: ev}
 }

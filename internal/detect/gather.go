@@ -135,6 +135,13 @@ func (g *gatherer) served(group string) bool {
 }
 
 func (g *gatherer) discovery(ctx context.Context) error {
+	// kubectl's disk cache of discovery (~/.kube/cache, which the clients share) may be hours old and
+	// hide an API group added since, such as the Prometheus Operator's installed a minute ago: apiGroups
+	// reads /apis from the server, and the cache is invalidated for the clients that read it later
+	// (the REST mapper). The request count stays the same.
+	if cd, ok := g.c.Discovery.(discovery.CachedDiscoveryInterface); ok {
+		cd.Invalidate()
+	}
 	d := discovery.ToDiscoveryInterfaceWithContext(g.c.Discovery)
 	groups, err := apiGroups(ctx, g.c.Discovery, d)
 	switch {

@@ -28,6 +28,10 @@ type Result struct {
 	Scheduling Scheduling `json:"scheduling"`
 	// Existing is what is already installed.
 	Existing Existing `json:"existing"`
+	// PrometheusOperator says whether the cluster serves the Prometheus Operator's monitoring.coreos.com
+	// API group (ServiceMonitor, PrometheusRule; kube-prometheus-stack installs it), from the API
+	// discovery detection already does; nil when that discovery was refused, so it is not known.
+	PrometheusOperator *Finding `json:"prometheusOperator,omitempty"`
 	// Warnings are things a person should know: reads that were refused, unsupported setups,
 	// conflicting installs.
 	Warnings []string `json:"warnings,omitempty"`

@@ -43,6 +43,9 @@ type InstallOptions struct {
 	// TolerateExistingTaints adds tolerations for the GPU nodes' own taints that the NFD worker and
 	// the operands do not tolerate (otherwise preflight refuses such nodes).
 	TolerateExistingTaints bool
+	// Monitoring turns on the operator's ServiceMonitors and installs the gpu-monitoring chart (the
+	// Grafana dashboard and the PrometheusRule) where the cluster serves monitoring.coreos.com.
+	Monitoring bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
@@ -280,7 +283,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
-			TolerateExistingTaints: o.TolerateExistingTaints,
+			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring,
 		},
 	})
 	if err != nil {

@@ -81,7 +81,9 @@ type RecordInputs struct {
 	Set                    []string     `json:"set,omitempty"`
 	NoTaint                bool         `json:"noTaint,omitempty"`
 	TolerateExistingTaints bool         `json:"tolerateExistingTaints,omitempty"`
-	Channel                string       `json:"channel,omitempty"`
+	// Monitoring is --monitoring (or the config file's monitoring key): upgrade keeps it.
+	Monitoring bool   `json:"monitoring,omitempty"`
+	Channel    string `json:"channel,omitempty"`
 	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`

@@ -24,7 +24,8 @@ func addImageLayers(p *plan.Plan, o InstallOptions) error {
 	}
 	for i := range p.Steps {
 		r := p.Steps[i].Release
-		if r == nil || p.Steps[i].Kind != plan.KindRelease {
+		// The gpu-monitoring chart runs no pods: it has no image to mirror or pull.
+		if r == nil || p.Steps[i].Kind != plan.KindRelease || r.Chart == plan.MonitoringRelease {
 			continue
 		}
 		ch, err := loadChart(r.Chart, r.AppVersion)

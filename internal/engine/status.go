@@ -84,6 +84,8 @@ type StatusResult struct {
 	Record  *Record       `json:"record,omitempty"`
 	Checks  []StatusCheck `json:"checks"`
 	Nodes   []NodeStatus  `json:"nodes"`
+	// Monitoring is what the monitoring check found (--monitoring).
+	Monitoring *MonitoringStatus `json:"monitoring,omitempty"`
 }
 
 // Operand pods' app labels (NVIDIA/gpu-operator assets/state-*/0500_daemonset.yaml@v26.7.0).
@@ -163,6 +165,7 @@ type statusInputs struct {
 	policyName string
 	nodes      []corev1.Node
 	pods       []corev1.Pod
+	monitoring *MonitoringStatus
 }
 
 func (s *Status) read(ctx context.Context, rec *Record, ns, policyName string) (*StatusResult, error) {
@@ -198,6 +201,7 @@ func (s *Status) read(ctx context.Context, rec *Record, ns, policyName string) (
 		return nil, fmt.Errorf("list operand pods in %s: %w", ns, err)
 	}
 	in.pods = pods.Items
+	in.monitoring = s.readMonitoring(ctx, rec, ns)
 	return evaluateStatus(in), nil
 }
 
@@ -302,6 +306,9 @@ func evaluateStatus(in statusInputs) *StatusResult {
 			add("allocatable", CheckOK, fmt.Sprintf("nvidia.com/gpu allocatable on %d/%d GPU nodes", allocatable, len(res.Nodes)), "")
 		}
 	}
+	// Monitoring's problems are warnings: the GPUs work without it.
+	res.Monitoring = in.monitoring
+	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
 	res.Healthy = true
 	for _, c := range res.Checks {
 		if c.State == CheckFailed {

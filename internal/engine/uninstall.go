@@ -214,6 +214,9 @@ type uninstallRelease struct {
 // releaseOrder is the order releases are uninstalled in: the reverse of install.
 func releaseOrder(name string) int {
 	switch {
+	case name == plan.MonitoringRelease:
+		// Installed after the operator, so it goes first; its dashboard and alerts mean nothing without it.
+		return -1
 	case name == plan.OperatorRelease || name == plan.OperatorPackage:
 		return 0
 	case strings.HasPrefix(name, plan.GKEDriverInstaller):
@@ -232,7 +235,7 @@ func (u *uninstaller) targets() ([]uninstallRelease, error) {
 			out = append(out, uninstallRelease{r.Name, r.Namespace})
 		}
 	} else {
-		for _, name := range []string{plan.OperatorRelease, plan.GKEDriverInstaller + "-cos", plan.GKEDriverInstaller + "-ubuntu", plan.NFDRelease} {
+		for _, name := range []string{plan.MonitoringRelease, plan.OperatorRelease, plan.GKEDriverInstaller + "-cos", plan.GKEDriverInstaller + "-ubuntu", plan.NFDRelease} {
 			out = append(out, uninstallRelease{name, u.clients.Namespace})
 		}
 	}

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 func TestMetadataPatch(t *testing.T) {
@@ -68,3 +71,12 @@ func TestFinalizerHintNamesTheObjectAndHowToProceed(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestReleasesAreUninstalledInReverseInstallOrder(t *testing.T) {
+	names := []string{plan.NFDRelease, plan.GKEDriverInstaller + "-cos", plan.OperatorRelease, plan.MonitoringRelease}
+	slices.SortStableFunc(names, func(a, b string) int { return releaseOrder(a) - releaseOrder(b) })
+	want := []string{plan.MonitoringRelease, plan.OperatorRelease, plan.GKEDriverInstaller + "-cos", plan.NFDRelease}
+	if !slices.Equal(names, want) {
+		t.Errorf("order %v, want %v (the dashboard and alerts go before the operator they watch)", names, want)
+	}
+}

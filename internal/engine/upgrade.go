@@ -38,6 +38,8 @@ type UpgradeOptions struct {
 	// Registry and ImagePullSecrets replace the recorded --registry and --image-pull-secret when given.
 	Registry         string
 	ImagePullSecrets []string
+	// Monitoring, when set, replaces the recorded --monitoring (nil keeps it).
+	Monitoring *bool
 }
 
 // Upgrade moves an installed GPU stack to another operator release, or re-applies it with new
@@ -138,7 +140,10 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		Profile: in.Profile, ValueLayers: slices.Clone(in.Files), ValuesFiles: o.ValuesFiles,
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: b.Version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
-		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets),
+		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
+	}
+	if o.Monitoring != nil {
+		inst.Options.Monitoring = *o.Monitoring
 	}
 	if o.Registry != "" {
 		inst.Options.Registry = o.Registry

@@ -69,6 +69,10 @@ type Options struct {
 	// TolerateExistingTaints adds tolerations for the GPU nodes' own taints that the NFD worker and
 	// the operands do not tolerate (a values layer above the detected facts, below -f and --set).
 	TolerateExistingTaints bool
+	// Monitoring asks the operator for the DCGM exporter's and its own ServiceMonitors (a values layer
+	// above the detected facts, below -f and --set) and installs the gpu-monitoring chart after it, where
+	// the cluster serves monitoring.coreos.com; elsewhere the plan warns and leaves monitoring off.
+	Monitoring bool
 }
 
 // Input is everything Build reads.
@@ -129,6 +133,9 @@ func Build(in Input) (*Plan, error) {
 		if op := det.Existing.GPUOperator; op.Present && !ownSubscription(op.OLM, OpenShiftOperatorNS, OperatorPackage) {
 			return nil, fmt.Errorf("a GPU operator is already installed (%s): gpuctl will not install a second one next to it; uninstall it first, or manage it with the tool that installed it", describeOperator(op))
 		}
+		if o.Monitoring {
+			p.Warnings = append(p.Warnings, "--monitoring: not used on OpenShift, where gpuctl labels the operator namespace openshift.io/cluster-monitoring=true for OpenShift's own monitoring stack instead")
+		}
 		return buildOpenShift(in, p, prof, o)
 	}
 	if op := det.Existing.GPUOperator; op.Present && !ours(op.Helm, OperatorRelease, o.Namespace) {
@@ -170,6 +177,17 @@ func Build(in Input) (*Plan, error) {
 		if len(nfdTols.Values) > 0 {
 			nfdLayers = append(nfdLayers, nfdTols)
 		}
+	}
+	var monitoringRelease *Release
+	if o.Monitoring {
+		values, rel, warning := monitoring(det, in.Charts[MonitoringRelease], in.Charts[OperatorRelease].AppVersion, o.Namespace)
+		if warning != "" {
+			p.Warnings = append(p.Warnings, warning)
+		}
+		if values != nil {
+			opLayers = append(opLayers, Layer{Source: MonitoringSource, Values: values})
+		}
+		monitoringRelease = rel
 	}
 	for _, f := range o.Files {
 		op, nfd := split(f.Values)
@@ -280,6 +298,11 @@ func Build(in Input) (*Plan, error) {
 	opVersion := opChart.AppVersion
 	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opVersion,
 		Why: "the operator reconciles the ClusterPolicy into driver, toolkit, device plugin and validator DaemonSets", Release: opRelease})
+	if monitoringRelease != nil {
+		add(Step{ID: "release-" + MonitoringRelease, Kind: KindRelease, Title: "Install the GPU dashboard and alerts",
+			Why:     "--monitoring: a Grafana dashboard ConfigMap for the Grafana sidecar and a PrometheusRule; the operator creates the ServiceMonitors",
+			Release: monitoringRelease})
+	}
 	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
 	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",
 		Why: "nvidia-operator-validator is Ready once driver, toolkit, CUDA and device plugin checks passed on its node"})
