@@ -289,7 +289,15 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 		if last != nil {
 			rc2.FromChart, rc2.FromApp, rc2.FromRevison = last.Chart+"-"+last.ChartVersion, last.AppVersion, last.Revision
 		}
-		dry, err := rc.PreviewApply(ctx, r.Name, ch, r.Values)
+		values := r.Values
+		if r.Chart == plan.OLMChart {
+			// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
+			// unchanged Subscription previews as unchanged.
+			if values, err = (&executor{clients: u.Clients}).olmValues(ctx, values); err != nil {
+				return nil, err
+			}
+		}
+		dry, err := rc.PreviewApply(ctx, r.Name, ch, values)
 		if err != nil {
 			return nil, err
 		}
