@@ -25,13 +25,7 @@ func newDetectCmd(streams Streams, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			switch output {
-			case "json":
-				return writeJSON(streams.Out, res)
-			case "yaml":
-				return writeYAML(streams.Out, res)
-			}
-			return ui.PrintDetection(streams.Out, res)
+			return writeResult(streams.Out, output, res, func() error { return ui.PrintDetection(streams.Out, res) })
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, yaml")

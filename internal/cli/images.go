@@ -51,13 +51,7 @@ it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
 			if err != nil {
 				return err
 			}
-			switch output {
-			case "json":
-				return writeJSON(streams.Out, list)
-			case "yaml":
-				return writeYAML(streams.Out, list)
-			}
-			return ui.PrintImages(streams.Out, list)
+			return writeResult(streams.Out, output, list, func() error { return ui.PrintImages(streams.Out, list) })
 		},
 	}
 	f := cmd.Flags()

@@ -46,30 +46,19 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 			res, err := (&engine.Install{Clients: clients, Options: o, Sink: progress, Stdin: streams.In, Getenv: getenv, Version: gpuctlVersion()}).Run(cmd.Context())
 			progress.Close()
 			if o.DryRun && res != nil && res.Plan != nil && err == nil {
-				switch output {
-				case "json":
-					return writeJSON(streams.Out, res.Plan)
-				case "yaml":
-					return writeYAML(streams.Out, res.Plan)
-				}
-				return ui.PrintPlan(streams.Out, res.Plan, ui.DetectStyle(streams.Out, getenv))
+				return writeResult(streams.Out, output, res.Plan, func() error {
+					return ui.PrintPlan(streams.Out, res.Plan, ui.DetectStyle(streams.Out, getenv))
+				})
 			}
 			if res != nil && (res.Plan != nil || res.Preflight != nil) {
-				switch output {
-				case "json":
-					if werr := writeJSON(streams.Out, res); werr != nil {
-						return werr
+				werr := writeResult(streams.Out, output, res, func() error {
+					if err != nil {
+						return nil
 					}
-				case "yaml":
-					if werr := writeYAML(streams.Out, res); werr != nil {
-						return werr
-					}
-				default:
-					if err == nil {
-						if werr := ui.PrintInstallResult(streams.Out, res, clients.Namespace, ui.DetectStyle(streams.Out, getenv)); werr != nil {
-							return werr
-						}
-					}
+					return ui.PrintInstallResult(streams.Out, res, clients.Namespace, ui.DetectStyle(streams.Out, getenv))
+				})
+				if werr != nil {
+					return werr
 				}
 			}
 			var stuck *health.StuckError

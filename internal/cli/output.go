@@ -65,6 +65,20 @@ func document(v any) ([]byte, error) {
 	}
 }
 
+// writeResult writes v as -o asks: a json or yaml document, otherwise what text writes (nil: nothing).
+func writeResult(w io.Writer, format string, v any, text func() error) error {
+	switch format {
+	case "json":
+		return writeJSON(w, v)
+	case "yaml":
+		return writeYAML(w, v)
+	}
+	if text == nil {
+		return nil
+	}
+	return text()
+}
+
 func writeJSON(w io.Writer, v any) error {
 	doc, err := document(v)
 	if err != nil {

@@ -57,16 +57,7 @@ stack is healthy. It changes nothing. Exit codes: 0 healthy, 4 not ready, 7 noth
 			if res == nil {
 				return err
 			}
-			var werr error
-			switch output {
-			case "json":
-				werr = writeJSON(streams.Out, res)
-			case "yaml":
-				werr = writeYAML(streams.Out, res)
-			default:
-				werr = ui.PrintStatus(streams.Out, res, ui.DetectStyle(streams.Out, getenv))
-			}
-			if werr != nil {
+			if werr := writeResult(streams.Out, output, res, func() error { return ui.PrintStatus(streams.Out, res, ui.DetectStyle(streams.Out, getenv)) }); werr != nil {
 				return werr
 			}
 			switch {

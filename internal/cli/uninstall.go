@@ -54,21 +54,18 @@ ones it found). A second uninstall does nothing.`,
 			res, err := (&engine.Uninstall{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
 			progress.Close()
 			if res != nil {
-				switch output {
-				case "json":
-					if werr := writeJSON(streams.Out, res); werr != nil {
-						return werr
-					}
-				case "yaml":
-					if werr := writeYAML(streams.Out, res); werr != nil {
-						return werr
-					}
-				default:
-					if err == nil && !res.Changed {
+				werr := writeResult(streams.Out, output, res, func() error {
+					switch {
+					case err != nil:
+					case !res.Changed:
 						fmt.Fprintln(streams.Out, "Nothing to uninstall: gpuctl's GPU stack is not installed.")
-					} else if err == nil {
+					default:
 						fmt.Fprintln(streams.Out, "Uninstalled.")
 					}
+					return nil
+				})
+				if werr != nil {
+					return werr
 				}
 			}
 			return err

@@ -75,28 +75,24 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 				Stdin: streams.In, Getenv: getenv}).Run(cmd.Context())
 			progress.Close()
 			if res != nil {
-				switch output {
-				case "json":
-					if werr := writeJSON(streams.Out, res); werr != nil {
+				werr := writeResult(streams.Out, output, res, func() error {
+					if err != nil || res.Install == nil {
+						return nil
+					}
+					if werr := ui.PrintInstallResult(streams.Out, res.Install, clients.Namespace, ui.DetectStyle(streams.Out, getenv)); werr != nil {
 						return werr
 					}
-				case "yaml":
-					if werr := writeYAML(streams.Out, res); werr != nil {
-						return werr
-					}
-				default:
-					if err == nil && res.Install != nil {
-						if werr := ui.PrintInstallResult(streams.Out, res.Install, clients.Namespace, ui.DetectStyle(streams.Out, getenv)); werr != nil {
-							return werr
+					for _, n := range res.Install.GPUNodes {
+						state := res.DriverUpgrades[n]
+						if state == "" {
+							state = "no driver upgrade"
 						}
-						for _, n := range res.Install.GPUNodes {
-							state := res.DriverUpgrades[n]
-							if state == "" {
-								state = "no driver upgrade"
-							}
-							fmt.Fprintf(streams.Out, "node %s: %s\n", n, state)
-						}
+						fmt.Fprintf(streams.Out, "node %s: %s\n", n, state)
 					}
+					return nil
+				})
+				if werr != nil {
+					return werr
 				}
 			}
 			var stuck *health.StuckError

@@ -63,16 +63,7 @@ Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelle
 				}
 				return err
 			}
-			var werr error
-			switch output {
-			case "json":
-				werr = writeJSON(streams.Out, res)
-			case "yaml":
-				werr = writeYAML(streams.Out, res)
-			default:
-				werr = ui.PrintVerify(streams.Out, res, ui.DetectStyle(streams.Out, getenv))
-			}
-			if werr != nil {
+			if werr := writeResult(streams.Out, output, res, func() error { return ui.PrintVerify(streams.Out, res, ui.DetectStyle(streams.Out, getenv)) }); werr != nil {
 				return werr
 			}
 			if err != nil {
