@@ -541,25 +541,17 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 					t.Errorf("uninstall deleted %s, which was there before the install", k)
 				}
 			}
-			for _, ns := range []string{"gpu-operator"} {
-				for _, list := range []func() (int, error){
-					func() (int, error) {
-						l, err := c.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-						return len(l.Items), err
-					},
-					func() (int, error) {
-						l, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-						return len(l.Items), err
-					},
-					func() (int, error) {
-						l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
-						return len(l.Items), err
-					},
-				} {
-					if n, err := list(); err != nil || n > 0 {
-						t.Errorf("namespace %s after uninstall: %d workloads or Helm records left (%v)", ns, n, err)
-					}
-				}
+			dss, err := c.Kube.AppsV1().DaemonSets("gpu-operator").List(ctx, metav1.ListOptions{})
+			if err != nil || len(dss.Items) > 0 {
+				t.Errorf("DaemonSets left in gpu-operator after uninstall: %v (%v)", dss, err)
+			}
+			deps, err := c.Kube.AppsV1().Deployments("gpu-operator").List(ctx, metav1.ListOptions{})
+			if err != nil || len(deps.Items) > 0 {
+				t.Errorf("Deployments left in gpu-operator after uninstall: %v (%v)", deps, err)
+			}
+			helmRecords, err := c.Kube.CoreV1().Secrets("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+			if err != nil || len(helmRecords.Items) > 0 {
+				t.Errorf("Helm release records left in gpu-operator after uninstall: %d (%v)", len(helmRecords.Items), err)
 			}
 
 			code, res, stderr := uninstallJSON(t, c, "--yes", "--purge")
