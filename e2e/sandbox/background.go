@@ -30,8 +30,10 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			}
 		}()
 	}
-	run("nfd", func(ctx context.Context) error { return runNFDStandIn(ctx, c.Kube, hw, c.logf) })
-	run("device-plugin", func(ctx context.Context) error { return runDevicePluginStandIn(ctx, c.Kube, hw, c.logf) })
+	// The stand-ins do what a node's own agents do (its kubelet, its nfd-worker), thousands of them in
+	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
+	run("nfd", func(ctx context.Context) error { return runNFDStandIn(ctx, c.agents, hw, c.logf) })
+	run("device-plugin", func(ctx context.Context) error { return runDevicePluginStandIn(ctx, c.agents, hw, c.logf) })
 	if c.Scenario.Distro == "openshift" {
 		dyn, err := dynamic.NewForConfig(c.Config)
 		if err != nil {

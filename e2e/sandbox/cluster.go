@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -69,6 +70,11 @@ type Cluster struct {
 	// Config and Kube are admin clients (user sandbox-admin in group system:masters).
 	Config *rest.Config
 	Kube   kubernetes.Interface
+	// agents is an admin client with no client-side rate limit, for what many agents do in parallel
+	// on a real cluster, each with its own client: kubelets registering their nodes and writing their
+	// status, nfd-workers. client-go's default limit (5 requests a second) would take 400 s to
+	// register 2,000 nodes.
+	agents kubernetes.Interface
 	// Scenario is the scenario after defaults; Flavor the distribution's flavour; Nodes the nodes created.
 	Scenario Scenario
 	Flavor   Flavor
@@ -223,6 +229,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return nil, err
 	}
+	agentsCfg := rest.CopyConfig(c.Config)
+	agentsCfg.QPS, agentsCfg.Burst = -1, 0
+	if c.agents, err = kubernetes.NewForConfig(agentsCfg); err != nil {
+		return nil, err
+	}
 	if err := waitHTTP(ctx, c.server+"/readyz", c.Config, 90*time.Second); err != nil {
 		return nil, fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
@@ -233,6 +244,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 		"--service-account-private-key-file="+c.pki.path(saKeyFile), "--root-ca-file="+c.pki.path(caCertFile),
 		"--use-service-account-credentials=false",
+		// client-go's defaults for the controller manager (20 QPS, burst 30) make the DaemonSet controller
+		// create an operand's pods at 20 a second: at 2,000 GPU nodes the operands alone are some 16,000
+		// pods, over 13 minutes of client-side throttling before the API server is even busy. Clusters of
+		// that size raise these limits (Kubernetes' own scalability tests run the controller manager with
+		// --kube-api-qps=100 and more); the sandbox lifts them so its pace is the API server's.
+		"--kube-api-qps=1000", "--kube-api-burst=2000",
 		// nodeipam needs a pod CIDR per node, which simulated nodes don't have. The node-lifecycle
 		// controller stays on: it removes the not-ready taint once kwok reports a node Ready.
 		"--controllers=*,-nodeipam"); err != nil {
@@ -240,7 +257,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := c.run("kube-scheduler", tools.KubeScheduler,
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0"); err != nil {
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
+		// The same for the scheduler's bindings (default 50 QPS, burst 100).
+		"--kube-api-qps=1000", "--kube-api-burst=2000"); err != nil {
 		return nil, err
 	}
 	c.BrokenGPUNodes = brokenGPUNodes(flavor.Nodes(s), s.BrokenGPUNodes)
@@ -349,12 +368,21 @@ func (c *Cluster) applyFlavor(ctx context.Context) error {
 		}
 	}
 	c.Nodes = c.Flavor.Nodes(c.Scenario)
+	// Kubelets register their nodes in parallel, each with its node's status, which the API server
+	// keeps on create.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
 	for i := range c.Nodes {
-		n := c.Nodes[i].Node
-		// A kubelet registers its node with its status, and the API server keeps it on create.
-		if _, err := c.Kube.CoreV1().Nodes().Create(ctx, &n, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create node %s: %w", n.Name, err)
-		}
+		g.Go(func() error {
+			n := c.Nodes[i].Node
+			if _, err := c.agents.CoreV1().Nodes().Create(gctx, &n, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create node %s: %w", n.Name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if c.Flavor.Objects == nil {
 		return nil

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -79,9 +78,14 @@ type devicePluginStandIn struct {
 	hw    map[string]Hardware
 	logf  func(string, ...any)
 	nodes corelisters.NodeLister
-	pods  corelisters.PodLister
+	pods  cache.Indexer
 	queue workqueue.TypedRateLimitingInterface[string]
 }
+
+// devicePluginWorkers is how many nodes the stand-in updates at once. Each real node's kubelet
+// writes its own status, all of them in parallel; one worker would make 2,000 nodes queue behind
+// each other.
+const devicePluginWorkers = 16
 
 // runDevicePluginStandIn runs the device-plugin stand-in until ctx is done and then returns nil. hw maps
 // node names to their hardware. It needs list/watch on nodes and pods and patch on nodes/status.
@@ -92,9 +96,12 @@ func runDevicePluginStandIn(ctx context.Context, cs kubernetes.Interface, hw map
 		hw:    hw,
 		logf:  logf,
 		nodes: factory.Core().V1().Nodes().Lister(),
-		pods:  factory.Core().V1().Pods().Lister(),
+		pods:  factory.Core().V1().Pods().Informer().GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "device-plugin-stand-in"}),
+	}
+	if err := indexPods(factory.Core().V1().Pods().Informer()); err != nil {
+		return fmt.Errorf("device-plugin stand-in: %w", err)
 	}
 	nodeReg, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -122,7 +129,7 @@ func runDevicePluginStandIn(ctx context.Context, cs kubernetes.Interface, hw map
 		return fmt.Errorf("device-plugin stand-in: watch pods: %w", err)
 	}
 	return runController(ctx, "device-plugin stand-in", []informerFactory{factory},
-		[]cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, s.queue, s.reconcile, logf)
+		[]cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, s.queue, devicePluginWorkers, s.reconcile, logf)
 }
 
 // sameGPUResources compares the nvidia.com/gpu entries of two versions of a node's status.
@@ -137,12 +144,12 @@ func sameGPUResources(a, b *corev1.Node) bool {
 
 // pluginRunning reports whether a device-plugin pod is Running, Ready and not being deleted on node.
 func (s *devicePluginStandIn) pluginRunning(node string) (bool, error) {
-	all, err := s.pods.List(labels.Everything())
+	onNode, err := indexedPods(s.pods, podsByNode, node)
 	if err != nil {
 		return false, err
 	}
-	for _, p := range all {
-		if p.Spec.NodeName == node && p.DeletionTimestamp == nil && podRunningReady(p) && isNVIDIADevicePluginPod(p) {
+	for _, p := range onNode {
+		if p.DeletionTimestamp == nil && podRunningReady(p) && isNVIDIADevicePluginPod(p) {
 			return true, nil
 		}
 	}

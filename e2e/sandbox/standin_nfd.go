@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -159,17 +160,23 @@ type nfdStandIn struct {
 	logf func(string, ...any)
 
 	nodes      corelisters.NodeLister
-	pods       corelisters.PodLister
+	pods       cache.Indexer
 	daemonSets appslisters.DaemonSetLister
 	configMaps corelisters.ConfigMapLister
 	queue      workqueue.TypedRateLimitingInterface[string]
 
-	// owned and configs are touched only by the single worker goroutine (reconcile), so they need no
-	// lock. They live in memory: a restarted stand-in forgets what it set, which a sandbox never needs.
+	// mu guards the maps; an entry is touched only by the worker reconciling its node (the queue
+	// never hands one key to two workers at once). They live in memory: a restarted stand-in forgets
+	// what it set, which a sandbox never needs.
+	mu    sync.Mutex
 	owned map[string]*nfdOwnership
 	// configs is, per node, the config its current worker pod started with.
 	configs map[string]nfdWorkerConfig
 }
+
+// nfdWorkers is how many nodes the stand-in labels at once: nfd-master's default
+// -nfd-api-parallelism (https://kubernetes-sigs.github.io/node-feature-discovery/v0.19/reference/master-commandline-reference.html).
+const nfdWorkers = 10
 
 // nfdWorkerConfig is the config one worker pod runs with.
 type nfdWorkerConfig struct {
@@ -187,7 +194,7 @@ func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]H
 		hw:         hw,
 		logf:       logf,
 		nodes:      factory.Core().V1().Nodes().Lister(),
-		pods:       factory.Core().V1().Pods().Lister(),
+		pods:       factory.Core().V1().Pods().Informer().GetIndexer(),
 		daemonSets: factory.Apps().V1().DaemonSets().Lister(),
 		configMaps: factory.Core().V1().ConfigMaps().Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -216,6 +223,9 @@ func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]H
 			}
 		})},
 	}
+	if err := indexPods(factory.Core().V1().Pods().Informer()); err != nil {
+		return fmt.Errorf("nfd stand-in: %w", err)
+	}
 	var synced []cache.InformerSynced
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(h.handler)
@@ -224,7 +234,7 @@ func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]H
 		}
 		synced = append(synced, reg.HasSynced)
 	}
-	return runController(ctx, "nfd stand-in", []informerFactory{factory}, synced, s.queue, s.reconcile, logf)
+	return runController(ctx, "nfd stand-in", []informerFactory{factory}, synced, s.queue, nfdWorkers, s.reconcile, logf)
 }
 
 // onAnyChange calls fn with the object of every add and delete and with the old and the new object of
@@ -254,7 +264,7 @@ type informerFactory interface {
 // retried with the queue's back-off. It returns nil when ctx ends and an error only if the caches could
 // not sync.
 func runController[K comparable](ctx context.Context, name string, factories []informerFactory, synced []cache.InformerSynced,
-	queue workqueue.TypedRateLimitingInterface[K], reconcile func(context.Context, K) error, logf func(string, ...any)) error {
+	queue workqueue.TypedRateLimitingInterface[K], workers int, reconcile func(context.Context, K) error, logf func(string, ...any)) error {
 	defer queue.ShutDown()
 	for _, f := range factories {
 		f.Start(ctx.Done())
@@ -270,22 +280,79 @@ func runController[K comparable](ctx context.Context, name string, factories []i
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
-	for {
-		key, shutdown := queue.Get()
-		if shutdown {
-			return nil
-		}
-		err := reconcile(ctx, key)
-		switch {
-		case err == nil:
-			queue.Forget(key)
-		case ctx.Err() != nil:
-		default:
-			logf("%s: %v (will retry)", name, err)
-			queue.AddRateLimited(key)
-		}
-		queue.Done(key)
+	// The queue hands a key to one worker at a time, so a reconcile of one key never races another of
+	// the same key.
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for {
+				key, shutdown := queue.Get()
+				if shutdown {
+					return
+				}
+				err := reconcile(ctx, key)
+				switch {
+				case err == nil:
+					queue.Forget(key)
+				case ctx.Err() != nil:
+				default:
+					logf("%s: %v (will retry)", name, err)
+					queue.AddRateLimited(key)
+				}
+				queue.Done(key)
+			}
+		})
 	}
+	wg.Wait()
+	return nil
+}
+
+// Indexes of the stand-ins' pod caches. Looking a node's pods up by scanning every pod costs
+// nodes × pods per pass: at 2,000 GPU nodes that is 2,000 × 16,000 operand pods.
+const (
+	// podsByNode indexes pods by spec.nodeName.
+	podsByNode = "node"
+	// podsByProgram indexes pods by the NFD program they run ("nfd-master", "nfd-worker").
+	podsByProgram = "program"
+)
+
+func indexPods(inf cache.SharedIndexInformer) error {
+	return inf.AddIndexers(cache.Indexers{
+		podsByNode: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				return []string{p.Spec.NodeName}, nil
+			}
+			return nil, nil
+		},
+		podsByProgram: func(obj any) ([]string, error) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return nil, nil
+			}
+			var out []string
+			for _, prog := range []string{"nfd-master", "nfd-worker"} {
+				if podSpecRuns(&p.Spec, prog) {
+					out = append(out, prog)
+				}
+			}
+			return out, nil
+		},
+	})
+}
+
+// indexedPods returns the cached pods under one index value. Callers must not modify them.
+func indexedPods(idx cache.Indexer, index, value string) ([]*corev1.Pod, error) {
+	objs, err := idx.ByIndex(index, value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 func (s *nfdStandIn) enqueueNode(obj any) {
@@ -360,34 +427,39 @@ func (s *nfdStandIn) installed() (bool, error) {
 // runningWorker returns the Running nfd-worker pod on node, if a Running and Ready nfd-master exists;
 // otherwise nil.
 func (s *nfdStandIn) runningWorker(node string) (*corev1.Pod, error) {
-	all, err := s.pods.List(labels.Everything())
+	masters, err := indexedPods(s.pods, podsByProgram, "nfd-master")
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(masters, podRunningReady) {
+		return nil, nil
+	}
+	onNode, err := indexedPods(s.pods, podsByNode, node)
 	if err != nil {
 		return nil, err
 	}
 	var worker *corev1.Pod
-	masterReady := false
-	for _, p := range all {
-		switch {
-		case podSpecRuns(&p.Spec, "nfd-master"):
-			masterReady = masterReady || podRunningReady(p)
-		case p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && podSpecRuns(&p.Spec, "nfd-worker"):
+	for _, p := range onNode {
+		if p.Status.Phase == corev1.PodRunning && podSpecRuns(&p.Spec, "nfd-worker") && !podSpecRuns(&p.Spec, "nfd-master") {
 			worker = p
 		}
-	}
-	if !masterReady {
-		return nil, nil
 	}
 	return worker, nil
 }
 
 // workerConfig is the config pod runs with: read once per pod, like nfd-worker reads its file at start.
 func (s *nfdStandIn) workerConfig(pod *corev1.Pod) nfdPCIConfig {
-	if c, ok := s.configs[pod.Spec.NodeName]; ok && c.pod == pod.UID {
+	s.mu.Lock()
+	c, ok := s.configs[pod.Spec.NodeName]
+	s.mu.Unlock()
+	if ok && c.pod == pod.UID {
 		return c.cfg
 	}
 	cfg, found := s.readWorkerConfig(pod)
 	if found {
+		s.mu.Lock()
 		s.configs[pod.Spec.NodeName] = nfdWorkerConfig{pod: pod.UID, cfg: cfg}
+		s.mu.Unlock()
 	}
 	return cfg
 }
@@ -428,8 +500,10 @@ func (s *nfdStandIn) readWorkerConfig(pod *corev1.Pod) (cfg nfdPCIConfig, found 
 func (s *nfdStandIn) reconcile(ctx context.Context, name string) error {
 	node, err := s.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
+		s.mu.Lock()
 		delete(s.owned, name)
 		delete(s.configs, name)
+		s.mu.Unlock()
 		return nil
 	}
 	if err != nil {
@@ -461,11 +535,13 @@ func (s *nfdStandIn) reconcile(ctx context.Context, name string) error {
 // apply makes the stand-in's labels on node equal desired (nil or empty: none) with one merge patch,
 // and only if something changes.
 func (s *nfdStandIn) apply(ctx context.Context, node *corev1.Node, desired map[string]string) error {
+	s.mu.Lock()
 	own := s.owned[node.Name]
 	if own == nil {
 		own = &nfdOwnership{labels: map[string]bool{}}
 		s.owned[node.Name] = own
 	}
+	s.mu.Unlock()
 	labelPatch := map[string]any{}
 	for k, v := range desired {
 		if cur, ok := node.Labels[k]; !ok || cur != v {

@@ -238,7 +238,7 @@ func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 	if watchErr != nil {
 		return watchErr
 	}
-	return runController(ctx, "olm stand-in", []informerFactory{factory, dynFactory}, synced, o.queue, o.reconcile, logf)
+	return runController(ctx, "olm stand-in", []informerFactory{factory, dynFactory}, synced, o.queue, 1, o.reconcile, logf)
 }
 
 func (o *olmStandIn) enqueue(kind string, obj any) {

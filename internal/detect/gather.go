@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,24 +79,33 @@ func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
 	}
 	g := &gatherer{c: c, s: &Snapshot{}}
 
-	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	// The reads are independent but for the custom resources, which are listed only where discovery
+	// says their group is served: they run side by side, so detection takes about as long as its
+	// slowest chain of two requests rather than the sum of ten. Each chain writes its own fields of the
+	// snapshot; warnings go through warn. The first error in this order is returned, whatever finished
+	// first.
+	chains := [][]func(context.Context) error{
+		{g.nodes},
+		{g.discovery, g.clusterPolicies, g.subscriptions, g.clusterVersion},
+		{g.kubeadmConfig},
+		{g.workloads},
+		{g.helmReleases},
+		{g.nvaieSecrets},
 	}
-	g.s.Nodes = nodes.Items
-
-	steps := []func(context.Context) error{
-		g.discovery,
-		g.kubeadmConfig,
-		g.workloads,
-		g.helmReleases,
-		g.clusterPolicies,
-		g.subscriptions,
-		g.clusterVersion,
-		g.nvaieSecrets,
+	errs := make([]error, len(chains))
+	var wg sync.WaitGroup
+	for i, chain := range chains {
+		wg.Go(func() {
+			for _, step := range chain {
+				if errs[i] = step(ctx); errs[i] != nil {
+					return
+				}
+			}
+		})
 	}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -108,6 +118,25 @@ type gatherer struct {
 	s *Snapshot
 	// groupsKnown is false when discovery was refused; optional reads are then tried anyway.
 	groupsKnown bool
+	// mu guards s.Warnings, which every concurrent read may add to.
+	mu sync.Mutex
+}
+
+// warn adds warnings to the snapshot; safe for concurrent use.
+func (g *gatherer) warn(msgs ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.s.Warnings = append(g.s.Warnings, msgs...)
+}
+
+// nodes lists every node, the one read detection cannot do without.
+func (g *gatherer) nodes(ctx context.Context) error {
+	nodes, err := g.c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	g.s.Nodes = nodes.Items
+	return nil
 }
 
 // optional turns a Forbidden error on an optional read into a warning.
@@ -116,7 +145,7 @@ func (g *gatherer) optional(what string, err error) error {
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("%s: forbidden, so detection cannot see it (%v)", what, err))
+		g.warn(fmt.Sprintf("%s: forbidden, so detection cannot see it (%v)", what, err))
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -154,14 +183,14 @@ func (g *gatherer) discovery(ctx context.Context) error {
 		}
 		sort.Strings(g.s.APIGroups)
 	case apierrors.IsForbidden(err):
-		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("discover API groups: forbidden, so distributions known by their API groups (OpenShift, Tanzu, Rancher) may be missed (%v)", err))
+		g.warn(fmt.Sprintf("discover API groups: forbidden, so distributions known by their API groups (OpenShift, Tanzu, Rancher) may be missed (%v)", err))
 	default:
 		return fmt.Errorf("discover API groups: %w", err)
 	}
 
 	v, err := d.ServerVersionWithContext(ctx)
 	if err != nil {
-		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("read server version: %v", err))
+		g.warn(fmt.Sprintf("read server version: %v", err))
 		return nil
 	}
 	g.s.ServerVersion = v
@@ -319,14 +348,14 @@ func (g *gatherer) helmReleases(ctx context.Context) error {
 
 	releases, warnings := newestReleases(records)
 	g.s.HelmReleases = releases
-	g.s.Warnings = append(g.s.Warnings, warnings...)
+	g.warn(warnings...)
 	return nil
 }
 
 // listCustom lists a custom resource cluster-wide. An unserved type (NotFound) means "none".
 func (g *gatherer) listCustom(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
 	if g.c.Dynamic == nil {
-		g.s.Warnings = append(g.s.Warnings, fmt.Sprintf("list %s: no dynamic client", gvr.GroupResource()))
+		g.warn(fmt.Sprintf("list %s: no dynamic client", gvr.GroupResource()))
 		return nil, nil
 	}
 	list, err := g.c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
