@@ -273,7 +273,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// controller marks the nodes' pods NotReady after 40 s.
 		"--node-lease-duration-seconds=40",
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--cidr=10.244.0.1/16", "--node-ip=10.244.0.1"); err != nil {
+		"--cidr=10.244.0.1/16", "--node-ip=10.244.0.1",
+		// At INFO kwok logs every lease renewal and stage it plays: hundreds of lines a second at
+		// 2,000 nodes, CPU the simulated cluster needs.
+		"--v=WARN"); err != nil {
 		return nil, err
 	}
 
@@ -688,6 +691,14 @@ func waitHTTP(ctx context.Context, url string, cfg *rest.Config, timeout time.Du
 // that run to completion finish, and fail on the broken GPU nodes (gpuworkload.go).
 func writeKwokStages(dir, stages string, broken []string) (string, error) {
 	var b strings.Builder
+	// kwok renews leases and plays node and pod stages with 4 workers each by default
+	// (sigs.k8s.io/kwok pkg/apis/config/v1alpha1/kwok_configuration_types.go@v0.8.0). At 2,000 nodes a
+	// lease is due every 10 s per node, 200 renewals a second: four workers fall behind as soon as the
+	// API server is busy, the node lifecycle controller marks nodes unreachable (as it would a real node
+	// whose kubelet stopped renewing), and the operand DaemonSets' pods queue behind four workers.
+	// Real kubelets each renew their own lease, in parallel.
+	b.WriteString(kwokConfiguration)
+	b.WriteString("\n---\n")
 	for _, f := range []string{
 		"node/fast/node-initialize.yaml",
 		"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -706,6 +717,14 @@ func writeKwokStages(dir, stages string, broken []string) (string, error) {
 	path := filepath.Join(dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodeLeaseParallelism: 32
+  nodePlayStageParallelism: 16
+  podPlayStageParallelism: 16
+`
 
 // writeCriticalPodQuotaConfig limits pods of the system-node-critical and system-cluster-critical
 // priority classes to namespaces with a ResourceQuota that covers them, as GKE's API server does.

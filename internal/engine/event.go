@@ -45,6 +45,10 @@ type Event struct {
 	// Pending names what a wait still waits on (node names for node waits), so a front end can show
 	// each GPU node's state; empty when nothing is pending or the wait has no names.
 	Pending []string `json:"pending,omitempty"`
+	// PendingOmitted counts the names left out of Pending: the JSON progress stream lists at most
+	// ui.MaxPendingJSON of them (Done and Total still count all), or at 2,000 nodes each event would
+	// carry tens of kilobytes of names.
+	PendingOmitted int `json:"pendingOmitted,omitempty"`
 	// Err is the failure of a StepFailed event, as text.
 	Err string `json:"error,omitempty"`
 	// Hint says what to do next, for failures and warnings.

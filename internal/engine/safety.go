@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -48,24 +49,28 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		}
 	}
 
-	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return stepOutcome{}, err
-	}
 	gpu := map[string]bool{}
 	for _, n := range x.gpuNodes {
 		gpu[n] = true
 	}
 	var open []string
 	var gpuNodeObjs []corev1.Node
-	for _, n := range nodes.Items {
+	err := kube.EachNode(ctx, x.clients.Kube, func(n *corev1.Node) error {
 		if gpu[n.Name] {
-			gpuNodeObjs = append(gpuNodeObjs, n)
-			continue
+			// What reach and selectsAny read: the name, the labels and the taints.
+			gpuNodeObjs = append(gpuNodeObjs, corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+				Spec:       corev1.NodeSpec{Taints: n.Spec.Taints},
+			})
+			return nil
 		}
-		if !n.Spec.Unschedulable && !isControlPlane(&n) && !hasBlockingTaint(n.Spec.Taints) {
+		if !n.Spec.Unschedulable && !isControlPlane(n) && !hasBlockingTaint(n.Spec.Taints) {
 			open = append(open, n.Name)
 		}
+		return nil
+	})
+	if err != nil {
+		return stepOutcome{}, err
 	}
 	if err := x.reach(s, gpuNodeObjs); err != nil {
 		return stepOutcome{}, err

@@ -34,7 +34,7 @@ func (w *Waiter) DriverUpgradesSettled(ctx context.Context, nodes []string) (map
 	if len(names) == 0 {
 		return states, nil
 	}
-	src := w.nodeSource(names, "")
+	src := w.nodeSource(names, "", DriverUpgradeStateLabel)
 	err := w.until(ctx, waitSpec{
 		what:            "driver upgrades on " + nodesPhrase(names),
 		sources:         []*source{src},

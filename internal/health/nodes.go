@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,16 +15,18 @@ import (
 
 // nodeSource watches the named nodes: with a field selector when there is one name, otherwise all nodes (a field
 // selector cannot OR names, and node names need not match the kubernetes.io/hostname label). The verdicts filter
-// by name either way.
-func (w *Waiter) nodeSource(names []string, labelSelector string) *source {
+// by name either way. The cached nodes keep only the labels keyed in labelKeys.
+func (w *Waiter) nodeSource(names []string, labelSelector string, labelKeys ...string) *source {
 	field := ""
 	if len(names) == 1 {
 		field = fields.OneTermEqualSelector("metadata.name", names[0]).String()
 	}
 	nodes := w.Kube.CoreV1().Nodes()
-	return newSource("nodes", w.Kube, &corev1.Node{},
+	src := newSource("nodes", w.Kube, &corev1.Node{},
 		withSelectors(labelSelector, field, asObject(nodes.List)),
 		withSelectors(labelSelector, field, nodes.Watch))
+	src.nodeLabels = labelKeys
+	return src
 }
 
 // cachedNodes returns the nodes in s by name.
@@ -70,7 +73,7 @@ func (w *Waiter) NodesLabelled(ctx context.Context, nodes []string, anyOf map[st
 	if len(names) == 0 {
 		return nil
 	}
-	src := w.nodeSource(names, "")
+	src := w.nodeSource(names, "", slices.Collect(maps.Keys(anyOf))...)
 	labelled := func(n *corev1.Node) bool {
 		for k, v := range anyOf {
 			if got, ok := n.Labels[k]; ok && got == v {

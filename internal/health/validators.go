@@ -27,7 +27,7 @@ func (w *Waiter) ValidatorsReady(ctx context.Context, namespace string, known []
 	podSelector := labels.SelectorFromSet(labels.Set{"app": validatorApp})
 	known = sortedUnique(known)
 
-	nodeSrc := w.nodeSource(nil, gpuSelector.String())
+	nodeSrc := w.nodeSource(nil, gpuSelector.String(), GPUPresentLabel)
 	sources := []*source{nodeSrc}
 	var knownSrc *source
 	if len(known) > 0 {

@@ -74,6 +74,8 @@ type waitSpec struct {
 type source struct {
 	what     string
 	informer cache.SharedIndexInformer
+	// nodeLabels are the only label keys a cached node keeps (see slim).
+	nodeLabels []string
 }
 
 // objects returns the cached objects. Callers must not modify them.
@@ -115,16 +117,41 @@ func asObject[L runtime.Object](f func(context.Context, metav1.ListOptions) (L, 
 	}
 }
 
-// slim drops what the waits never read from cached objects: managed fields everywhere and the image list of
-// nodes, which is the bulk of a node's size.
-func slim(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	if n, ok := obj.(*corev1.Node); ok {
-		n.Status.Images = nil
+// slim keeps of a cached object only what the verdicts read; at 2,000 GPU nodes the caches hold
+// thousands of nodes and pods, and a node carries some 60 labels once NFD, the operator and GPU
+// feature discovery have labelled it. A node keeps its identity, the label keys in s.nodeLabels and
+// status.allocatable; a pod its identity, labels, node, phase and conditions; anything else loses
+// its managed fields. Waits that need more must say so here.
+func (s *source) slim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		n := &corev1.Node{ObjectMeta: identity(&o.ObjectMeta)}
+		for _, k := range s.nodeLabels {
+			if v, ok := o.Labels[k]; ok {
+				if n.Labels == nil {
+					n.Labels = map[string]string{}
+				}
+				n.Labels[k] = v
+			}
+		}
+		n.Status.Allocatable = o.Status.Allocatable
+		return n, nil
+	case *corev1.Pod:
+		p := &corev1.Pod{ObjectMeta: identity(&o.ObjectMeta)}
+		p.Labels = o.Labels
+		p.Spec.NodeName = o.Spec.NodeName
+		p.Status.Phase, p.Status.Conditions = o.Status.Phase, o.Status.Conditions
+		return p, nil
+	case metav1.Object:
+		o.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// identity is the part of an object's metadata that names it and says whether it is going away.
+func identity(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp}
 }
 
 // until runs the spec's informers and evaluates its condition after the caches sync and after every change,
@@ -155,7 +182,7 @@ func (w *Waiter) until(ctx context.Context, spec waitSpec) error {
 		DeleteFunc: func(any) { notify() },
 	}
 	for _, s := range spec.sources {
-		if err := s.informer.SetTransform(slim); err != nil {
+		if err := s.informer.SetTransform(s.slim); err != nil {
 			return fmt.Errorf("wait for %s: %w", spec.what, err)
 		}
 		what := s.what

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // defaultConcurrency bounds the patches in flight when Concurrency is 0. gpuctl's clients have no client-side
@@ -305,17 +307,33 @@ func normalTaints(ts []corev1.Taint) []corev1.Taint {
 	return ts
 }
 
-// listNodes does the one LIST of nodes each Run starts with, keyed by name.
+// listNodes lists the nodes each Run starts with (in pages, kube.EachNode), keyed by name.
 func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*corev1.Node, error) {
-	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes := map[string]*corev1.Node{}
+	err := kube.EachNode(ctx, client, func(n *corev1.Node) error {
+		nodes[n.Name] = forTaint(n)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	nodes := make(map[string]*corev1.Node, len(list.Items))
-	for i := range list.Items {
-		nodes[list.Items[i].Name] = &list.Items[i]
+		return nil, err
 	}
 	return nodes, nil
+}
+
+// forTaint keeps of a listed node what planning and patching its taints read: its name, its taints,
+// and gpuctl's annotation (with whether the node has annotations at all, which the patch tests). The
+// rest of 2,000 listed nodes (status, some 60 labels each) need not stay in memory while they are
+// patched.
+func forTaint(n *corev1.Node) *corev1.Node {
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}}
+	out.Spec.Taints = n.Spec.Taints
+	if n.Annotations != nil {
+		out.Annotations = map[string]string{}
+		if v, ok := n.Annotations[AddedTaintsAnnotation]; ok {
+			out.Annotations[AddedTaintsAnnotation] = v
+		}
+	}
+	return out
 }
 
 // dedupe returns names without duplicates or empty names, keeping the first occurrence's order, so a node is

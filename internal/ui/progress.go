@@ -53,6 +53,10 @@ func NewProgress(w io.Writer, format Format, style Style) *Progress {
 	return p
 }
 
+// MaxPendingJSON is how many pending names a JSON progress event lists; the rest are counted in
+// pendingOmitted.
+const MaxPendingJSON = 20
+
 // Event renders one event (engine.Sink).
 func (p *Progress) Event(e engine.Event) {
 	p.mu.Lock()
@@ -61,6 +65,10 @@ func (p *Progress) Event(e engine.Event) {
 		e.Time = p.now()
 	}
 	if p.json {
+		if len(e.Pending) > MaxPendingJSON {
+			e.PendingOmitted = len(e.Pending) - MaxPendingJSON
+			e.Pending = e.Pending[:MaxPendingJSON]
+		}
 		b, err := json.Marshal(e)
 		if err == nil {
 			fmt.Fprintf(p.w, "%s\n", b)

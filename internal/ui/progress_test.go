@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,35 @@ func TestProgress(t *testing.T) {
 		}
 		if e.Type != engine.StepFailed || e.Hint != "check the driver" || e.Detail == "" {
 			t.Errorf("decoded %+v", e)
+		}
+	})
+
+	t.Run("json progress lists at most MaxPendingJSON pending names and counts the rest", func(t *testing.T) {
+		var b bytes.Buffer
+		p := NewProgress(&b, FormatJSON, Style{})
+		pending := make([]string, 2000)
+		for i := range pending {
+			pending[i] = fmt.Sprintf("gpu-%04d", i)
+		}
+		p.Event(engine.Event{Type: engine.StepProgress, Step: "wait-validators", Done: 0, Total: 2000, Pending: pending})
+		p.Event(engine.Event{Type: engine.StepProgress, Step: "wait-validators", Done: 1999, Total: 2000, Pending: pending[:1]})
+		p.Close()
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		var big, small engine.Event
+		if err := json.Unmarshal([]byte(lines[0]), &big); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(lines[1]), &small); err != nil {
+			t.Fatal(err)
+		}
+		if len(big.Pending) != MaxPendingJSON || big.Pending[0] != "gpu-0000" || big.PendingOmitted != 2000-MaxPendingJSON {
+			t.Errorf("2,000 pending: listed %d (first %q), omitted %d", len(big.Pending), big.Pending[0], big.PendingOmitted)
+		}
+		if len(small.Pending) != 1 || small.PendingOmitted != 0 || strings.Contains(lines[1], "pendingOmitted") {
+			t.Errorf("1 pending: %s", lines[1])
+		}
+		if len(pending) != 2000 || pending[MaxPendingJSON] != fmt.Sprintf("gpu-%04d", MaxPendingJSON) {
+			t.Error("the renderer changed the caller's slice")
 		}
 	})
 
