@@ -250,6 +250,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		// that size raise these limits (Kubernetes' own scalability tests run the controller manager with
 		// --kube-api-qps=100 and more); the sandbox lifts them so its pace is the API server's.
 		"--kube-api-qps=1000", "--kube-api-burst=2000",
+		// One kwok process renews the leases of every simulated node, through an exempt admin client;
+		// real kubelets renew their own under the API server's system-nodes priority level, which
+		// workload traffic cannot starve. When two cores are saturated (an install on 2,000 nodes)
+		// kwok's renewals can lag past the default 50 s grace, and the lifecycle controller then
+		// marks the node's pods NotReady for good: kwok, unlike a kubelet, never reports them Ready
+		// again. The sandbox gives the leases five minutes.
+		"--node-monitor-grace-period=5m",
 		// nodeipam needs a pod CIDR per node, which simulated nodes don't have. The node-lifecycle
 		// controller stays on: it removes the not-ready taint once kwok reports a node Ready.
 		"--controllers=*,-nodeipam"); err != nil {
