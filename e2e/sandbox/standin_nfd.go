@@ -312,8 +312,8 @@ func runController[K comparable](ctx context.Context, name string, factories []i
 const (
 	// podsByNode indexes pods by spec.nodeName.
 	podsByNode = "node"
-	// podsByProgram indexes pods by the NFD program they run ("nfd-master", "nfd-worker").
-	podsByProgram = "program"
+	// podsRunningNFDMaster indexes, under the value "nfd-master", the pods that run nfd-master.
+	podsRunningNFDMaster = "nfd-master"
 )
 
 func indexPods(inf cache.SharedIndexInformer) error {
@@ -324,18 +324,11 @@ func indexPods(inf cache.SharedIndexInformer) error {
 			}
 			return nil, nil
 		},
-		podsByProgram: func(obj any) ([]string, error) {
-			p, ok := obj.(*corev1.Pod)
-			if !ok {
-				return nil, nil
+		podsRunningNFDMaster: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok && podSpecRuns(&p.Spec, "nfd-master") {
+				return []string{"nfd-master"}, nil
 			}
-			var out []string
-			for _, prog := range []string{"nfd-master", "nfd-worker"} {
-				if podSpecRuns(&p.Spec, prog) {
-					out = append(out, prog)
-				}
-			}
-			return out, nil
+			return nil, nil
 		},
 	})
 }
@@ -427,7 +420,7 @@ func (s *nfdStandIn) installed() (bool, error) {
 // runningWorker returns the Running nfd-worker pod on node, if a Running and Ready nfd-master exists;
 // otherwise nil.
 func (s *nfdStandIn) runningWorker(node string) (*corev1.Pod, error) {
-	masters, err := indexedPods(s.pods, podsByProgram, "nfd-master")
+	masters, err := indexedPods(s.pods, podsRunningNFDMaster, "nfd-master")
 	if err != nil {
 		return nil, err
 	}

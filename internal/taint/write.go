@@ -325,7 +325,7 @@ func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*co
 // rest of 2,000 listed nodes (status, some 60 labels each) need not stay in memory while they are
 // patched.
 func forTaint(n *corev1.Node) *corev1.Node {
-	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}}
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
 	out.Spec.Taints = n.Spec.Taints
 	if n.Annotations != nil {
 		out.Annotations = map[string]string{}
