@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Clients is what Gather reads the cluster with.
@@ -131,11 +133,20 @@ func (g *gatherer) warn(msgs ...string) {
 
 // nodes lists every node, the one read detection cannot do without.
 func (g *gatherer) nodes(ctx context.Context) error {
-	nodes, err := g.c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	// Detection reads everything a node says except who wrote which field and which images its
+	// kubelet holds, the two largest parts of a node and of no use to it.
+	nodes, err := kube.ListNodes(ctx, g.c.Kube, func(n *corev1.Node) *corev1.Node {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+		return n
+	})
 	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return err
 	}
-	g.s.Nodes = nodes.Items
+	g.s.Nodes = make([]corev1.Node, len(nodes))
+	for i, n := range nodes {
+		g.s.Nodes[i] = *n
+	}
 	return nil
 }
 

@@ -55,22 +55,23 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 	}
 	var open []string
 	var gpuNodeObjs []corev1.Node
-	err := kube.EachNode(ctx, x.clients.Kube, func(n *corev1.Node) error {
-		if gpu[n.Name] {
-			// What reach and selectsAny read: the name, the labels and the taints.
-			gpuNodeObjs = append(gpuNodeObjs, corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
-				Spec:       corev1.NodeSpec{Taints: n.Spec.Taints},
-			})
-			return nil
+	// What this check and reach read of a node: its name, labels, taints and whether it is cordoned.
+	nodes, err := kube.ListNodes(ctx, x.clients.Kube, func(n *corev1.Node) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+			Spec:       corev1.NodeSpec{Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable},
 		}
-		if !n.Spec.Unschedulable && !isControlPlane(n) && !hasBlockingTaint(n.Spec.Taints) {
-			open = append(open, n.Name)
-		}
-		return nil
 	})
 	if err != nil {
 		return stepOutcome{}, err
+	}
+	for _, n := range nodes {
+		switch {
+		case gpu[n.Name]:
+			gpuNodeObjs = append(gpuNodeObjs, *n)
+		case !n.Spec.Unschedulable && !isControlPlane(n) && !hasBlockingTaint(n.Spec.Taints):
+			open = append(open, n.Name)
+		}
 	}
 	if err := x.reach(s, gpuNodeObjs); err != nil {
 		return stepOutcome{}, err

@@ -3,38 +3,87 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/tools/cache"
 )
 
-// nodePageSize is how many nodes one page of EachNode lists.
-const nodePageSize = 500
+// ListNodes lists every node and returns what keep makes of each, sorted by name.
+//
+// A node carries some 60 labels once NFD, the operator and GPU feature discovery have labelled it,
+// its managed fields (on a labelled node about as large as the rest of it) and, on a real node, the
+// images its kubelet holds: 2,000 of them listed at once are a response body of 12 MB, its copy in
+// the protobuf envelope, and the decoded objects, all alive together. So the nodes come as a
+// streaming list (a watch that sends the existing nodes and then a bookmark; client-go's informers do
+// the same by default since v0.35): one request, each node decoded on its own and handed to keep as
+// it arrives, so only what keep returns stays. Against an API server that cannot stream lists, the
+// informer falls back to a paged LIST.
+//
+// keep returns what stays of a node: the node itself, trimmed in place, or a new one.
+func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.Node) *corev1.Node) ([]*corev1.Node, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // the informer must be gone before we return
+	}()
 
-// EachNode calls fn with every node, listing them in pages of 500 (client-go's pager, which falls back
-// to one full list if the server lets the continuation expire). A node carries some 60 labels once
-// NFD and the operator have labelled it, and its status: a 2,000-node list decoded at once is tens of
-// megabytes, while the callers keep a few fields of each. fn must not keep the node it is given,
-// only what it copies out of it.
-func EachNode(ctx context.Context, c kubernetes.Interface, fn func(*corev1.Node) error) error {
-	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-		return c.CoreV1().Nodes().List(ctx, opts)
-	}))
-	p.PageSize = nodePageSize
-	// One page ahead: the default buffers ten, which would hold the whole list again.
-	p.PageBufferSize = 1
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c), &corev1.Node{},
+		cache.SharedIndexInformerOptions{ObjectDescription: "nodes"})
+	err := inf.SetTransform(func(obj any) (any, error) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
-			return fmt.Errorf("list nodes: got %T", obj)
+			return obj, nil // a deleted node's tombstone
 		}
-		return fn(n)
+		return keep(n), nil
 	})
 	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	return nil
+	// The informer would retry a failed list forever; a one-shot list reports the first error instead.
+	failed := make(chan error, 1)
+	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	wg.Go(func() { inf.RunWithContext(ctx) })
+	select {
+	case <-inf.HasSyncedChecker().Done():
+	case err := <-failed:
+		return nil, fmt.Errorf("list nodes: %w", err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("list nodes: %w", ctx.Err())
+	}
+	cancel() // the cache is complete: stop the watch before reading it
+
+	objs := inf.GetStore().List()
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, obj := range objs {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return nil, fmt.Errorf("list nodes: got %T", obj)
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

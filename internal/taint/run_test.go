@@ -547,6 +547,10 @@ type slowNodes struct {
 
 func (s *slowNodes) CoreV1() typedcorev1.CoreV1Interface { return slowCore{s.Interface.CoreV1(), s} }
 
+// IsWatchListSemanticsUnSupported passes on what the fake tells client-go's informers: it cannot
+// stream a list, so they list and then watch.
+func (s *slowNodes) IsWatchListSemanticsUnSupported() bool { return true }
+
 type slowCore struct {
 	typedcorev1.CoreV1Interface
 	s *slowNodes

@@ -307,15 +307,15 @@ func normalTaints(ts []corev1.Taint) []corev1.Taint {
 	return ts
 }
 
-// listNodes lists the nodes each Run starts with (in pages, kube.EachNode), keyed by name.
+// listNodes lists the nodes each Run starts with (kube.ListNodes), keyed by name.
 func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*corev1.Node, error) {
-	nodes := map[string]*corev1.Node{}
-	err := kube.EachNode(ctx, client, func(n *corev1.Node) error {
-		nodes[n.Name] = forTaint(n)
-		return nil
-	})
+	list, err := kube.ListNodes(ctx, client, forTaint)
 	if err != nil {
 		return nil, err
+	}
+	nodes := make(map[string]*corev1.Node, len(list))
+	for _, n := range list {
+		nodes[n.Name] = n
 	}
 	return nodes, nil
 }

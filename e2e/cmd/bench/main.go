@@ -181,8 +181,12 @@ func buildGpuctl(ctx context.Context) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "gpuctl")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/gpuctl")
+	// Built as the release is (.goreleaser.yaml): without cgo, the plugin package that kustomize
+	// imports is a stub, so the binary is neither dynamically linked nor exports its every symbol,
+	// and its mapped text, part of the RSS measured, is what users run.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/gpuctl")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/gpuctl: %v\n%s", err, out)
 	}
@@ -431,6 +435,7 @@ func (b *bench) install(ctx context.Context, gpuNodes []string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	rss, stopRSS := followRSS(cmd.Process.Pid, 100*time.Millisecond)
 	var releaseDone, lastEvent time.Time
 	var log strings.Builder
 	sc := bufio.NewScanner(pipe)
@@ -448,6 +453,7 @@ func (b *bench) install(ctx context.Context, gpuNodes []string) error {
 	}
 	err = cmd.Wait()
 	finished := time.Now()
+	stopRSS()
 	if b.o.events != "" {
 		if werr := os.WriteFile(b.o.events, []byte(log.String()), 0o644); werr != nil {
 			return werr
@@ -460,10 +466,6 @@ func (b *bench) install(ctx context.Context, gpuNodes []string) error {
 		lastEvent = finished
 	}
 	wall := finished.Sub(start)
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
-	}
 	lastReady, err := lastValidatorReady(ctx, b.c.Kube)
 	if err != nil {
 		return err
@@ -493,7 +495,7 @@ func (b *bench) install(ctx context.Context, gpuNodes []string) error {
 		delay := lastEvent.Sub(end)
 		b.add("install: success after the last Ready", secs(delay)+" (condition times are whole seconds)", "≤ 1 s", ptr(delay <= time.Second+500*time.Millisecond))
 	}
-	b.add("install: gpuctl peak RSS", fmt.Sprintf("%d MB", rss>>20), "≤ 150 MB at 2,000 nodes", ptr(rss <= 150<<20))
+	b.add("install: gpuctl peak RSS", fmt.Sprintf("%d MB (VmHWM)", rss.Peak()>>20), "≤ 150 MB at 2,000 nodes", ptr(rss.Peak() > 0 && rss.Peak() <= 150<<20))
 	return nil
 }
 
