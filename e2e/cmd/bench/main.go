@@ -8,8 +8,8 @@
 // and API requests, counted by a round-tripper); template; install (wall time, the control plane's own
 // time from the operator release to the last validator Ready, read from pod conditions, gpuctl's
 // overhead over it, and the delay from that last Ready to gpuctl's success); gpuctl's peak RSS during
-// install. gpuctl runs as a built binary, as users run it. Targets are held here, never as timed
-// assertions in tests.
+// install (its VmHWM, see peakRSS). gpuctl runs as a binary built the way the release is, as users run
+// it. Targets are held here, never as timed assertions in tests.
 package main
 
 import (
