@@ -56,7 +56,12 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 	}
 	// The informer would retry a failed list forever; a one-shot list reports the first error instead.
 	failed := make(chan error, 1)
-	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+		if r.LastSyncResourceVersion() != "" {
+			// The list is complete and the watch after it failed (RBAC may allow list without
+			// watch): the cache syncs all the same.
+			return
+		}
 		select {
 		case failed <- err:
 		default:

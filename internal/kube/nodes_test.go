@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -69,5 +70,20 @@ func TestListNodesFails(t *testing.T) {
 	cancel()
 	if _, err := ListNodes(ctx, fake.NewClientset(), func(n *corev1.Node) *corev1.Node { return n }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ListNodes with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestListNodesWithoutWatch: a role that may list nodes but not watch them still gets the list (the
+// watch that follows a plain LIST fails after the cache is complete).
+func TestListNodesWithoutWatch(t *testing.T) {
+	c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-a"}})
+	c.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("RBAC"))
+	})
+	for range 20 { // the failed watch and the synced cache race; the list must win every time
+		got, err := ListNodes(context.Background(), c, func(n *corev1.Node) *corev1.Node { return n })
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ListNodes without watch = %v, %v; want the one node", got, err)
+		}
 	}
 }
