@@ -15,7 +15,7 @@ type Taint struct {
 	Client kubernetes.Interface
 	// Taint is the taint to add; the zero value means GPUTaint.
 	Taint corev1.Taint
-	// Concurrency bounds the patches in flight; 0 means 32.
+	// Concurrency bounds the patches in flight; 0 means defaultConcurrency (64).
 	Concurrency int
 	// Nodes, if set, are the cluster's nodes as just read (detection's snapshot), so Run need not list
 	// them again. A node changed since is still handled right: each patch is conditional on the taints

@@ -589,14 +589,15 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		wantMax     int32
 	}{
 		{name: "patches run in parallel but never more than the limit of 3", concurrency: 3, wantMax: 3},
-		{name: "the default limit is 32", concurrency: 0, wantMax: 32},
+		{name: "the default limit is 64", concurrency: 0, wantMax: 64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var objs []runtime.Object
 			var names []string
-			for i := range 64 {
-				name := fmt.Sprintf("gpu-%02d", i)
+			// Twice the limit, so a runner that ignored it would exceed it.
+			for i := range 2 * tt.wantMax {
+				name := fmt.Sprintf("gpu-%03d", i)
 				objs = append(objs, node(name))
 				names = append(names, name)
 			}

@@ -13,7 +13,7 @@ import (
 // Untaint removes the taints gpuctl recorded in AddedTaintsAnnotation, and the annotation, and nothing else.
 type Untaint struct {
 	Client kubernetes.Interface
-	// Concurrency bounds the patches in flight; 0 means 8.
+	// Concurrency bounds the patches in flight; 0 means defaultConcurrency (64).
 	Concurrency int
 	// DryRun computes what would change and writes nothing.
 	DryRun bool

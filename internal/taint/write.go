@@ -22,9 +22,14 @@ import (
 
 // defaultConcurrency bounds the patches in flight when Concurrency is 0. gpuctl's clients have no client-side
 // rate limit (internal/kube): the API server's priority and fairness paces bulk writes, answering 429 with
-// Retry-After, which client-go honours. 32 in flight saturate a control plane's node patch rate (a few hundred
-// per second on two cores) while staying a small share of its default max-mutating-requests-inflight (200).
-const defaultConcurrency = 32
+// Retry-After, which client-go honours. On a saturated API server a client's share of it goes with its requests
+// in flight, and other writers keep theirs (a 2,000-node cluster's kubelets renew 200 leases a second), so gpuctl
+// keeps as many in flight as the bench's reference patcher (docs/performance.md). That is a third of the default
+// max-mutating-requests-inflight (200), and with priority and fairness it cannot crowd out kubelets or
+// controllers: their requests have priority levels of their own ("system", "leader-election", "workload-high";
+// https://kubernetes.io/docs/concepts/cluster-administration/flow-control/#defaults), while an ordinary user's
+// wait in global-default.
+const defaultConcurrency = 64
 
 // fieldManager names gpuctl in the nodes' managedFields, so `kubectl get node -o yaml` shows who wrote the taint.
 const fieldManager = "gpuctl"
