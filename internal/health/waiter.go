@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Defaults for the zero-valued fields of Waiter.
@@ -89,12 +91,7 @@ func newSource(what string, client any, obj runtime.Object,
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
 ) *source {
-	lw := &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFn}
-	// Tells the reflector whether the client can do streaming lists (WatchListClient is on by default since
-	// client-go v0.35); the fakes cannot, real clients can.
-	withSemantics := cache.ToListWatcherWithWatchListSemantics(lw, client)
-	inf := cache.NewSharedIndexInformerWithOptions(withSemantics, obj, cache.SharedIndexInformerOptions{ObjectDescription: what})
-	return &source{what: what, informer: inf}
+	return &source{what: what, informer: kube.NewInformer(what, client, obj, list, watchFn)}
 }
 
 // withSelectors returns f with the label and field selectors applied to every call.

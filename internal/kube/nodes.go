@@ -34,16 +34,13 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 		wg.Wait() // the informer must be gone before we return
 	}()
 
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	inf := NewInformer("nodes", c, &corev1.Node{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return c.CoreV1().Nodes().List(ctx, o)
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return c.CoreV1().Nodes().Watch(ctx, o)
-		},
-	}
-	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c), &corev1.Node{},
-		cache.SharedIndexInformerOptions{ObjectDescription: "nodes"})
+		})
 	err := inf.SetTransform(func(obj any) (any, error) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
