@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +19,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -42,6 +47,11 @@ func gpuctlEnv(t *testing.T, c *sandbox.Cluster, environ map[string]string, args
 	t.Logf("gpuctl %s → exit %d\n%s", strings.Join(args[4:], " "), code, errOut.String())
 	return code, out.String(), errOut.String()
 }
+
+// roundTripFunc is an http.RoundTripper from a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // simulatedGPUNodes names the sandbox's nodes that have GPUs, sorted.
 func simulatedGPUNodes(c *sandbox.Cluster) []string {
@@ -128,6 +138,57 @@ func TestInstallWithNoFlags(t *testing.T) {
 				}
 				if res.Plan.Profile != tc.profile {
 					t.Errorf("profile %s, want %s", res.Plan.Profile, tc.profile)
+				}
+			})
+
+			t.Run("detection reads every node with one streaming request", func(t *testing.T) {
+				var mu sync.Mutex
+				var requests []*url.URL
+				flags := genericclioptions.NewConfigFlags(true)
+				flags.KubeConfig = &c.Kubeconfig
+				flags.WrapConfigFn = func(cfg *rest.Config) *rest.Config {
+					cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+						return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+							mu.Lock()
+							requests = append(requests, r.URL)
+							mu.Unlock()
+							return rt.RoundTrip(r)
+						})
+					})
+					return cfg
+				}
+				clients, err := kube.NewClients(flags, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				det, err := (&engine.Detect{Clients: clients}).Run(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, n := range det.GPUNodes {
+					got = append(got, n.Name)
+				}
+				sort.Strings(got)
+				if !slices.Equal(got, gpuNodes) {
+					t.Errorf("GPU nodes %v, want %v", got, gpuNodes)
+				}
+				// A plain LIST holds the whole body, its envelope and the decoded list at once (2,000
+				// labelled nodes: 12 MB of body); a watch that sends the initial events lets detection keep
+				// each node's trimmed copy as it arrives (docs/performance.md).
+				var nodeRequests []*url.URL
+				mu.Lock()
+				defer mu.Unlock()
+				for _, u := range requests {
+					if u.Path == "/api/v1/nodes" || strings.HasPrefix(u.Path, "/api/v1/nodes/") {
+						nodeRequests = append(nodeRequests, u)
+					}
+				}
+				if len(nodeRequests) != 1 {
+					t.Fatalf("detection sent %d node requests, want 1: %v", len(nodeRequests), nodeRequests)
+				}
+				if q := nodeRequests[0].Query(); q.Get("watch") != "true" || q.Get("sendInitialEvents") != "true" {
+					t.Errorf("node request %s is not a watch that sends the initial events", nodeRequests[0].RequestURI())
 				}
 			})
 
