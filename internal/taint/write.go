@@ -28,7 +28,7 @@ import (
 // max-mutating-requests-inflight (200), and with priority and fairness it cannot crowd out kubelets or
 // controllers: their requests have priority levels of their own ("system", "leader-election", "workload-high";
 // https://kubernetes.io/docs/concepts/cluster-administration/flow-control/#defaults), while an ordinary user's
-// wait in global-default.
+// requests wait in global-default.
 const defaultConcurrency = 64
 
 // fieldManager names gpuctl in the nodes' managedFields, so `kubectl get node -o yaml` shows who wrote the taint.
