@@ -86,7 +86,7 @@ func TestOfflineCommands(t *testing.T) {
 	})
 
 	t.Run("version names the embedded charts", func(t *testing.T) {
-		code, out, _ := run(t, nil, "version")
+		code, out, _ := run(t, nil, "version", "--client")
 		if code != 0 || !strings.Contains(out, "chart gpu-operator 26.7.0 (app v26.7.0)") || !strings.Contains(out, "chart node-feature-discovery") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
@@ -171,7 +171,7 @@ func TestKubectlPlugin(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	code, out, _ := run(t, nil, "version")
+	code, out, _ := run(t, nil, "version", "--client")
 	if code != 0 || !strings.HasPrefix(out, "gpuctl ") || !strings.Contains(out, "chart gpu-operator ") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}

@@ -45,6 +45,9 @@ const (
 	ExitNotInstalled = 7
 	// ExitVerifyFailed: gpuctl verify: a GPU node did not pass (failed, unschedulable or timed out).
 	ExitVerifyFailed = 8
+	// ExitUnreachable: the Kubernetes API server could not be reached (refused, no answer within the
+	// request timeout, no route, TLS failed); nothing was changed.
+	ExitUnreachable = 9
 	// ExitInterrupted: Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -54,6 +57,8 @@ type globals struct {
 	kube     *genericclioptions.ConfigFlags
 	config   string
 	progress string
+	// ctx is the run's context (Ctrl-C cancels it), for the first request clients makes.
+	ctx context.Context
 }
 
 // Run runs gpuctl with args and returns the process exit code. getenv reads the environment (for
@@ -65,7 +70,7 @@ func Run(ctx context.Context, streams Streams, args []string, getenv func(string
 // RunAs is Run for a program of another name: installed as kubectl-gpu (krew), gpuctl runs as the
 // kubectl plugin `kubectl gpu` and its help and examples say so.
 func RunAs(ctx context.Context, program string, streams Streams, args []string, getenv func(string) string) int {
-	g := &globals{kube: genericclioptions.NewConfigFlags(true)}
+	g := &globals{kube: genericclioptions.NewConfigFlags(true), ctx: ctx}
 	ns := "gpu-operator"
 	g.kube.Namespace = &ns
 	root := newRoot(ctx, streams, g, getenv)
@@ -120,7 +125,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newImagesCmd(streams, g),
 		newTaintCmd(streams, g, getenv, false),
 		newTaintCmd(streams, g, getenv, true),
-		newVersionCmd(streams),
+		newVersionCmd(streams, g),
 		newStatusCmd(streams, g, getenv),
 		newUninstallCmd(streams, g, getenv),
 		newUpgradeCmd(streams, g, getenv),
@@ -220,9 +225,23 @@ func applySettingsFrom(cmd *cobra.Command, configFile string, getenv func(string
 	return ferr
 }
 
-// clients builds the Kubernetes clients from the kubectl flags.
+// clients builds the Kubernetes clients from the kubectl flags and makes sure the API server answers
+// (kube.Clients.Reach): an unreachable one is one line naming it, within the request timeout, before
+// any verb's first real request.
 func (g *globals) clients() (*kube.Clients, error) {
-	return kube.NewClients(g.kube, *g.kube.Namespace)
+	return reachableClients(g.ctx, g.kube, *g.kube.Namespace)
+}
+
+// reachableClients builds the clients from getter and makes sure the API server answers.
+func reachableClients(ctx context.Context, getter genericclioptions.RESTClientGetter, namespace string) (*kube.Clients, error) {
+	c, err := kube.NewClients(getter, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Reach(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // progress returns the renderer for stderr progress.
@@ -250,6 +269,7 @@ func (n notReadyError) Unwrap() error { return n.error }
 // returns the exit code for it.
 func report(w io.Writer, err error) int {
 	var ue usageError
+	var unreachable *kube.UnreachableError
 	switch {
 	case errors.Is(err, context.Canceled):
 		if ie := (*engine.InterruptedError)(nil); errors.As(err, &ie) {
@@ -258,6 +278,10 @@ func report(w io.Writer, err error) int {
 			fmt.Fprintln(w, "gpuctl: interrupted")
 		}
 		return ExitInterrupted
+	case errors.As(err, &unreachable):
+		// Its own line names the server and what happened; what failed to reach it adds nothing.
+		fmt.Fprintf(w, "gpuctl: %v\n", unreachable)
+		return ExitUnreachable
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage

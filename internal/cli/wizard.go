@@ -162,7 +162,7 @@ func (b *clusterBackend) Contexts() ([]wizard.KubeContext, string, error) {
 	return out, raw.CurrentContext, nil
 }
 
-func (b *clusterBackend) clientsFor(name string) (*kube.Clients, error) {
+func (b *clusterBackend) clientsFor(ctx context.Context, name string) (*kube.Clients, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c, ok := b.clients[name]; ok {
@@ -176,7 +176,7 @@ func (b *clusterBackend) clientsFor(name string) (*kube.Clients, error) {
 	f.Username, f.Password, f.Timeout = src.Username, src.Password, src.Timeout
 	f.Namespace = src.Namespace
 	f.Context = &name
-	c, err := kube.NewClients(f, *src.Namespace)
+	c, err := reachableClients(ctx, f, *src.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (b *clusterBackend) clientsFor(name string) (*kube.Clients, error) {
 }
 
 func (b *clusterBackend) Check(ctx context.Context, kubeContext string, o engine.InstallOptions) (*engine.CheckResult, error) {
-	c, err := b.clientsFor(kubeContext)
+	c, err := b.clientsFor(ctx, kubeContext)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (b *clusterBackend) Check(ctx context.Context, kubeContext string, o engine
 
 func (b *clusterBackend) Install(ctx context.Context, kubeContext string, o engine.InstallOptions, sink engine.Sink,
 	confirm func(*plan.Plan) bool, getenv func(string) string) (*engine.InstallResult, error) {
-	c, err := b.clientsFor(kubeContext)
+	c, err := b.clientsFor(ctx, kubeContext)
 	if err != nil {
 		return nil, err
 	}

@@ -84,8 +84,12 @@ func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
 	// The reads are independent but for the custom resources, which are listed only where discovery
 	// says their group is served: they run side by side, so detection takes about as long as its
 	// slowest chain of two requests rather than the sum of ten. Each chain writes its own fields of the
-	// snapshot; warnings go through warn. The first error in this order is returned, whatever finished
-	// first.
+	// snapshot; warnings go through warn. The first error ends the other chains (an API server that
+	// stops answering fails detection once, not once per chain after each has waited), and the first
+	// error in this order that is not that ending is returned, whatever finished first.
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	chains := [][]func(context.Context) error{
 		{g.nodes},
 		{g.discovery, g.clusterPolicies, g.subscriptions, g.clusterVersion},
@@ -100,12 +104,19 @@ func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
 		wg.Go(func() {
 			for _, step := range chain {
 				if errs[i] = step(ctx); errs[i] != nil {
+					cancel()
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err == nil || (parent.Err() == nil && errors.Is(err, context.Canceled)) {
+			continue // a chain another one's error ended
+		}
+		return nil, err
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -322,6 +323,28 @@ func TestGather(t *testing.T) {
 		_, err := Gather(ctx, Clients{Kube: kube, Dynamic: dynamicClient()})
 		if err == nil || !strings.Contains(err.Error(), "list Deployments") {
 			t.Fatalf("err = %v", err)
+		}
+	})
+
+	t.Run("the first error ends the reads still waiting, and is the one returned", func(t *testing.T) {
+		kube := fake.NewClientset()
+		unblock := make(chan struct{})
+		defer close(unblock)
+		kube.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			<-unblock // an API server that stopped answering; only the context ends the wait for it
+			return true, &corev1.NodeList{}, nil
+		})
+		kube.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+		})
+		guarded, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_, err := Gather(guarded, Clients{Kube: kube, Dynamic: dynamicClient()})
+		if guarded.Err() != nil {
+			t.Fatalf("Gather still waited for the node list a minute after listing Deployments failed: %v", err)
+		}
+		if err == nil || !strings.Contains(err.Error(), "list Deployments") || errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want the Deployments error", err)
 		}
 	})
 

@@ -51,7 +51,8 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	// The informer would retry a failed list forever; a one-shot list reports the first error instead.
+	// The informer would retry a failed list forever; a one-shot list reports the first error instead,
+	// a refused connection included (NewInformer).
 	failed := make(chan error, 1)
 	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
 		if r.LastSyncResourceVersion() != "" {
@@ -71,6 +72,9 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 	select {
 	case <-inf.HasSyncedChecker().Done():
 	case err := <-failed:
+		if u := unreachable(err); u != nil {
+			err = u // one line that names the server, for the CLI's exit code
+		}
 		return nil, fmt.Errorf("list nodes: %w", err)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("list nodes: %w", ctx.Err())
