@@ -240,7 +240,10 @@ func keepReason(ctx context.Context, have, want *apiextensionsv1.CustomResourceD
 		return "", fmt.Errorf("check stored objects: %w", err)
 	}
 	if len(lost) > 0 {
-		return keptBecause(who, ours, lost), nil
+		if len(lost) > 3 {
+			lost = append(lost[:3:3], fmt.Sprintf("and %d more", len(lost)-3))
+		}
+		return fmt.Sprintf("installed by %s; ours (%s) could drop or refuse what is stored: %s", who, orUnknown(ours), strings.Join(lost, ", ")), nil
 	}
 	return "", nil
 }

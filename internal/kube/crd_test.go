@@ -194,7 +194,7 @@ func TestKeepReasonAsksTheStoredObjects(t *testing.T) {
 	tighter := crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"modulus": {Type: "integer", Minimum: ptr(0.0)}}))
 	releases := map[string][]*apiextensionsv1.CustomResourceDefinition{"v26.3.3": {older}, "v26.7.0": {tighter}}
 	loses := func(context.Context, *apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition, []string) ([]string, error) {
-		return []string{"ClusterPolicy p (ours would prune spec.driver.custom)"}, nil
+		return []string{"ClusterPolicy p (pruned: spec.driver.custom)"}, nil
 	}
 	var asked []string
 	record := func(_ context.Context, _, _ *apiextensionsv1.CustomResourceDefinition, versions []string) ([]string, error) {
@@ -210,7 +210,7 @@ func TestKeepReasonAsksTheStoredObjects(t *testing.T) {
 	}{
 		{"an open object ours types is applied when no stored object would lose anything", openDriver, typedDriver, nil, record, nil},
 		{"an open object ours types is kept when a stored object would lose a field, naming it", openDriver, typedDriver, nil, loses,
-			[]string{"installed by helm", "ClusterPolicy p (ours would prune spec.driver.custom)"}},
+			[]string{"installed by helm", "ClusterPolicy p (pruned: spec.driver.custom)"}},
 		{"an open object ours types is kept when the stored objects cannot be read", openDriver, typedDriver, nil, nil,
 			[]string{"v1.spec.driver (left open; ours types it)", "stored objects not checked"}},
 		{"a known older release's CRD is upgraded though ours tightens a value, when no stored object would be refused", older, tighter, releases, record, nil},

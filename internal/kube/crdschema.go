@@ -269,7 +269,7 @@ func constraintsNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string
 		}
 	}
 	if ours.Pattern != "" && ours.Pattern != theirs.Pattern {
-		changed("pattern", quoteIf(theirs.Pattern), strconv.Quote(ours.Pattern))
+		changed("pattern", quoteIf(clip(theirs.Pattern, 40)), strconv.Quote(clip(ours.Pattern, 40)))
 	}
 	if of := enforcedFormat(ours); of != "" && of != enforcedFormat(theirs) {
 		changed("format", quoteIf(enforcedFormat(theirs)), strconv.Quote(of))

@@ -26,8 +26,8 @@ import (
 )
 
 // storedLosses names the stored objects of the CRD's kind that would lose fields or be refused once
-// want replaces have, reading them in each of versions (those where want types a subtree have leaves
-// open): "ClusterPolicy cluster-policy (ours would prune spec.driver.custom)".
+// want replaces have, reading them in each of versions: "ClusterPolicy cluster-policy (pruned:
+// spec.driver.custom)", "ClusterPolicy p (refused: spec.driver.version in body should match '^v')".
 //
 // The API server offers no way to ask this: a dry-run update of a custom resource is validated against
 // the CRD it stores, not a proposed one, and a dry-run update of the CRD does not look at its objects
@@ -58,7 +58,7 @@ func storedLosses(ctx context.Context, dyn dynamic.Interface, have, want *apiext
 			list, err := dyn.Resource(gvr).List(ctx, opts)
 			if apierrors.IsForbidden(err) {
 				// Without the objects nothing says ours loses nothing: keep theirs.
-				return []string{fmt.Sprintf("%s (ours types what it leaves open, and its %s could not be listed: forbidden)", v, want.Spec.Names.Plural)}, nil
+				return []string{fmt.Sprintf("%s (could not be listed: forbidden)", gvr.GroupResource())}, nil
 			}
 			if err != nil {
 				return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
@@ -160,7 +160,7 @@ func objectLoss(ctx context.Context, theirs, ours *crSchema, obj map[string]any)
 		if len(pruned) > 3 {
 			pruned = append(pruned[:3], fmt.Sprintf("and %d more", len(pruned)-3))
 		}
-		return "ours would prune " + strings.Join(pruned, ", ")
+		return "pruned: " + strings.Join(pruned, ", ")
 	}
 	known := map[string]bool{}
 	for _, e := range theirs.refusals(ctx, tObj) {
@@ -168,7 +168,7 @@ func objectLoss(ctx context.Context, theirs, ours *crSchema, obj map[string]any)
 	}
 	for _, e := range ours.refusals(ctx, oObj) {
 		if !known[e.Error()] {
-			return "ours would refuse it: " + clip(refusal(e), 120)
+			return "refused: " + clip(refusal(e), 120)
 		}
 	}
 	return ""

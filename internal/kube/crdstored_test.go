@@ -28,7 +28,7 @@ func typedDriverCRD() *apiextensionsv1.CustomResourceDefinition {
 		"enabled": {Type: "boolean"},
 		"version": {Type: "string", Pattern: "^v"},
 	})
-	driver.XValidations = []apiextensionsv1.ValidationRule{{Rule: "!has(self.version) || self.version != 'vlatest'", Message: "ours would refuse it: spec.driver: pin a version"}}
+	driver.XValidations = []apiextensionsv1.ValidationRule{{Rule: "!has(self.version) || self.version != 'vlatest'", Message: "refused: spec.driver: pin a version"}}
 	return namedCRD(crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"driver": driver})))
 }
 
@@ -64,10 +64,10 @@ func TestObjectLoss(t *testing.T) {
 	}{
 		{"an object ours types fully loses nothing", theirs, map[string]any{"enabled": true, "version": "v1.2"}, ""},
 		{"a field ours does not declare would be pruned", theirs, map[string]any{"enabled": true, "custom": map[string]any{"a": int64(1)}, "other": int64(1)},
-			"ours would prune spec.driver.custom, spec.driver.other"},
-		{"a value ours' pattern refuses would be refused", theirs, map[string]any{"version": "1.2"}, "ours would refuse it: spec.driver.version in body should match '^v'"},
-		{"a value ours' type refuses would be refused", theirs, map[string]any{"enabled": "yes"}, "ours would refuse it: spec.driver.enabled in body must be of type boolean"},
-		{"a value ours' rule refuses would be refused", theirs, map[string]any{"version": "vlatest"}, "ours would refuse it: spec.driver: pin a version"},
+			"pruned: spec.driver.custom, spec.driver.other"},
+		{"a value ours' pattern refuses would be refused", theirs, map[string]any{"version": "1.2"}, "refused: spec.driver.version in body should match '^v'"},
+		{"a value ours' type refuses would be refused", theirs, map[string]any{"enabled": "yes"}, "refused: spec.driver.enabled in body must be of type boolean"},
+		{"a value ours' rule refuses would be refused", theirs, map[string]any{"version": "vlatest"}, "refused: spec.driver: pin a version"},
 		{"what theirs refuses too is not ours to report", ours, map[string]any{"version": "1.2"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestStoredLosses(t *testing.T) {
 			t.Fatal(err)
 		}
 		slices.Sort(got)
-		if len(got) != 2 || got[0] != "ClusterPolicy custom (ours would prune spec.driver.custom)" || !strings.HasPrefix(got[1], "ClusterPolicy unpinned (ours would refuse it: ") {
+		if len(got) != 2 || got[0] != "ClusterPolicy custom (pruned: spec.driver.custom)" || !strings.HasPrefix(got[1], "ClusterPolicy unpinned (refused: ") {
 			t.Errorf("storedLosses = %q", got)
 		}
 	})
@@ -124,7 +124,7 @@ func TestStoredLosses(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(gvr.GroupResource(), "", nil)
 		})
 		got, err := storedLosses(t.Context(), dyn, have, want, []string{"v1"})
-		if err != nil || len(got) != 1 || !strings.Contains(got[0], "could not be listed: forbidden") {
+		if err != nil || len(got) != 1 || !strings.Contains(got[0], "clusterpolicies.nvidia.com (could not be listed: forbidden)") {
 			t.Errorf("storedLosses = %q, %v", got, err)
 		}
 	})
@@ -149,7 +149,7 @@ func TestStoredLossesOnARelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || !strings.HasPrefix(got[0], "ClusterPolicy negative (ours would refuse it: spec.dcgmExporter.serviceMonitor.relabelings[0].modulus in body should be greater than or equal to 0") {
+	if len(got) != 1 || !strings.HasPrefix(got[0], "ClusterPolicy negative (refused: spec.dcgmExporter.serviceMonitor.relabelings[0].modulus in body should be greater than or equal to 0") {
 		t.Errorf("storedLosses = %q", got)
 	}
 }
