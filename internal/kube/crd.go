@@ -193,7 +193,8 @@ func (a *ApplyCRDs) apply(ctx context.Context, crd *apiextensionsv1.CustomResour
 type storedCheck func(ctx context.Context, have, want *apiextensionsv1.CustomResourceDefinition, versions []string) ([]string, error)
 
 // keepReason says why want must not be applied over have (the ApplyCRDs rule), or "" when it may.
-// stored is asked only when want narrows nothing but types a subtree have leaves open; nil keeps have.
+// stored is asked only when nothing else decides: want types a subtree have leaves open, or tightens
+// a value of a known older release's CRD; nil keeps have then.
 func keepReason(ctx context.Context, have, want *apiextensionsv1.CustomResourceDefinition, ours string, releases map[string][]*apiextensionsv1.CustomResourceDefinition, stored storedCheck) (string, error) {
 	stamp := have.Annotations[CRDVersionAnnotation]
 	if stamp != "" && ours != "" && newer(stamp, ours) {
@@ -220,7 +221,7 @@ func keepReason(ctx context.Context, have, want *apiextensionsv1.CustomResourceD
 	// to v26.3.3's), as long as no stored object would be refused.
 	upgrade := rel != "" && newer(ours, rel)
 	if len(d.narrowed) > 0 || len(d.tightened) > 0 && !upgrade {
-		return keptBecause(who, ours, append(d.narrowed, texts(d.tightened)...)), nil
+		return keptBecause(who, ours, slices.Concat(d.narrowed, texts(d.tightened))), nil
 	}
 	if rel != "" && newer(rel, ours) {
 		return fmt.Sprintf("installed by %s; it is the %s release's CRD, newer than ours (%s)", who, rel, ours), nil
@@ -233,7 +234,7 @@ func keepReason(ctx context.Context, have, want *apiextensionsv1.CustomResourceD
 		for _, o := range d.opened {
 			lost = append(lost, o.text+" (left open; ours types it)")
 		}
-		return keptBecause(who, ours, append(lost, "stored objects not checked")), nil
+		return keptBecause(who, ours, lost) + " (stored objects not checked)", nil
 	}
 	lost, err := stored(ctx, have, want, versions(d.tightened, d.opened))
 	if err != nil {
