@@ -215,7 +215,7 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 				return stepOutcome{}, err
 			}
 		}
-		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, CRDs: crds, Version: version, Releases: known}).Run(ctx)
+		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, Dynamic: x.clients.Dynamic, CRDs: crds, Version: version, Releases: known}).Run(ctx)
 		if err != nil {
 			return stepOutcome{}, err
 		}

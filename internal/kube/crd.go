@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -55,12 +56,15 @@ type CRDResult struct {
 //   - Written by another tool: no stamp, or a field manager other than gpuctl changed its spec after
 //     gpuctl's last apply (NVIDIA's chart, its manage-crds upgrade hook, OLM, kubectl). Ours replaces
 //     it only if ours accepts everything it accepts (see narrowing): every served and stored version,
-//     every property path, each path's type, enum values and null, and no field required that it
-//     does not require (unless ours defaults it). A path under a subtree ours leaves open
-//     (x-kubernetes-preserve-unknown-fields, a map's additionalProperties) is accepted. A subtree it
-//     leaves open and ours types declares no paths, so nothing there counts as missing (gpuctl's own
-//     former hand-written CRDs had such subtrees). Otherwise it is kept, and the reason names the tool
-//     and the first paths ours would lose.
+//     every property path and its type, and every value: no enum value dropped, no null, no field
+//     required that it does not require (unless ours defaults it), no pattern, format, bound,
+//     length, count, list type or x-kubernetes-validations rule added or tightened. A path under a
+//     subtree ours leaves open (x-kubernetes-preserve-unknown-fields, a map's additionalProperties)
+//     is accepted. Where it leaves a subtree open and ours types it, ours would prune or refuse
+//     whatever there it does not declare, so that is judged by the objects stored: ours replaces it
+//     only if the API server would prune nothing from them and refuse none of them (storedLosses;
+//     gpuctl's own former hand-written CRDs had such subtrees). Otherwise it is kept, and the reason
+//     names the tool and the first paths, or the objects, ours would lose.
 //   - And ours must not be an older release's. A foreign CRD carries no release stamp: Helm installs a
 //     chart's crds/ without release labels or annotations (so meta.helm.sh/release-name is not there to
 //     lead to a release), NVIDIA's upgrade hook applies the bare files, and the
@@ -69,8 +73,11 @@ type CRDResult struct {
 //     The sound signal is the schema itself: when Releases is given, a foreign CRD that accepts
 //     exactly what a known release's CRD accepts is that release's (descriptions aside, NVIDIA's chart
 //     CRDs are what `make crds` generates from the same api/), and it is kept when that release is
-//     newer than Version. A schema no known release has is judged by narrowing alone: a newer release
-//     adds paths (each of v25.10.1 → v26.3.3 → v26.7.0 did), which ours then lacks.
+//     newer than Version. When it is older, ours is its upgrade, as NVIDIA's chart upgrade does it:
+//     value constraints ours tightens do not keep it (v26.7.0 adds a minimum and an
+//     x-kubernetes-validations rule to v26.3.3's), unless a stored object would be refused. A schema
+//     no known release has is judged by narrowing alone: a newer release adds paths (each of
+//     v25.10.1 → v26.3.3 → v26.7.0 did), which ours then lacks.
 //   - Stamped by gpuctl for Version or an older release, and changed by nobody else since: applied,
 //     even where ours drops what the older release had (an upgrade, as NVIDIA's own chart does it).
 type ApplyCRDs struct {
@@ -79,9 +86,12 @@ type ApplyCRDs struct {
 	// Version is the bundle version written to CRDVersionAnnotation (e.g. "v26.7.0").
 	Version string
 	// Releases holds the CRDs of every release this gpuctl knows, by version ("v26.3.3"), to recognise
-	// a foreign CRD as one of them (see above). Nil: foreign CRDs are judged by their schema paths only.
+	// a foreign CRD as one of them (see above). Nil: foreign CRDs are judged by their schemas only.
 	Releases map[string][]*apiextensionsv1.CustomResourceDefinition
-	DryRun   bool
+	// Dynamic reads the stored objects of a CRD where ours types a subtree a foreign CRD leaves open
+	// (see storedLosses). Nil: such a CRD is kept.
+	Dynamic dynamic.Interface
+	DryRun  bool
 }
 
 // Run applies every CRD and waits until each is Established.
@@ -131,7 +141,17 @@ func (a *ApplyCRDs) applyOne(ctx context.Context, crd *apiextensionsv1.CustomRes
 	case err != nil:
 		return CRDResult{}, err
 	}
-	if reason := keepReason(have, want, a.Version, a.Releases); reason != "" {
+	var stored storedCheck
+	if a.Dynamic != nil {
+		stored = func(ctx context.Context, have, want *apiextensionsv1.CustomResourceDefinition, versions []string) ([]string, error) {
+			return storedLosses(ctx, a.Dynamic, have, want, versions)
+		}
+	}
+	reason, err := keepReason(ctx, have, want, a.Version, a.Releases, stored)
+	if err != nil {
+		return CRDResult{}, err
+	}
+	if reason != "" {
 		return CRDResult{Name: want.Name, Action: CRDKept, Reason: reason}, nil
 	}
 	// A server-side dry run tells exactly whether our apply would change the stored object: the API
@@ -149,7 +169,7 @@ func (a *ApplyCRDs) applyOne(ctx context.Context, crd *apiextensionsv1.CustomRes
 	if _, err := a.apply(ctx, want, false); err != nil {
 		return CRDResult{}, err
 	}
-	reason := ""
+	reason = ""
 	if m := otherManagers(have); len(m) > 0 {
 		reason = "took over fields from " + strings.Join(m, ", ")
 	}
@@ -168,15 +188,21 @@ func (a *ApplyCRDs) apply(ctx context.Context, crd *apiextensionsv1.CustomResour
 	return a.Client.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, crd.Name, types.ApplyPatchType, body, opts)
 }
 
+// storedCheck names what the stored objects of want's kind would lose or have refused once want
+// replaces have, read in the given versions (storedLosses, or a fake in tests).
+type storedCheck func(ctx context.Context, have, want *apiextensionsv1.CustomResourceDefinition, versions []string) ([]string, error)
+
 // keepReason says why want must not be applied over have (the ApplyCRDs rule), or "" when it may.
-func keepReason(have, want *apiextensionsv1.CustomResourceDefinition, ours string, releases map[string][]*apiextensionsv1.CustomResourceDefinition) string {
+// stored is asked only when nothing else decides: want types a subtree have leaves open, or tightens
+// a value of a known older release's CRD; nil keeps have then.
+func keepReason(ctx context.Context, have, want *apiextensionsv1.CustomResourceDefinition, ours string, releases map[string][]*apiextensionsv1.CustomResourceDefinition, stored storedCheck) (string, error) {
 	stamp := have.Annotations[CRDVersionAnnotation]
 	if stamp != "" && ours != "" && newer(stamp, ours) {
-		return fmt.Sprintf("installed by gpuctl for %s, newer than %s", stamp, ours)
+		return fmt.Sprintf("installed by gpuctl for %s, newer than %s", stamp, ours), nil
 	}
 	writers := specWritersSinceGpuctl(have)
 	if stamp != "" && len(writers) == 0 {
-		return ""
+		return "", nil
 	}
 	who := "another tool"
 	if len(writers) > 0 {
@@ -185,19 +211,51 @@ func keepReason(have, want *apiextensionsv1.CustomResourceDefinition, ours strin
 	if stamp != "" {
 		who = fmt.Sprintf("gpuctl for %s, then changed by %s", stamp, who)
 	}
-	if narrowed := narrowing(have, want); len(narrowed) > 0 {
-		if len(narrowed) > 3 {
-			narrowed = append(narrowed[:3], fmt.Sprintf("and %d more", len(narrowed)-3))
+	d := narrowing(have, want)
+	rel := ""
+	if ours != "" {
+		rel = identify(have, releases)
+	}
+	// A known older release's CRD is upgraded to ours as NVIDIA's own chart upgrade does it, even
+	// where ours tightens a value constraint (v26.7.0 adds x-kubernetes-validations rules and bounds
+	// to v26.3.3's), as long as no stored object would be refused.
+	upgrade := rel != "" && newer(ours, rel)
+	if len(d.narrowed) > 0 || len(d.tightened) > 0 && !upgrade {
+		return keptBecause(who, ours, slices.Concat(d.narrowed, texts(d.tightened))), nil
+	}
+	if rel != "" && newer(rel, ours) {
+		return fmt.Sprintf("installed by %s; it is the %s release's CRD, newer than ours (%s)", who, rel, ours), nil
+	}
+	if len(d.tightened) == 0 && len(d.opened) == 0 {
+		return "", nil
+	}
+	if stored == nil {
+		lost := texts(d.tightened)
+		for _, o := range d.opened {
+			lost = append(lost, o.text+" (left open; ours types it)")
 		}
-		return fmt.Sprintf("installed by %s; it accepts what ours (%s) would not: %s", who, orUnknown(ours), strings.Join(narrowed, ", "))
+		return keptBecause(who, ours, lost) + " (stored objects not checked)", nil
 	}
-	if ours == "" {
-		return ""
+	lost, err := stored(ctx, have, want, versions(d.tightened, d.opened))
+	if err != nil {
+		return "", fmt.Errorf("check stored objects: %w", err)
 	}
-	if rel := identify(have, releases); rel != "" && newer(rel, ours) {
-		return fmt.Sprintf("installed by %s; it is the %s release's CRD, newer than ours (%s)", who, rel, ours)
+	if len(lost) > 0 {
+		if len(lost) > 3 {
+			lost = append(lost[:3:3], fmt.Sprintf("and %d more", len(lost)-3))
+		}
+		return fmt.Sprintf("installed by %s; ours (%s) could drop or refuse what is stored: %s", who, orUnknown(ours), strings.Join(lost, ", ")), nil
 	}
-	return ""
+	return "", nil
+}
+
+// keptBecause is the reason a CRD installed by who is kept: the first three of what it accepts
+// that ours would not.
+func keptBecause(who, ours string, narrowed []string) string {
+	if len(narrowed) > 3 {
+		narrowed = append(narrowed[:3:3], fmt.Sprintf("and %d more", len(narrowed)-3))
+	}
+	return fmt.Sprintf("installed by %s; it accepts what ours (%s) would not: %s", who, orUnknown(ours), strings.Join(narrowed, ", "))
 }
 
 func orUnknown(v string) string {
@@ -249,147 +307,13 @@ func ownsSpec(m metav1.ManagedFieldsEntry) bool {
 	return ok
 }
 
-// narrowing lists what have accepts that want would not (empty: want accepts everything have does):
-// "version V" for a served or stored version want lacks, else schema paths "V.spec.x.y" ("[]" for
-// array items, ".*" for map values) with what want would reject there when the path itself exists.
-func narrowing(have, want *apiextensionsv1.CustomResourceDefinition) []string {
-	var out []string
-	versions := map[string]*apiextensionsv1.CustomResourceDefinitionVersion{}
-	for i := range want.Spec.Versions {
-		if want.Spec.Versions[i].Served {
-			versions[want.Spec.Versions[i].Name] = &want.Spec.Versions[i]
-		}
-	}
-	for _, v := range have.Status.StoredVersions {
-		if !slices.ContainsFunc(want.Spec.Versions, func(w apiextensionsv1.CustomResourceDefinitionVersion) bool { return w.Name == v }) {
-			out = append(out, "stored version "+v)
-		}
-	}
-	for _, hv := range have.Spec.Versions {
-		if !hv.Served {
-			continue
-		}
-		wv, ok := versions[hv.Name]
-		if !ok {
-			out = append(out, "version "+hv.Name)
-			continue
-		}
-		if hv.Schema == nil || hv.Schema.OpenAPIV3Schema == nil || wv.Schema == nil || wv.Schema.OpenAPIV3Schema == nil {
-			continue // no schema on our side accepts anything; none on theirs declares nothing
-		}
-		narrowSchema(hv.Schema.OpenAPIV3Schema, wv.Schema.OpenAPIV3Schema, hv.Name, &out)
-	}
-	return out
-}
-
-// narrowSchema compares the schema theirs with ours at path p (see narrowing).
-func narrowSchema(theirs, ours *apiextensionsv1.JSONSchemaProps, p string, out *[]string) {
-	if isOpen(ours) && ours.Type == "" && len(ours.Properties) == 0 {
-		return // anything goes
-	}
-	if why := typeNarrowed(theirs, ours); why != "" {
-		*out = append(*out, p+" ("+why+")")
-		return
-	}
-	if theirs.Nullable && !ours.Nullable {
-		*out = append(*out, p+" (null)")
-	}
-	if len(ours.Enum) > 0 {
-		if len(theirs.Enum) == 0 {
-			*out = append(*out, p+" (any value; ours has an enum)")
-		} else {
-			allowed := map[string]bool{}
-			for _, e := range ours.Enum {
-				allowed[string(e.Raw)] = true
-			}
-			for _, e := range theirs.Enum {
-				if !allowed[string(e.Raw)] {
-					*out = append(*out, p+" (value "+string(e.Raw)+")")
-				}
-			}
-		}
-	}
-	for _, r := range ours.Required {
-		// A required field with a default is always there: the API server fills it in on every read
-		// and write (NVIDIADriver's spec.default from v26.7.0 on).
-		if rp, ok := ours.Properties[r]; ok && rp.Default != nil {
-			continue
-		}
-		if !slices.Contains(theirs.Required, r) {
-			*out = append(*out, p+"."+r+" (required by ours)")
-		}
-	}
-	var oursMap *apiextensionsv1.JSONSchemaProps
-	if ours.AdditionalProperties != nil && ours.AdditionalProperties.Schema != nil {
-		oursMap = ours.AdditionalProperties.Schema
-	}
-	for _, name := range slices.Sorted(maps.Keys(theirs.Properties)) {
-		tp := theirs.Properties[name]
-		child := p + "." + name
-		switch op, ok := ours.Properties[name]; {
-		case ok:
-			narrowSchema(&tp, &op, child, out)
-		case oursMap != nil:
-			narrowSchema(&tp, oursMap, child, out)
-		case isOpen(ours):
-		default:
-			*out = append(*out, child)
-		}
-	}
-	if theirs.AdditionalProperties != nil && theirs.AdditionalProperties.Schema != nil {
-		child := p + ".*"
-		switch {
-		case oursMap != nil:
-			narrowSchema(theirs.AdditionalProperties.Schema, oursMap, child, out)
-		case isOpen(ours):
-		default:
-			*out = append(*out, child)
-		}
-	}
-	if theirs.Items != nil && theirs.Items.Schema != nil && ours.Items != nil && ours.Items.Schema != nil {
-		narrowSchema(theirs.Items.Schema, ours.Items.Schema, p+"[]", out)
-	}
-}
-
-// isOpen: the schema keeps fields it does not declare.
-func isOpen(s *apiextensionsv1.JSONSchemaProps) bool {
-	return (s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) ||
-		(s.AdditionalProperties != nil && s.AdditionalProperties.Allows && s.AdditionalProperties.Schema == nil)
-}
-
-// typeNarrowed says how ours' type rejects values theirs' accepts, or "".
-func typeNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) string {
-	switch {
-	case ours.XIntOrString:
-		if theirs.XIntOrString || theirs.Type == "integer" || theirs.Type == "string" {
-			return ""
-		}
-	case ours.Type == "":
-		return ""
-	case theirs.XIntOrString:
-		return "integer or string; ours: " + ours.Type
-	case theirs.Type == "" || theirs.Type == ours.Type || theirs.Type == "integer" && ours.Type == "number":
-		// An untyped subtree of theirs declares nothing to compare (see ApplyCRDs).
-		return ""
-	}
-	t := theirs.Type
-	if theirs.XIntOrString {
-		t = "integer or string"
-	}
-	o := ours.Type
-	if ours.XIntOrString {
-		o = "integer or string"
-	}
-	return fmt.Sprintf("%s; ours: %s", t, o)
-}
-
 // identify returns the release whose CRD of the same name accepts exactly what have accepts, or ""
 // (no such release, or several that disagree about being newer: the oldest is returned).
 func identify(have *apiextensionsv1.CustomResourceDefinition, releases map[string][]*apiextensionsv1.CustomResourceDefinition) string {
 	var match []string
 	for version, crds := range releases {
 		for _, c := range crds {
-			if c.Name == have.Name && sameVersions(have, c) && len(narrowing(have, c)) == 0 && len(narrowing(c, have)) == 0 {
+			if c.Name == have.Name && sameVersions(have, c) && narrowing(have, c).empty() && narrowing(c, have).empty() {
 				match = append(match, version)
 			}
 		}

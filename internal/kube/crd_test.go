@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,20 @@ func managedBy(c *apiextensionsv1.CustomResourceDefinition, entries ...managed) 
 	return c
 }
 
+// keepReasonT is keepReason on a cluster that stores no objects of the kind.
+func keepReasonT(t *testing.T, have, want *apiextensionsv1.CustomResourceDefinition, ours string, releases map[string][]*apiextensionsv1.CustomResourceDefinition) string {
+	t.Helper()
+	got, err := keepReason(t.Context(), have, want, ours, releases, noneStored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func noneStored(context.Context, *apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition, []string) ([]string, error) {
+	return nil, nil
+}
+
 type managed struct {
 	manager string
 	spec    bool
@@ -127,7 +143,10 @@ func TestKeepReason(t *testing.T) {
 		{"a long list is cut after three paths", crd("", "a", "b", "c", "d", "e"), crd(""), "v26.7.0", []string{"v1.spec.a, v1.spec.b, v1.spec.c, and 2 more"}},
 		{"paths under a subtree ours leaves open are accepted", crd("", "driver", "futureThing"), open, "v26.7.0", nil},
 		{"a typed path under an object ours leaves open is accepted", typedDriver, openDriver, "v26.7.0", nil},
-		{"an object theirs leaves open and ours types is not narrowed", openDriver, typedDriver, "v26.7.0", nil},
+		{"an object theirs leaves open and ours types is applied when no stored object would lose anything", openDriver, typedDriver, "v26.7.0", nil},
+		{"a pattern ours adds is kept", crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"version": str()})),
+			crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"version": {Type: "string", Pattern: "^v"}})), "v26.7.0",
+			[]string{`v1.spec.version (ours adds pattern "^v")`}},
 		{"a map's values are compared", labels(object(map[string]apiextensionsv1.JSONSchemaProps{"a": str(), "b": str()})),
 			labels(object(map[string]apiextensionsv1.JSONSchemaProps{"a": str()})), "v26.7.0", []string{"v1.spec.labels.*.b"}},
 		{"a map ours types like theirs is accepted", labels(str()), labels(str()), "v26.7.0", nil},
@@ -148,7 +167,7 @@ func TestKeepReason(t *testing.T) {
 		{"a stored version ours lacks is kept (the API server would refuse ours)", stored, crd("", "driver"), "v26.7.0", []string{"stored version v1alpha1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := keepReason(tc.have, tc.want, tc.ours, nil)
+			got := keepReasonT(t, tc.have, tc.want, tc.ours, nil)
 			if (got == "") != (tc.kept == nil) {
 				t.Fatalf("keepReason = %q, want kept=%v", got, tc.kept != nil)
 			}
@@ -161,6 +180,64 @@ func TestKeepReason(t *testing.T) {
 	}
 }
 
+// TestKeepReasonAsksTheStoredObjects: where ours types what a foreign CRD leaves open, or tightens
+// a value constraint of a known older release's CRD, the stored objects decide.
+func TestKeepReasonAsksTheStoredObjects(t *testing.T) {
+	yes := true
+	openDriver := managedBy(crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{
+		"driver": {Type: "object", XPreserveUnknownFields: &yes},
+	})), managed{"helm", true, 0})
+	typedDriver := crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{
+		"driver": object(map[string]apiextensionsv1.JSONSchemaProps{"version": str()}),
+	}))
+	older := crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"modulus": {Type: "integer"}}))
+	tighter := crdWithSpec("", object(map[string]apiextensionsv1.JSONSchemaProps{"modulus": {Type: "integer", Minimum: ptr(0.0)}}))
+	releases := map[string][]*apiextensionsv1.CustomResourceDefinition{"v26.3.3": {older}, "v26.7.0": {tighter}}
+	loses := func(context.Context, *apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition, []string) ([]string, error) {
+		return []string{"ClusterPolicy p (pruned: spec.driver.custom)"}, nil
+	}
+	var asked []string
+	record := func(_ context.Context, _, _ *apiextensionsv1.CustomResourceDefinition, versions []string) ([]string, error) {
+		asked = append(asked, versions...)
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		name       string
+		have, want *apiextensionsv1.CustomResourceDefinition
+		releases   map[string][]*apiextensionsv1.CustomResourceDefinition
+		stored     storedCheck
+		kept       []string
+	}{
+		{"an open object ours types is applied when no stored object would lose anything", openDriver, typedDriver, nil, record, nil},
+		{"an open object ours types is kept when a stored object would lose a field, naming it", openDriver, typedDriver, nil, loses,
+			[]string{"installed by helm", "ClusterPolicy p (pruned: spec.driver.custom)"}},
+		{"an open object ours types is kept when the stored objects cannot be read", openDriver, typedDriver, nil, nil,
+			[]string{"v1.spec.driver (left open; ours types it)", "stored objects not checked"}},
+		{"a known older release's CRD is upgraded though ours tightens a value, when no stored object would be refused", older, tighter, releases, record, nil},
+		{"a known older release's CRD is kept when a stored object would be refused", older, tighter, releases, loses, []string{"ClusterPolicy p"}},
+		{"a CRD no release has is kept when ours tightens a value, whatever is stored", older, tighter, nil, record, []string{"v1.spec.modulus (ours adds minimum 0)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			got, err := keepReason(t.Context(), tc.have, tc.want, "v26.7.0", tc.releases, tc.stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == "") != (tc.kept == nil) {
+				t.Fatalf("keepReason = %q, want kept=%v", got, tc.kept != nil)
+			}
+			for _, s := range tc.kept {
+				if !strings.Contains(got, s) {
+					t.Errorf("keepReason = %q, want it to say %q", got, s)
+				}
+			}
+			if tc.kept == nil && !slices.Equal(asked, []string{"v1"}) {
+				t.Errorf("stored objects asked for versions %v, want [v1]", asked)
+			}
+		})
+	}
+}
+
 // TestKeepReasonRecognisesANewerRelease: a foreign CRD that is exactly a known release's is that
 // release's; when it is newer than ours it is kept even though ours accepts every path it does (here
 // the newer release dropped a field).
@@ -168,17 +245,17 @@ func TestKeepReasonRecognisesANewerRelease(t *testing.T) {
 	older, newerCRD := crd("", "driver", "legacy"), crd("", "driver")
 	releases := map[string][]*apiextensionsv1.CustomResourceDefinition{"v26.3.3": {older}, "v26.7.0": {newerCRD}}
 	have := managedBy(crd("", "driver"), managed{"helm", true, 0})
-	if got := keepReason(have, older, "v26.3.3", releases); !strings.Contains(got, "the v26.7.0 release's CRD, newer than ours (v26.3.3)") || !strings.Contains(got, "helm") {
+	if got := keepReasonT(t, have, older, "v26.3.3", releases); !strings.Contains(got, "the v26.7.0 release's CRD, newer than ours (v26.3.3)") || !strings.Contains(got, "helm") {
 		t.Errorf("older ours over a newer release's CRD: %q", got)
 	}
-	if got := keepReason(have, older, "v26.3.3", nil); got != "" {
+	if got := keepReasonT(t, have, older, "v26.3.3", nil); got != "" {
 		t.Errorf("without the releases, only the schema decides: %q", got)
 	}
-	if got := keepReason(have, newerCRD, "v26.7.0", releases); got != "" {
+	if got := keepReasonT(t, have, newerCRD, "v26.7.0", releases); got != "" {
 		t.Errorf("the same release: %q", got)
 	}
 	unknown := crd("", "driver", "somethingElse")
-	if got := keepReason(unknown, crd("", "driver", "somethingElse", "more"), "v26.3.3", releases); got != "" {
+	if got := keepReasonT(t, unknown, crd("", "driver", "somethingElse", "more"), "v26.3.3", releases); got != "" {
 		t.Errorf("a schema no release has, which ours widens: %q", got)
 	}
 }
@@ -240,7 +317,7 @@ func TestKeepReasonWithGeneratedCRDs(t *testing.T) {
 		} {
 			t.Run(name+": "+tc.name, func(t *testing.T) {
 				have, want := helm(readChartCRD(t, tc.theirs, name)), readChartCRD(t, tc.ours, name)
-				got := keepReason(have, want, tc.oursVersion, releases)
+				got := keepReasonT(t, have, want, tc.oursVersion, releases)
 				if (got != "") != tc.kept {
 					t.Fatalf("keepReason = %q, want kept=%v", got, tc.kept)
 				}
