@@ -311,7 +311,9 @@ func (u *uninstaller) ours(names ...string) bool {
 func (u *uninstaller) steps() []uninstallStep {
 	var steps []uninstallStep
 	steps = append(steps, uninstallStep{id: stepDeleteCustomResources, title: "Delete the ClusterPolicy and NVIDIADriver objects gpuctl created",
-		run:  func(ctx context.Context, progress func(string)) (stepOutcome, error) { return u.deletePlanned(ctx, stepDeleteCustomResources, progress) },
+		run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+			return u.deletePlanned(ctx, stepDeleteCustomResources, progress)
+		},
 		hint: "kubectl get clusterpolicy,nvidiadriver shows them"})
 	waitDependents := uninstallStep{id: "wait-operands", title: "Wait until the objects they owned are gone", run: u.waitDependents,
 		hint: "kubectl -n " + u.namespace() + " get daemonsets,pods,serviceaccounts; kubectl get clusterroles,clusterrolebindings show what is left"}
@@ -323,10 +325,14 @@ func (u *uninstaller) steps() []uninstallStep {
 		r := r
 		if r.name == "nfd-operator" {
 			steps = append(steps, uninstallStep{id: stepDeleteNFDInstance, title: "Delete the NodeFeatureDiscovery instance gpuctl created",
-				run: func(ctx context.Context, progress func(string)) (stepOutcome, error) { return u.deletePlanned(ctx, stepDeleteNFDInstance, progress) }})
+				run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+					return u.deletePlanned(ctx, stepDeleteNFDInstance, progress)
+				}})
 		}
 		steps = append(steps, uninstallStep{id: releaseStep(r.name), title: "Uninstall release " + r.name,
-			run:  func(ctx context.Context, progress func(string)) (stepOutcome, error) { return u.uninstallRelease(ctx, r, progress) },
+			run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+				return u.uninstallRelease(ctx, r, progress)
+			},
 			hint: "helm history " + r.name + " -n " + r.namespace + " shows the release's revisions"})
 		if releaseOrder(r.name) == 0 {
 			// After the operator has stopped: an object its last reconcile created while the

@@ -57,7 +57,9 @@ type KeptObject struct {
 	Why       string `json:"why"`
 }
 
-func (k KeptObject) String() string { return describe(k.Kind, k.Namespace, k.Name) + " (" + k.Why + ")" }
+func (k KeptObject) String() string {
+	return describe(k.Kind, k.Namespace, k.Name) + " (" + k.Why + ")"
+}
 
 // PurgePlan is what --purge deletes besides: the CRDs, namespaces and other objects gpuctl created.
 type PurgePlan struct {

@@ -33,7 +33,7 @@ func customResource(kind, name string, uid types.UID, annotations map[string]str
 
 func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}:                  "ClusterPolicyList",
+		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}: "ClusterPolicyList",
 		nvidiaDriversGVR: "NVIDIADriverList",
 		nfdInstancesGVR:  "NodeFeatureDiscoveryList",
 	}, objs...)

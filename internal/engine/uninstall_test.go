@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
