@@ -16,6 +16,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // customResource is a ClusterPolicy or NVIDIADriver (cluster-scoped) as the API server returns it.
@@ -130,5 +131,44 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 		if pp == nil || !slices.Equal(pp.CRDs, []string{"nvidiadrivers.nvidia.com"}) || !slices.Equal(pp.Foreign, []string{"NVIDIADriver team-a"}) || pp.Forced != force {
 			t.Errorf("force %v: purge plan %+v", force, pp)
 		}
+	}
+}
+
+func TestTheRecordKeepsTheUIDsOfTheCustomResourcesGpuctlCreated(t *testing.T) {
+	helm := map[string]string{helmReleaseNameAnnotation: "gpu-operator", helmReleaseNamespaceAnnotation: "gpu-operator"}
+	now := []runtime.Object{
+		customResource("ClusterPolicy", "cluster-policy", "cp-new", helm),
+		customResource("ClusterPolicy", "found", "cp-found", helm),
+		customResource("NVIDIADriver", "team-a", "drv-team", nil),
+		customResource("NVIDIADriver", "earlier", "drv-earlier", nil),
+	}
+	p := &plan.Plan{Namespace: "gpu-operator", Steps: []plan.Step{{Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator"}}}}
+	for _, tc := range []struct {
+		name string
+		prev *Record
+		want []types.UID
+	}{
+		{"a first install records what it created and its releases made, not what was there or someone else made", nil, []types.UID{"cp-new"}},
+		{"a later run keeps what an earlier one recorded",
+			&Record{TracksCustomResources: true, CustomResources: []RecordedObject{{UID: "drv-earlier"}, {UID: "gone"}}}, []types.UID{"cp-new", "drv-earlier"}},
+		{"over a record of an older gpuctl, what its releases made counts even if it was there before",
+			&Record{}, []types.UID{"cp-new", "cp-found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := &executor{clients: &kube.Clients{Dynamic: stackDynamicClient(now...)}, plan: p}
+			b := &recordBefore{prev: tc.prev, customResources: map[types.UID]bool{"cp-found": true, "drv-earlier": true}}
+			got, err := x.recordCustomResources(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uids []types.UID
+			for _, o := range got {
+				uids = append(uids, o.UID)
+			}
+			slices.Sort(uids)
+			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(uids, want) {
+				t.Errorf("recorded %v, want %v", uids, want)
+			}
+		})
 	}
 }
