@@ -288,13 +288,6 @@ func (u *uninstaller) namespace() string {
 	return u.clients.Namespace
 }
 
-func (u *uninstaller) policyName() string {
-	if u.rec != nil && u.rec.Distribution == "openshift" {
-		return plan.OpenShiftPolicyName
-	}
-	return plan.ClusterPolicyName
-}
-
 // ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to remove).
 func (u *uninstaller) ours(names ...string) bool {
 	if u.rec == nil {
@@ -642,24 +635,29 @@ func (u *uninstaller) untaint(ctx context.Context, _ func(string)) (stepOutcome,
 	return stepOutcome{changed: true, message: fmt.Sprintf("%d nodes untainted", n)}, nil
 }
 
-// nodeMetadata carries out the plan's label and annotation changes, node by node.
+// nodeMetadata carries out the plan's rule for node labels and annotations on every node as it is
+// now. The plan lists the keys as they were when it was made, but the operator writes labels until
+// its release is gone (a node's driver upgrade state, a node that joined meanwhile), so the same
+// judgement (planNodeMetadata: who wrote each key) is made again here, after the operator stopped.
 func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOutcome, error) {
-	if !u.ours(plan.NFDRelease, "nfd-operator") && !u.ours(plan.OperatorRelease, plan.OperatorPackage) {
+	nfd := u.ours(plan.NFDRelease, "nfd-operator")
+	operator := u.ours(plan.OperatorRelease, plan.OperatorPackage)
+	if !nfd && !operator {
 		return stepOutcome{skipped: true, message: "gpuctl installed neither NFD nor the operator"}, nil
 	}
+	var before map[string]NodeMetadata
+	if u.rec != nil {
+		before = u.rec.NodeMetadataBefore
+	}
+	nodes, err := u.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return stepOutcome{}, fmt.Errorf("list nodes: %w", err)
+	}
 	changed, kept := 0, 0
-	for _, np := range u.p.Nodes {
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		np := planNodeMetadata(n, before[n.Name], nfd, operator)
 		kept += len(np.Kept)
-		if np.empty() {
-			continue
-		}
-		n, err := u.clients.Kube.CoreV1().Nodes().Get(ctx, np.Node, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return stepOutcome{}, fmt.Errorf("node %s: %w", np.Node, err)
-		}
 		patch := np.patch(n)
 		if patch == nil {
 			continue
@@ -674,13 +672,13 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 		changed++
 	}
 	msg := fmt.Sprintf("%d nodes back to their labels before the install", changed)
+	if changed == 0 {
+		msg = "no labels to remove"
+	}
 	if kept > 0 {
 		msg += fmt.Sprintf("; kept %d labels and annotations in the stack's prefixes that others wrote", kept)
 	}
-	if changed == 0 {
-		return stepOutcome{skipped: true, message: strings.Replace(msg, "0 nodes back to their labels before the install", "no labels to remove", 1)}, nil
-	}
-	return stepOutcome{changed: true, message: msg}, nil
+	return stepOutcome{changed: changed > 0, skipped: changed == 0, message: msg}, nil
 }
 
 func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (stepOutcome, error) {

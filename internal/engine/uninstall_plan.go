@@ -17,8 +17,8 @@ import (
 
 // UninstallPlan is every decision of an uninstall, made before its first write: the releases it
 // removes, the custom resources it deletes (by UID) and those it keeps and why, each node's label
-// changes, and for --purge what goes with the CRDs. The run carries out exactly this; --dry-run
-// prints it.
+// changes, and for --purge what goes with the CRDs. The run carries out exactly this (node labels by
+// the same rule, applied again once the operator has stopped writing them); --dry-run prints it.
 type UninstallPlan struct {
 	Releases []PlannedRelease `json:"releases,omitempty"`
 	// Delete are the objects uninstall deletes, each only if it still has that UID.
