@@ -29,6 +29,9 @@ const nvidiaGPUResource corev1.ResourceName = "nvidia.com/gpu"
 // that runs the plugin itself. Since device plugin v0.15 the same image also carries
 // gpu-feature-discovery, the MPS control daemon and config-manager (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0:
 // GFD uses the device plugin's image); containers running those do not register anything.
+// kubeletFieldManager is the field manager of a kubelet's node status updates.
+const kubeletFieldManager = "kubelet"
+
 func isNVIDIADevicePluginPod(p *corev1.Pod) bool {
 	for _, ref := range p.OwnerReferences {
 		if ref.Kind == "DaemonSet" && ref.Name == "nvidia-device-plugin-daemonset" {
@@ -196,7 +199,10 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 	if err != nil {
 		return err
 	}
-	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, "status"); err != nil {
+	// The kubelet advertises a device plugin's resources in the node's status, under its own field
+	// manager (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/).
+	opts := metav1.PatchOptions{FieldManager: kubeletFieldManager}
+	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, opts, "status"); err != nil {
 		return fmt.Errorf("advertise %s on node %s: %w", nvidiaGPUResource, name, err)
 	}
 	if running {

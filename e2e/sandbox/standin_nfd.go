@@ -37,6 +37,8 @@ const (
 	// nfdWorkerConfSuffix ends the ConfigMap key the worker's config file is projected from
 	// (nfd-worker.conf in the Helm chart's <fullname>-worker-conf and in the OpenShift operator's nfd-worker).
 	nfdWorkerConfSuffix = "nfd-worker.conf"
+	// nfdMasterFieldManager is the field manager nfd-master's node updates are recorded under.
+	nfdMasterFieldManager = "nfd-master"
 )
 
 // nfdDefaultDeviceClassWhitelist and nfdDefaultDeviceLabelFields are NFD's upstream defaults for the pci
@@ -588,7 +590,10 @@ func (s *nfdStandIn) apply(ctx context.Context, node *corev1.Node, desired map[s
 	if err != nil {
 		return err
 	}
-	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+	// As nfd-master writes them: its field manager is its program's name, since it builds its client
+	// without a user agent (kubernetes-sigs/node-feature-discovery pkg/utils/kubernetes.go, GetKubeconfig),
+	// so uninstall can tell NFD's labels from an admin's.
+	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: nfdMasterFieldManager}); err != nil {
 		return fmt.Errorf("label node %s: %w", node.Name, err)
 	}
 	set, removed := 0, 0

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,14 +19,20 @@ func newUninstallCmd(streams Streams, g *globals, getenv func(string) string) *c
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the GPU stack gpuctl installed, its taints and the node labels NFD and the operator left",
-		Long: `uninstall is install in reverse: it deletes the ClusterPolicy and NVIDIADriver objects and waits
-until the operator has removed its operands, uninstalls the operator, Google's driver installer and NFD
-(on OpenShift: the Subscriptions, CSVs and the NodeFeatureDiscovery instance), then removes exactly the
-taints gpuctl added and the feature.node.kubernetes.io/* and nvidia.com/* node labels, leaving every
-other taint and label as it was. --purge also deletes the CRDs and namespaces gpuctl created (never
-ones it found). A second uninstall does nothing.`,
-		Example: `  gpuctl uninstall
-  gpuctl uninstall --purge --yes   # in CI: no prompt`,
+		Long: `uninstall is install in reverse, and touches only what gpuctl made. It deletes the ClusterPolicy,
+NVIDIADriver (and on OpenShift NodeFeatureDiscovery) objects gpuctl created, known by the UIDs in its
+install record, and waits until the garbage collector has removed everything they owned; others are
+kept and listed. It uninstalls the operator, Google's driver installer and NFD (on OpenShift: the
+Subscriptions and CSVs), removes exactly the taints gpuctl added, and gives every node back the
+feature.node.kubernetes.io/*, nfd.node.kubernetes.io/* and nvidia.com/* labels it had before the
+install: a label NFD, the operator or its operands wrote goes, one anyone else wrote (kubectl label
+nvidia.com/mig.config=…) stays. Every decision is made before the first write; --dry-run prints them.
+--purge also deletes the CRDs, namespaces and objects gpuctl created (never ones it found); a CRD with
+custom resources gpuctl did not create stops it before anything is deleted (exit 5), unless --force.
+A second uninstall does nothing.`,
+		Example: `  gpuctl uninstall --dry-run -o json   # what it would delete and keep, and each node's label changes
+  gpuctl uninstall
+  gpuctl uninstall --purge --yes       # in CI: no prompt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
@@ -35,12 +44,20 @@ ones it found). A second uninstall does nothing.`,
 			if o.FinalizerWait <= 0 {
 				return usageError{fmt.Errorf("--finalizer-wait %s: must be positive", o.FinalizerWait)}
 			}
+			if o.Force && !o.Purge {
+				return usageError{fmt.Errorf("--force only overrides --purge's refusal: pass it with --purge")}
+			}
 			what := "Uninstall the GPU stack gpuctl installed"
 			if o.Purge {
 				what += ", and delete the CRDs and namespaces it created (with every object in them)"
+				if o.Force {
+					what += ", custom resources gpuctl did not create included"
+				}
 			}
-			if err := confirm(streams, getenv, yes, "gpuctl uninstall", what+"?"); err != nil {
-				return err
+			if !o.DryRun {
+				if err := confirm(streams, getenv, yes, "gpuctl uninstall", what+"?"); err != nil {
+					return err
+				}
 			}
 			clients, err := g.clients()
 			if err != nil {
@@ -56,11 +73,18 @@ ones it found). A second uninstall does nothing.`,
 			if res != nil {
 				werr := writeResult(streams.Out, output, res, func() error {
 					switch {
+					case o.DryRun:
+						printUninstallPlan(streams.Out, res.Plan)
 					case err != nil:
 					case !res.Changed:
 						fmt.Fprintln(streams.Out, "Nothing to uninstall: gpuctl's GPU stack is not installed.")
 					default:
 						fmt.Fprintln(streams.Out, "Uninstalled.")
+					}
+					if !o.DryRun && err == nil && res.Plan != nil {
+						for _, k := range res.Plan.Kept {
+							fmt.Fprintf(streams.Out, "Kept %s.\n", k)
+						}
 					}
 					return nil
 				})
@@ -73,10 +97,58 @@ ones it found). A second uninstall does nothing.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Purge, "purge", false, "also delete the CRDs and namespaces gpuctl created (never ones it found) and its install record")
+	f.BoolVar(&o.Force, "force", false, "with --purge: delete the CRDs gpuctl created even when they have custom resources gpuctl did not create, deleting those resources too (without it such a purge stops before any change, exit 5)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing: print what uninstall would delete (with UIDs), keep and why, and each node's label changes")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long the whole uninstall may take")
 	f.DurationVar(&o.FinalizerWait, "finalizer-wait", 2*time.Minute, "how long a deleted object may stay before uninstall stops and names the finalizer holding it")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
 	return cmd
+}
+
+// printUninstallPlan writes an uninstall's decisions for a person.
+func printUninstallPlan(w io.Writer, p *engine.UninstallPlan) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintln(w, "gpuctl uninstall would:")
+	for _, r := range p.Releases {
+		fmt.Fprintf(w, "  uninstall release %s/%s\n", r.Namespace, r.Name)
+	}
+	for _, d := range p.Delete {
+		fmt.Fprintf(w, "  delete %s (uid %s; %s)\n", d, d.UID, d.Why)
+	}
+	for _, k := range p.Kept {
+		fmt.Fprintf(w, "  keep %s\n", k)
+	}
+	for _, n := range p.Nodes {
+		for _, k := range n.RemoveLabels {
+			fmt.Fprintf(w, "  node %s: remove label %s\n", n.Node, k)
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.RestoreLabels)) {
+			fmt.Fprintf(w, "  node %s: restore label %s=%s\n", n.Node, k, n.RestoreLabels[k])
+		}
+		for _, k := range n.RemoveAnnotations {
+			fmt.Fprintf(w, "  node %s: remove annotation %s\n", n.Node, k)
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.RestoreAnnotations)) {
+			fmt.Fprintf(w, "  node %s: restore annotation %s\n", n.Node, k)
+		}
+		for _, k := range n.Kept {
+			fmt.Fprintf(w, "  node %s: keep %s (written by %v)\n", n.Node, k.Key, k.Managers)
+		}
+	}
+	if pp := p.Purge; pp != nil {
+		for _, c := range pp.CRDs {
+			fmt.Fprintf(w, "  delete CRD %s\n", c)
+		}
+		for _, f := range pp.Foreign {
+			verb := "refuse to delete (not created by gpuctl; --force deletes it)"
+			if pp.Forced {
+				verb = "delete with its CRD (not created by gpuctl; --force)"
+			}
+			fmt.Fprintf(w, "  %s: %s\n", verb, f)
+		}
+	}
 }

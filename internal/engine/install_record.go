@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -31,6 +32,9 @@ type recordBefore struct {
 	releases   map[string]bool // namespace/name
 	objects    map[RecordedObject]bool
 	nodes      map[string]NodeMetadata
+	// customResources are the UIDs of the stack's custom resources (ClusterPolicy, NVIDIADriver,
+	// NodeFeatureDiscovery) that existed before the run: none of them is the run's.
+	customResources map[types.UID]bool
 }
 
 // planCRDs names the CRDs the plan's CRD step applies.
@@ -196,6 +200,14 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		}
 		b.objects[o] = found
 	}
+	b.customResources = map[types.UID]bool{}
+	existing, _, err := listStackResources(ctx, x.clients.Dynamic)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range existing {
+		b.customResources[o.UID] = true
+	}
 	if prev == nil || prev.Uninstalled {
 		// The nodes' NFD and operator metadata before gpuctl's stack: what uninstall restores.
 		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -292,6 +304,11 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 			r.Objects = append(r.Objects, o)
 		}
 	}
+	crs, err := x.recordCustomResources(ctx, b)
+	if err != nil {
+		return err
+	}
+	r.CustomResources, r.TracksCustomResources = crs, true
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
@@ -315,6 +332,38 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 		r.Objects = mergeObjects(nil, r.Objects)
 	}
 	return WriteRecord(ctx, kc, r)
+}
+
+// recordCustomResources are the stack's custom resources gpuctl created, by UID: the ones an earlier
+// run recorded that still exist, and the ones this run made, which did not exist before it and are
+// provably its own (an object of its releases, or applied by gpuctl: a ClusterPolicy someone else
+// created meanwhile is neither).
+func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) ([]RecordedObject, error) {
+	now, objs, err := listStackResources(ctx, x.clients.Dynamic)
+	if err != nil {
+		return nil, err
+	}
+	var rels []uninstallRelease
+	for _, r := range planReleases(x.plan) {
+		rels = append(rels, uninstallRelease{r.Name, releaseNamespace(r, x.plan)})
+	}
+	var prev map[types.UID]bool
+	if b.prev != nil {
+		prev = map[types.UID]bool{}
+		for _, o := range b.prev.CustomResources {
+			prev[o.UID] = true
+		}
+	}
+	// A record of an older gpuctl has no UIDs: what existed before this run and is provably gpuctl's
+	// is taken as its own, as uninstall would have.
+	legacy := b.prev != nil && !b.prev.TracksCustomResources && !b.prev.Uninstalled
+	var out []RecordedObject
+	for i, o := range now {
+		if prev[o.UID] || ((!b.customResources[o.UID] || legacy) && provenance(&objs[i], rels) != "") {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // verb is the command the record names.

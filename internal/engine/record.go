@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -62,6 +63,14 @@ type Record struct {
 	// their apiVersion and kind: uninstall --purge deletes the ones gpuctl created, also in a namespace
 	// it found.
 	Objects []RecordedObject `json:"objects,omitempty"`
+	// CustomResources are the ClusterPolicy, NVIDIADriver and NodeFeatureDiscovery objects gpuctl's runs
+	// created (through its Helm releases, its OLM path or its own applies), each with its UID:
+	// uninstall deletes these and no others, with the UID as a precondition, so an object of the same
+	// name that someone else made is never deleted.
+	CustomResources []RecordedObject `json:"customResources,omitempty"`
+	// TracksCustomResources says the record keeps CustomResources (a record of an older gpuctl does
+	// not: uninstall then deletes only objects provably gpuctl's by other means).
+	TracksCustomResources bool `json:"tracksCustomResources,omitempty"`
 	// TaintedNodes are the nodes gpuctl tainted (the taints themselves are recorded on each node in
 	// the gpuctl.io/added-taints annotation, which untaint and uninstall read).
 	TaintedNodes []string `json:"taintedNodes,omitempty"`
@@ -97,6 +106,8 @@ type RecordedObject struct {
 	Kind       string `json:"kind,omitempty"`
 	Name       string `json:"name"`
 	Namespace  string `json:"namespace,omitempty"`
+	// UID is set for CustomResources: the object gpuctl created, not merely one of that name.
+	UID types.UID `json:"uid,omitempty"`
 	// Created is true when gpuctl created it; false when it was there before (found).
 	Created bool `json:"created"`
 }

@@ -14,12 +14,14 @@ func TestRecordRoundTrips(t *testing.T) {
 		Distribution: "gke", Profile: "gke", Namespace: "gpu-operator", OperatorVersion: "v25.10.1",
 		Inputs: RecordInputs{Files: []plan.Layer{{Source: "my.yaml", Values: map[string]any{"driver": map[string]any{"enabled": false}}}},
 			Set: []string{"operator.logging.level=debug"}},
-		Releases:           []RecordedObject{{Name: "gpu-operator", Namespace: "gpu-operator", Created: true}},
-		CRDs:               []RecordedObject{{Name: "clusterpolicies.nvidia.com", Created: true}, {Name: "nodefeatures.nfd.k8s-sigs.io"}},
-		Namespaces:         []RecordedObject{{Name: "gpu-operator", Created: true}},
-		Objects:            []RecordedObject{{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator", Created: true}},
-		TaintedNodes:       []string{"gpu-1"},
-		NodeMetadataBefore: map[string]NodeMetadata{"gpu-1": {Labels: map[string]string{"nvidia.com/gpu.present": "true"}}},
+		Releases:              []RecordedObject{{Name: "gpu-operator", Namespace: "gpu-operator", Created: true}},
+		CRDs:                  []RecordedObject{{Name: "clusterpolicies.nvidia.com", Created: true}, {Name: "nodefeatures.nfd.k8s-sigs.io"}},
+		Namespaces:            []RecordedObject{{Name: "gpu-operator", Created: true}},
+		Objects:               []RecordedObject{{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator", Created: true}},
+		CustomResources:       []RecordedObject{{APIVersion: "nvidia.com/v1", Kind: "ClusterPolicy", Name: "cluster-policy", UID: "0b5e", Created: true}},
+		TracksCustomResources: true,
+		TaintedNodes:          []string{"gpu-1"},
+		NodeMetadataBefore:    map[string]NodeMetadata{"gpu-1": {Labels: map[string]string{"nvidia.com/gpu.present": "true"}}},
 	}
 	s, err := r.Encode()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -40,6 +38,11 @@ type UninstallOptions struct {
 	FinalizerWait time.Duration
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
+	// Force lets --purge delete CRDs that have custom resources gpuctl did not create, and with them
+	// those resources; without it such a purge stops before its first write (ForeignResourcesError).
+	Force bool
+	// DryRun makes the plan and returns it: nothing is written, not even the lock.
+	DryRun bool
 }
 
 // Uninstall removes what gpuctl installed, in the reverse order of install: the ClusterPolicy and
@@ -55,7 +58,10 @@ type Uninstall struct {
 
 // UninstallResult is what Uninstall did.
 type UninstallResult struct {
-	Steps []StepResult `json:"steps"`
+	// Plan is every decision the run carried out (or, with DryRun, would carry out).
+	Plan   *UninstallPlan `json:"plan,omitempty"`
+	DryRun bool           `json:"dryRun,omitempty"`
+	Steps  []StepResult   `json:"steps"`
 	// Changed is false when there was nothing to uninstall.
 	Changed bool `json:"changed"`
 }
@@ -101,6 +107,15 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	if sink == nil {
 		sink = SinkFunc(func(Event) {})
 	}
+	if o.DryRun {
+		rec, err := ReadRecord(ctx, u.Clients.Kube)
+		if err != nil {
+			return &UninstallResult{DryRun: true}, err
+		}
+		un := &uninstaller{clients: u.Clients, rec: rec, opts: o, sink: sink, releases: map[string]*release.Client{}}
+		p, err := un.plan(ctx)
+		return &UninstallResult{DryRun: true, Plan: p}, err
+	}
 	held, err := (&lock.Lock{Client: u.Clients.Kube.CoordinationV1(), Wait: o.WaitForLock, OnWait: func(e *lock.HeldError) {
 		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", o.WaitForLock, e)})
 	}}).Acquire(ctx)
@@ -136,11 +151,14 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		return &UninstallResult{}, err
 	}
 	un := &uninstaller{clients: u.Clients, rec: rec, opts: o, sink: sink, releases: map[string]*release.Client{}}
-	steps, err := un.steps(ctx)
+	// Every decision is made here, before the first write; the steps carry the plan out.
+	p, err := un.plan(ctx)
 	if err != nil {
-		return &UninstallResult{}, err
+		return &UninstallResult{Plan: p}, err
 	}
-	res = &UninstallResult{}
+	un.p = p
+	steps := un.steps()
+	res = &UninstallResult{Plan: p}
 	for i, s := range steps {
 		base := Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
 		emit := func(e Event) {
@@ -192,6 +210,12 @@ type uninstaller struct {
 	opts     UninstallOptions
 	sink     Sink
 	releases map[string]*release.Client
+	// rels are the releases to remove, p the plan.
+	rels []uninstallRelease
+	p    *UninstallPlan
+	// deleted are the UIDs of the ClusterPolicy and NVIDIADriver objects deleted: their dependents
+	// must be gone before uninstall says it is done.
+	deleted []types.UID
 }
 
 func (u *uninstaller) releaseClient(ns string) (*release.Client, error) {
@@ -264,13 +288,6 @@ func (u *uninstaller) namespace() string {
 	return u.clients.Namespace
 }
 
-func (u *uninstaller) policyName() string {
-	if u.rec != nil && u.rec.Distribution == "openshift" {
-		return plan.OpenShiftPolicyName
-	}
-	return plan.ClusterPolicyName
-}
-
 // ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to remove).
 func (u *uninstaller) ours(names ...string) bool {
 	if u.rec == nil {
@@ -284,82 +301,138 @@ func (u *uninstaller) ours(names ...string) bool {
 	return false
 }
 
-func (u *uninstaller) steps(ctx context.Context) ([]uninstallStep, error) {
-	rels, err := u.targets()
-	if err != nil {
-		return nil, err
-	}
+func (u *uninstaller) steps() []uninstallStep {
 	var steps []uninstallStep
-	policy := u.policyName()
-	steps = append(steps, uninstallStep{id: "delete-clusterpolicy", title: "Delete ClusterPolicy " + policy + " and NVIDIADriver objects",
-		run: u.deletePolicies, hint: "kubectl get clusterpolicy,nvidiadriver shows them"})
-	steps = append(steps, uninstallStep{id: "wait-operands", title: "Wait for the operator to remove its operands", run: u.waitOperands,
-		hint: "kubectl -n " + u.namespace() + " get daemonsets,pods shows what is left"})
-	for _, r := range rels {
+	steps = append(steps, uninstallStep{id: stepDeleteCustomResources, title: "Delete the ClusterPolicy and NVIDIADriver objects gpuctl created",
+		run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+			return u.deletePlanned(ctx, stepDeleteCustomResources, progress)
+		},
+		hint: "kubectl get clusterpolicy,nvidiadriver shows them"})
+	waitDependents := uninstallStep{id: "wait-operands", title: "Wait until the objects they owned are gone", run: u.waitDependents,
+		hint: "kubectl -n " + u.namespace() + " get daemonsets,pods,serviceaccounts; kubectl get clusterroles,clusterrolebindings show what is left"}
+	operatorRelease := slices.ContainsFunc(u.rels, func(r uninstallRelease) bool { return releaseOrder(r.name) == 0 })
+	if !operatorRelease {
+		steps = append(steps, waitDependents)
+	}
+	for _, r := range u.rels {
 		r := r
 		if r.name == "nfd-operator" {
-			steps = append(steps, uninstallStep{id: "delete-nfd-instance", title: "Delete the NodeFeatureDiscovery instance", run: u.deleteNFDInstance})
+			steps = append(steps, uninstallStep{id: stepDeleteNFDInstance, title: "Delete the NodeFeatureDiscovery instance gpuctl created",
+				run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+					return u.deletePlanned(ctx, stepDeleteNFDInstance, progress)
+				}})
 		}
-		steps = append(steps, uninstallStep{id: "uninstall-" + r.name, title: "Uninstall release " + r.name,
-			run:  func(ctx context.Context, _ func(string)) (stepOutcome, error) { return u.uninstallRelease(ctx, r) },
+		steps = append(steps, uninstallStep{id: releaseStep(r.name), title: "Uninstall release " + r.name,
+			run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+				return u.uninstallRelease(ctx, r, progress)
+			},
 			hint: "helm history " + r.name + " -n " + r.namespace + " shows the release's revisions"})
+		if releaseOrder(r.name) == 0 {
+			// After the operator has stopped: an object its last reconcile created while the
+			// ClusterPolicy went is owned by it too, and goes only now.
+			steps = append(steps, waitDependents)
+		}
 	}
 	steps = append(steps, uninstallStep{id: "untaint", title: "Remove the taints gpuctl added", run: u.untaint})
-	steps = append(steps, uninstallStep{id: "node-labels", title: "Remove the node labels NFD and the operator left", run: u.nodeMetadata})
+	steps = append(steps, uninstallStep{id: "node-labels", title: "Remove the node labels NFD and the operator wrote", run: u.nodeMetadata})
 	if u.opts.Purge {
 		steps = append(steps, uninstallStep{id: "purge-objects", title: "Delete the other objects gpuctl created", run: u.purgeObjects})
 		steps = append(steps, uninstallStep{id: "purge-crds", title: "Delete the CRDs gpuctl created", run: u.purgeCRDs})
 		steps = append(steps, uninstallStep{id: "purge-namespaces", title: "Delete the namespaces gpuctl created", run: u.purgeNamespaces})
 	}
 	steps = append(steps, uninstallStep{id: "record", title: "Install record " + RecordNamespace + "/" + RecordName, run: u.updateRecord})
-	return steps, nil
+	return steps
 }
 
-// deletePolicies deletes the ClusterPolicy and every NVIDIADriver, and waits until they are gone.
-func (u *uninstaller) deletePolicies(ctx context.Context, progress func(string)) (stepOutcome, error) {
-	dyn := u.clients.Dynamic
-	var deleted []string
+// deletePlanned deletes the plan's objects of one step, each only while it has the planned UID,
+// in the foreground: the API server removes an object deleted so only once the garbage collector
+// has removed every dependent that blocks its owner's deletion, and NVIDIA's operator makes all its
+// operands so (controllerutil.SetControllerReference sets blockOwnerDeletion; NVIDIA/gpu-operator
+// controllers/object_controls.go and internal/state at v26.7.0). So when the object is gone, its
+// DaemonSets, pods, service accounts and RBAC are gone too.
+func (u *uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (stepOutcome, error) {
+	planned := u.p.deletions(step)
+	var kept []string
+	if step == stepDeleteCustomResources || step == stepDeleteNFDInstance {
+		for _, k := range u.p.Kept {
+			if (k.Kind == "NodeFeatureDiscovery") == (step == stepDeleteNFDInstance) {
+				kept = append(kept, "kept "+k.String())
+			}
+		}
+	}
+	deleted, err := u.deleteObjects(ctx, planned, progress)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if len(deleted) == 0 {
+		return stepOutcome{skipped: true, message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
+	}
+	return stepOutcome{changed: true, message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
+}
+
+// deleteObjects deletes planned objects (foreground, with their UID as precondition) and waits until
+// they are gone; it returns the ones it deleted.
+func (u *uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
 	type target struct {
-		ri   dynamic.ResourceInterface
-		kind string
-		name string
+		ri dynamic.ResourceInterface
+		d  PlannedDeletion
 	}
 	var targets []target
-	policies := dyn.Resource(health.ClusterPolicyResource())
-	if _, err := policies.Get(ctx, u.policyName(), metav1.GetOptions{}); err == nil {
-		targets = append(targets, target{policies, "ClusterPolicy", u.policyName()})
-	} else if !absent(err) {
-		return stepOutcome{}, err
-	}
-	drivers, err := dyn.Resource(nvidiaDriversGVR).List(ctx, metav1.ListOptions{})
-	if err != nil && !absent(err) {
-		return stepOutcome{}, err
-	}
-	if drivers != nil {
-		for _, d := range drivers.Items {
-			targets = append(targets, target{dyn.Resource(nvidiaDriversGVR), "NVIDIADriver", d.GetName()})
+	for _, d := range planned {
+		gv, err := schema.ParseGroupVersion(d.APIVersion)
+		if err != nil {
+			return nil, err
+		}
+		gvr := gv.WithResource(resourceOf(d.Kind))
+		var ri dynamic.ResourceInterface = u.clients.Dynamic.Resource(gvr)
+		if d.Namespace != "" {
+			ri = u.clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
+		}
+		uid := d.UID
+		err = ri.Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+			Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsConflict(err):
+			// Someone else's object of that name now: it is theirs.
+			progress(d.String() + " was re-created by someone else: kept")
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("delete %s: %w", d, err)
+		}
+		targets = append(targets, target{ri, d})
+		if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
+			u.deleted = append(u.deleted, d.UID)
 		}
 	}
-	if len(targets) == 0 {
-		return stepOutcome{skipped: true, message: "none found"}, nil
-	}
+	var deleted []string
 	for _, t := range targets {
-		if err := t.ri.Delete(ctx, t.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return stepOutcome{}, fmt.Errorf("delete %s %s: %w", t.kind, t.name, err)
+		progress("waiting for " + t.d.String() + " and what it owns to go")
+		if err := u.waitGone(ctx, t.ri, t.d.Kind, t.d.Name, t.d.UID); err != nil {
+			return nil, err
 		}
-		deleted = append(deleted, t.kind+" "+t.name)
+		deleted = append(deleted, t.d.String())
 	}
-	for _, t := range targets {
-		progress("waiting for " + t.kind + " " + t.name + " to go")
-		if err := u.waitGone(ctx, t.ri, t.kind, t.name); err != nil {
-			return stepOutcome{}, err
-		}
-	}
-	return stepOutcome{changed: true, message: "deleted " + strings.Join(deleted, ", ")}, nil
+	return deleted, nil
 }
 
-// waitGone waits up to FinalizerWait for an object to be gone, then names its finalizers.
-func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string) error {
+// resourceOf is the resource name of the kinds uninstall plans deletions of.
+func resourceOf(kind string) string {
+	for _, r := range stackResources() {
+		if r.kind == kind {
+			return r.gvr.Resource
+		}
+	}
+	if kind == "NodeFeature" {
+		return nodeFeaturesGVR.Resource
+	}
+	return strings.ToLower(kind) + "s"
+}
+
+// waitGone waits up to FinalizerWait for an object to be gone (or replaced: another UID), then names
+// what holds it: its finalizers, or, for a foreground deletion, the dependents still there.
+func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
 	var last *unstructured.Unstructured
 	err := wait.PollUntilContextTimeout(ctx, time.Second, u.opts.FinalizerWait, true, func(ctx context.Context) (bool, error) {
 		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
@@ -369,6 +442,9 @@ func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface
 		if err != nil {
 			return false, err
 		}
+		if uid != "" && obj.GetUID() != uid {
+			return true, nil
+		}
 		last = obj
 		return false, nil
 	})
@@ -376,109 +452,111 @@ func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface
 		return nil
 	}
 	if ctx.Err() == nil && last != nil {
-		obj := kind + " " + name
-		if ns := last.GetNamespace(); ns != "" {
-			obj = kind + " " + ns + "/" + name
-		}
-		if fs := last.GetFinalizers(); len(fs) > 0 {
+		obj := describe(kind, last.GetNamespace(), name)
+		fs := slices.DeleteFunc(slices.Clone(last.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerDeleteDependents })
+		if len(fs) > 0 {
 			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.opts.FinalizerWait}
 		}
-		return fmt.Errorf("%s is still there after %s (deleting since %v, no finalizers)", obj, u.opts.FinalizerWait, last.GetDeletionTimestamp())
+		if len(fs) < len(last.GetFinalizers()) {
+			left, lerr := u.dependents(ctx, []types.UID{last.GetUID()})
+			if lerr == nil && len(left) > 0 {
+				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.opts.FinalizerWait, strings.Join(left, ", "))
+			}
+		}
+		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, u.opts.FinalizerWait, last.GetDeletionTimestamp())
 	}
 	return err
 }
 
-// waitOperands waits until the DaemonSets the ClusterPolicy and NVIDIADrivers owned, and their pods,
-// are gone: the garbage collector removes them once their owner is deleted.
-func (u *uninstaller) waitOperands(ctx context.Context, progress func(string)) (stepOutcome, error) {
-	ns := u.namespace()
-	owned := func(refs []metav1.OwnerReference) bool {
-		for _, r := range refs {
-			if strings.HasPrefix(r.APIVersion, "nvidia.com/") && (r.Kind == "ClusterPolicy" || r.Kind == "NVIDIADriver") {
-				return true
-			}
-		}
-		return false
+// dependentResources are the kinds NVIDIA's operator creates for its operands (NVIDIA/gpu-operator
+// assets/ and manifests/ at v26.7.0), and the pods of its DaemonSets: namespaced ones in the operator's
+// namespace. A kind the cluster does not serve (SecurityContextConstraints off OpenShift, the
+// Prometheus Operator's) has none.
+func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
+	v1 := func(group, resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}
 	}
-	left := func(ctx context.Context) ([]string, error) {
-		dss, err := u.clients.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	namespaced = []schema.GroupVersionResource{v1("apps", "daemonsets"), v1("apps", "deployments"), v1("", "pods"), v1("", "serviceaccounts"),
+		v1("", "configmaps"), v1("", "services"), v1("rbac.authorization.k8s.io", "roles"), v1("rbac.authorization.k8s.io", "rolebindings"),
+		v1("monitoring.coreos.com", "servicemonitors"), v1("monitoring.coreos.com", "prometheusrules")}
+	cluster = []schema.GroupVersionResource{v1("rbac.authorization.k8s.io", "clusterroles"), v1("rbac.authorization.k8s.io", "clusterrolebindings"),
+		v1("node.k8s.io", "runtimeclasses"), v1("security.openshift.io", "securitycontextconstraints")}
+	return namespaced, cluster
+}
+
+// dependents names the objects of dependentResources that an owner in uids owns, directly or
+// through a DaemonSet (its pods).
+func (u *uninstaller) dependents(ctx context.Context, uids []types.UID) ([]string, error) {
+	owners := map[types.UID]bool{}
+	for _, id := range uids {
+		owners[id] = true
+	}
+	namespaced, cluster := dependentResources()
+	var out []string
+	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if absent(err) {
+			return nil
+		}
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("list %s: %w", gvr.Resource, err)
 		}
-		var out []string
-		uids := map[types.UID]bool{}
-		for _, d := range dss.Items {
-			if owned(d.OwnerReferences) {
-				out = append(out, "DaemonSet "+d.Name)
-				uids[d.UID] = true
-			}
-		}
-		pods, err := u.clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods.Items {
-			for _, r := range p.OwnerReferences {
-				if uids[r.UID] || p.Labels["app"] == validatorApp {
-					out = append(out, "pod "+p.Name)
-					break
+		for _, o := range list.Items {
+			if slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return owners[r.UID] }) {
+				out = append(out, describe(o.GetKind(), o.GetNamespace(), o.GetName()))
+				if gvr.Resource == "daemonsets" {
+					owners[o.GetUID()] = true // its pods, listed after it
 				}
 			}
 		}
-		return out, nil
+		return nil
 	}
-	first, err := left(ctx)
-	if err != nil {
-		return stepOutcome{}, err
+	for _, gvr := range namespaced {
+		if err := scan(gvr, u.clients.Dynamic.Resource(gvr).Namespace(u.namespace())); err != nil {
+			return nil, err
+		}
 	}
-	if len(first) == 0 {
-		return stepOutcome{skipped: true, message: "no operands"}, nil
+	for _, gvr := range cluster {
+		if err := scan(gvr, u.clients.Dynamic.Resource(gvr)); err != nil {
+			return nil, err
+		}
 	}
-	var remaining []string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, u.opts.FinalizerWait, true, func(ctx context.Context) (bool, error) {
-		l, err := left(ctx)
+	return out, nil
+}
+
+// waitDependents waits until nothing the deleted ClusterPolicy and NVIDIADriver objects owned is
+// left. Their foreground deletion already waited for what existed then; this also covers what the
+// operator's last reconcile created while they went, which the garbage collector removes once it
+// sees the owner gone (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
+func (u *uninstaller) waitDependents(ctx context.Context, progress func(string)) (stepOutcome, error) {
+	if len(u.deleted) == 0 {
+		return stepOutcome{skipped: true, message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
+	}
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, u.opts.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+		l, err := u.dependents(ctx, u.deleted)
 		if err != nil {
 			return false, err
 		}
-		remaining = l
-		progress(fmt.Sprintf("%d operand objects left", len(l)))
+		left = l
+		if len(l) > 0 {
+			progress(fmt.Sprintf("%d objects left", len(l)))
+		}
 		return len(l) == 0, nil
 	})
-	if err != nil && ctx.Err() == nil {
-		return stepOutcome{}, fmt.Errorf("operands still there after %s: %s", u.opts.FinalizerWait, strings.Join(remaining, ", "))
+	if err != nil && ctx.Err() == nil && len(left) > 0 {
+		return stepOutcome{}, fmt.Errorf("still there after %s: %s", u.opts.FinalizerWait, strings.Join(left, ", "))
 	}
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	return stepOutcome{changed: true, message: fmt.Sprintf("%d DaemonSets and pods removed", len(first))}, nil
-}
-
-func (u *uninstaller) deleteNFDInstance(ctx context.Context, _ func(string)) (stepOutcome, error) {
-	ri := u.clients.Dynamic.Resource(nfdInstancesGVR).Namespace(plan.OpenShiftNFDNS)
-	list, err := ri.List(ctx, metav1.ListOptions{})
-	if absent(err) || (err == nil && len(list.Items) == 0) {
-		return stepOutcome{skipped: true, message: "none found"}, nil
-	}
-	if err != nil {
-		return stepOutcome{}, err
-	}
-	var names []string
-	for _, o := range list.Items {
-		if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return stepOutcome{}, err
-		}
-		if err := u.waitGone(ctx, ri, "NodeFeatureDiscovery", o.GetName()); err != nil {
-			return stepOutcome{}, err
-		}
-		names = append(names, o.GetName())
-	}
-	return stepOutcome{changed: true, message: "deleted " + strings.Join(names, ", ")}, nil
+	return stepOutcome{message: "none left"}, nil
 }
 
 // uninstallRelease uninstalls a release; on OpenShift (an olm-operator release: a Subscription) it
 // also deletes the ClusterServiceVersion the Subscription installed, which OLM keeps otherwise
 // (https://docs.openshift.com/container-platform/latest/operators/admin/olm-deleting-operators-from-cluster.html).
-func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease) (stepOutcome, error) {
+func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, progress func(string)) (stepOutcome, error) {
 	rc, err := u.releaseClient(r.namespace)
 	if err != nil {
 		return stepOutcome{}, err
@@ -527,23 +605,20 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease) 
 		if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return stepOutcome{}, fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
 		}
-		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv); err != nil {
+		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
 			return stepOutcome{}, err
 		}
 		deployments := u.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
 		for _, d := range owned {
-			if err := u.waitGone(ctx, deployments, "Deployment", d); err != nil {
+			if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
 				return stepOutcome{}, err
 			}
 		}
 		msg += ", deleted ClusterServiceVersion " + csv
 	}
-	if releaseOrder(r.name) == 2 {
-		// NFD's workers leave a NodeFeature object per node in the release's namespace.
-		err := u.clients.Dynamic.Resource(nodeFeaturesGVR).Namespace(r.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		if err != nil && !absent(err) {
-			return stepOutcome{}, fmt.Errorf("delete NodeFeature objects: %w", err)
-		}
+	// NFD's workers leave a NodeFeature object per node in the release's namespace: the plan names them.
+	if _, err := u.deleteObjects(ctx, u.p.deletions(releaseStep(r.name)), progress); err != nil {
+		return stepOutcome{}, fmt.Errorf("delete NodeFeature objects: %w", err)
 	}
 	return stepOutcome{changed: true, message: msg}, nil
 }
@@ -560,51 +635,10 @@ func (u *uninstaller) untaint(ctx context.Context, _ func(string)) (stepOutcome,
 	return stepOutcome{changed: true, message: fmt.Sprintf("%d nodes untainted", n)}, nil
 }
 
-// metadataPatch is the merge patch that takes a node's labels and annotations in NFD's and the
-// operator's prefixes back to before: keys not there before are removed, keys that were are restored.
-// nfd and operator say whose keys may be touched (a stack gpuctl did not install keeps its labels).
-func metadataPatch(n *corev1.Node, before NodeMetadata, nfd, operator bool) map[string]any {
-	mine := func(k string) bool {
-		if !inStackPrefix(k) {
-			return false
-		}
-		if isNFDKey(k) {
-			return nfd
-		}
-		return operator
-	}
-	diff := func(cur, was map[string]string) map[string]any {
-		out := map[string]any{}
-		for k, v := range cur {
-			if !mine(k) {
-				continue
-			}
-			if old, ok := was[k]; !ok {
-				out[k] = nil
-			} else if old != v {
-				out[k] = old
-			}
-		}
-		for k, old := range was {
-			if _, ok := cur[k]; !ok && mine(k) {
-				out[k] = old
-			}
-		}
-		return out
-	}
-	md := map[string]any{}
-	if l := diff(n.Labels, before.Labels); len(l) > 0 {
-		md["labels"] = l
-	}
-	if a := diff(n.Annotations, before.Annotations); len(a) > 0 {
-		md["annotations"] = a
-	}
-	if len(md) == 0 {
-		return nil
-	}
-	return map[string]any{"metadata": md}
-}
-
+// nodeMetadata carries out the plan's rule for node labels and annotations on every node as it is
+// now. The plan lists the keys as they were when it was made, but the operator writes labels until
+// its release is gone (a node's driver upgrade state, a node that joined meanwhile), so the same
+// judgement (planNodeMetadata: who wrote each key) is made again here, after the operator stopped.
 func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOutcome, error) {
 	nfd := u.ours(plan.NFDRelease, "nfd-operator")
 	operator := u.ours(plan.OperatorRelease, plan.OperatorPackage)
@@ -619,10 +653,12 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 	if err != nil {
 		return stepOutcome{}, fmt.Errorf("list nodes: %w", err)
 	}
-	changed := 0
+	changed, kept := 0, 0
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		patch := metadataPatch(n, before[n.Name], nfd, operator)
+		np := planNodeMetadata(n, before[n.Name], nfd, operator)
+		kept += len(np.Kept)
+		patch := np.patch(n)
 		if patch == nil {
 			continue
 		}
@@ -635,10 +671,14 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 		}
 		changed++
 	}
+	msg := fmt.Sprintf("%d nodes back to their labels before the install", changed)
 	if changed == 0 {
-		return stepOutcome{skipped: true, message: "no labels to remove"}, nil
+		msg = "no labels to remove"
 	}
-	return stepOutcome{changed: true, message: fmt.Sprintf("%d nodes back to their labels before the install", changed)}, nil
+	if kept > 0 {
+		msg += fmt.Sprintf("; kept %d labels and annotations in the stack's prefixes that others wrote", kept)
+	}
+	return stepOutcome{changed: changed > 0, skipped: changed == 0, message: msg}, nil
 }
 
 func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (stepOutcome, error) {
@@ -647,7 +687,11 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 	}
 	crds := u.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
 	var deleted []string
-	for _, name := range CreatedNames(u.rec.CRDs) {
+	var names []string
+	if u.p.Purge != nil {
+		names = u.p.Purge.CRDs
+	}
+	for _, name := range names {
 		err := crds.Delete(ctx, name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -660,7 +704,7 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 	ri := u.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	for _, name := range deleted {
 		progress("waiting for CRD " + name + " to go")
-		if err := u.waitGone(ctx, ri, "CustomResourceDefinition", name); err != nil {
+		if err := u.waitGone(ctx, ri, "CustomResourceDefinition", name, ""); err != nil {
 			return stepOutcome{}, err
 		}
 	}
@@ -710,7 +754,7 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 	var names []string
 	for _, d := range deleted {
 		progress("waiting for " + d.desc + " to go")
-		if err := u.waitGone(ctx, d.ri, d.o.Kind, d.o.Name); err != nil {
+		if err := u.waitGone(ctx, d.ri, d.o.Kind, d.o.Name, ""); err != nil {
 			return stepOutcome{}, err
 		}
 		names = append(names, d.desc)
@@ -740,7 +784,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	ri := u.clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	for _, name := range deleted {
 		progress("waiting for namespace " + name + " to go")
-		if err := u.waitGone(ctx, ri, "Namespace", name); err != nil {
+		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
 			return stepOutcome{}, err
 		}
 	}
@@ -798,7 +842,8 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 	}
 	r := *u.rec
 	r.Uninstalled, r.Command, r.Result, r.Updated = true, "uninstall", "succeeded", time.Now().UTC()
-	r.Releases, r.TaintedNodes = nil, nil
+	// Every custom resource gpuctl created is gone (the plan deleted them by UID).
+	r.Releases, r.TaintedNodes, r.CustomResources, r.TracksCustomResources = nil, nil, nil, true
 	if err := WriteRecord(ctx, u.clients.Kube, &r); err != nil {
 		return stepOutcome{}, err
 	}
