@@ -110,8 +110,8 @@ func TestGPUNodeWorkloads(t *testing.T) {
 			templates: []PodTemplate{{Kind: "Deployment", Namespace: "web", Name: "shop"}},
 		},
 		{
-			name:  "Pending GPU pods without the toleration are counted under their workload",
-			nodes: cluster,
+			name:      "Pending GPU pods without the toleration are counted under their workload",
+			nodes:     cluster,
 			templates: []PodTemplate{{Kind: "Deployment", Namespace: "ml", Name: "train", RequestsGPU: true}},
 			pending: []PodTemplate{
 				{Kind: "Deployment", Namespace: "ml", Name: "train", RequestsGPU: true},
