@@ -12,7 +12,9 @@ import (
 func TestDecideTaint(t *testing.T) {
 	found := func(b bool) *detect.Finding { return &detect.Finding{Detected: b} }
 	admission := func(plugin, policy *detect.Finding) func(*detect.Result) {
-		return func(r *detect.Result) { r.Admission = detect.Admission{GPUToleration: plugin, MutatingAdmissionPolicy: policy} }
+		return func(r *detect.Result) {
+			r.Admission = detect.Admission{GPUToleration: plugin, MutatingAdmissionPolicy: policy}
+		}
 	}
 	allGPU := func(r *detect.Result) {
 		r.Scheduling.AllSchedulableGPU, r.Scheduling.OpenNodes, r.Scheduling.OpenWorkers = true, nil, nil
