@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
@@ -27,6 +28,9 @@ func (x *executor) waitToleration(ctx context.Context, progress func(health.Prog
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, tolerationWait, true, func(ctx context.Context) (bool, error) {
 		added, err := detect.ProbeGPUToleration(ctx, x.clients.Kube, func(p *corev1.Pod) { delete(p.Labels, detect.ProbeLabel) })
+		if apierrors.IsForbidden(err) {
+			return false, err
+		}
 		if err != nil {
 			last = err
 			progress(health.Progress{Message: err.Error()})
@@ -40,6 +44,9 @@ func (x *executor) waitToleration(ctx context.Context, progress func(health.Prog
 	if err != nil {
 		if ctx.Err() != nil {
 			return stepOutcome{}, ctx.Err()
+		}
+		if apierrors.IsForbidden(err) {
+			return stepOutcome{}, &stepError{err: err, hint: "nothing is tainted yet; gpuctl needs to create pods (with dryRun) in namespace " + detect.ProbeNamespace + " to see that its policy is in force (docs/rbac.yaml), or install with --no-taint"}
 		}
 		msg := fmt.Sprintf("after %s a pod that requests %s still does not get the toleration from gpuctl's MutatingAdmissionPolicy", tolerationWait, detect.GPUResource)
 		if last != nil {
