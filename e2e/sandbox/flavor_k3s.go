@@ -31,7 +31,7 @@ func k3sFlavor() Flavor {
 		// The k3s server runs kube-apiserver with --enable-admission-plugins=NodeRestriction only
 		// (k3s-io/k3s pkg/daemons/control/server.go): no ExtendedResourceToleration.
 		AdmissionPlugins: []string{"NodeRestriction"},
-		Nodes:       d.nodes,
+		Nodes:            d.nodes,
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
 			return newCRDs(append(rancherCRDs(),
 				// Traefik is k3s's default ingress controller; its chart installs these.

@@ -46,7 +46,7 @@ func rke2Flavor() Flavor {
 		// RKE2 runs k3s's control-plane code, which enables NodeRestriction only (k3s-io/k3s
 		// pkg/daemons/control/server.go): no ExtendedResourceToleration.
 		AdmissionPlugins: []string{"NodeRestriction"},
-		Nodes:       d.nodes,
+		Nodes:            d.nodes,
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
 			return newCRDs(append(rancherCRDs(), snapshotCRDs()...)...)
 		},
