@@ -292,7 +292,7 @@ func Build(in Input) (*Plan, error) {
 		Why:    "the operator Deployment and NFD master/gc do not tolerate nvidia.com/gpu; every GPU DaemonSet must",
 		Safety: safety}
 	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
-		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that",
+		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that" + workloadsWhy(decision.Workloads),
 		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes, Forced: o.Taint,
 			Toleration: decision.Toleration, Workloads: decision.Workloads}}
 	waitToleration := Step{ID: "wait-toleration", Kind: KindWaitToleration, Title: "Wait until the API server adds the GPU toleration",

@@ -102,7 +102,7 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 	// the API server's own ExtendedResourceToleration can give GPU pods the toleration.
 	decision := DecideTaint(det, TaintOptions{Force: o.Taint, NoTaint: o.NoTaint, Own: []string{OpenShiftNFDNS, OpenShiftOperatorNS}})
 	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
-		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that",
+		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that" + workloadsWhy(decision.Workloads),
 		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes, Forced: o.Taint,
 			Toleration: decision.Toleration, Workloads: decision.Workloads}}
 	switch {

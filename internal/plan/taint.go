@@ -124,6 +124,23 @@ func DecideTaint(det *detect.Result, o TaintOptions) TaintDecision {
 	return d
 }
 
+// workloadsWhy names, for the taint step's Why, the workloads the taint concerns and what it does to them.
+func workloadsWhy(ws []TaintWorkload) string {
+	const shown = 5
+	if len(ws) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, w := range ws {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more (-o json lists them)", len(ws)-shown))
+			break
+		}
+		parts = append(parts, w.String()+": "+w.Effect)
+	}
+	return "; running today without the toleration: " + strings.Join(parts, "; ")
+}
+
 func joinWhy(a, b string) string {
 	if a == "" {
 		return b

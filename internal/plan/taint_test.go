@@ -197,3 +197,12 @@ func TestBuildTaint(t *testing.T) {
 		}
 	})
 }
+
+func TestTaintStepNamesTheWorkloads(t *testing.T) {
+	p := build(t, detection("kubeadm", func(r *detect.Result) {
+		r.GPUNodeWorkloads = []detect.GPUNodeWorkload{{Kind: "Deployment", Namespace: "web", Name: "shop", OtherNodes: true}}
+	}), Options{})
+	if why := p.Step("taint").Why; !strings.Contains(why, "Deployment web/shop: its new pods go to nodes without GPUs") {
+		t.Errorf("taint step's why %q does not name the workload", why)
+	}
+}
