@@ -133,14 +133,15 @@ func podIsReady(p *corev1.Pod) bool {
 }
 
 // TestSafetyTolerationsKeepTheirPlaceOnRerun: on a kubeadm cluster whose every worker is a GPU node,
-// detection cannot know that before NFD has run, so the first install's safety check adds the
-// operator's and NFD master/gc's toleration at run time, and the next install's detection plans it.
+// tainted with --taint (gpuctl does not taint such a cluster by default), detection cannot know that
+// before NFD has run, so the first install's safety check adds the operator's and NFD master/gc's
+// toleration at run time, and the next install's detection plans it.
 // Both put it among the detected facts, below --set, so the user's operator.tolerations win both times
 // and the second run upgrades nothing.
 func TestSafetyTolerationsKeepTheirPlaceOnRerun(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2}})
 	ctx := t.Context()
-	args := []string{"install", "--set", "operator.tolerations[0].operator=Exists", "-o", "json"}
+	args := []string{"install", "--taint", "--set", "operator.tolerations[0].operator=Exists", "-o", "json"}
 	install := func() engine.InstallResult {
 		t.Helper()
 		code, stdout, stderr := gpuctl(t, c, args...)

@@ -212,6 +212,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--allow-privileged=true",
 		"--cert-dir=" + filepath.Join(dir, "pki", "apiserver"),
 	}
+	if len(flavor.AdmissionPlugins) > 0 {
+		apiArgs = append(apiArgs, "--enable-admission-plugins="+strings.Join(flavor.AdmissionPlugins, ","))
+	}
 	if flavor.LimitCriticalPods {
 		path, err := writeCriticalPodQuotaConfig(dir)
 		if err != nil {

@@ -63,7 +63,8 @@ func FlavorFor(name string) (Flavor, error) {
 //
 //   - Distro "" becomes "kubeadm" (and is lower-cased).
 //   - GPUNodes and CPUNodes are defaulted only together: 0 and 0 means 2 GPU nodes and 1 CPU node. Any
-//     other pair is taken as given, so a cluster with GPU nodes only is GPUNodes: n, CPUNodes: 0.
+//     other pair is taken as given, so a cluster with GPU nodes only is GPUNodes: n, CPUNodes: 0. With
+//     GPUControlPlane, 0 and 0 is taken as given too: the GPU server alone.
 //   - GPUsPerNode 0 becomes 1.
 //   - KubeletVersion "" becomes the control plane's version, v1.37.2; a missing leading "v" is added.
 //   - On gke, GKEAutopilot implies GKEDevicePlugin: Autopilot always installs the driver and runs
@@ -73,7 +74,7 @@ func (s Scenario) Defaults() Scenario {
 	if s.Distro == "" {
 		s.Distro = defaultDistro
 	}
-	if s.GPUNodes == 0 && s.CPUNodes == 0 {
+	if s.GPUNodes == 0 && s.CPUNodes == 0 && !s.GPUControlPlane {
 		s.GPUNodes, s.CPUNodes = 2, 1
 	}
 	if s.GPUsPerNode == 0 {
@@ -319,7 +320,7 @@ func simNode(s Scenario, n nodeSpec) SimNode {
 		n.systemUUID = uuidToken(n.name + "/system-uuid")
 	}
 	hw := Hardware{OSReleaseID: n.os.id, OSVersionID: n.os.versionID, OSTreeVersion: n.os.ostreeVersion}
-	if n.role == gpuWorker {
+	if n.role == gpuWorker || n.role == controlPlane && s.GPUControlPlane {
 		hw.GPUs = s.GPUsPerNode
 		hw.GPUPCIClass = gpuModelFor(n.machine.gpu).class
 		hw.GPUProduct = n.machine.gpu
@@ -340,10 +341,10 @@ func simNode(s Scenario, n nodeSpec) SimNode {
 	// tainted on most platforms and NFD's labels are not needed there. That NFD is configured like the
 	// GPU operator's and OpenShift's NFD Operator's (deviceLabelFields [vendor]), so the PCI label is
 	// pci-10de.present.
-	if s.NFDLabels && n.role != controlPlane {
+	if s.NFDLabels && (n.role != controlPlane || s.GPUControlPlane) {
 		maps.Copy(labels, nfdLabels(hw, info, []string{"vendor"}))
 	}
-	if s.PreinstalledDriver && n.role == gpuWorker {
+	if s.PreinstalledDriver && hw.GPUs > 0 {
 		labels[labelGPUDeployDriver] = "pre-installed"
 	}
 

@@ -36,6 +36,9 @@ func aksFlavor() Flavor {
 	return Flavor{
 		Name:        "aks",
 		Description: "Azure Kubernetes Service on the AKS Ubuntu 22.04 node image",
+		// AKS's admission controllers include ExtendedResourceToleration (https://learn.microsoft.com/azure/aks/faq,
+		// "What Kubernetes admission controllers does AKS support?").
+		AdmissionPlugins: []string{"ExtendedResourceToleration"},
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			vmssNumber := token("aks/gpuctl-sandbox", 8, "0123456789") // the same for every pool of a cluster

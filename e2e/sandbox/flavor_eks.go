@@ -34,6 +34,9 @@ func eksFlavor() Flavor {
 	return Flavor{
 		Name:        "eks",
 		Description: "Amazon EKS with managed node groups on Amazon Linux 2023",
+		// Every EKS platform version enables ExtendedResourceToleration
+		// (https://docs.aws.amazon.com/eks/latest/userguide/platform-versions.html).
+		AdmissionPlugins: []string{"NodeRestriction", "ExtendedResourceToleration"},
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			kubelet := s.KubeletVersion + "-eks-" + hexToken("eks/"+s.KubeletVersion, 7)

@@ -61,6 +61,9 @@ func gkeFlavor() Flavor {
 		Description: "Google Kubernetes Engine (Standard, or Autopilot) on Container-Optimized OS",
 		// GKE admits system-node-critical pods outside kube-system only with a ResourceQuota (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 		LimitCriticalPods: true,
+		// GKE adds the GPU toleration to pods that request GPUs with ExtendedResourceToleration
+		// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+		AdmissionPlugins: []string{"ExtendedResourceToleration"},
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			prefix, gpuPool, cpuPool := "gke-", "gpu-pool", "default-pool"

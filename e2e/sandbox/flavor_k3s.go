@@ -28,7 +28,10 @@ func k3sFlavor() Flavor {
 	return Flavor{
 		Name:        "k3s",
 		Description: "k3s (Ubuntu 24.04, embedded containerd, flannel)",
-		Nodes:       d.nodes,
+		// The k3s server runs kube-apiserver with --enable-admission-plugins=NodeRestriction only
+		// (k3s-io/k3s pkg/daemons/control/server.go): no ExtendedResourceToleration.
+		AdmissionPlugins: []string{"NodeRestriction"},
+		Nodes:            d.nodes,
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
 			return newCRDs(append(rancherCRDs(),
 				// Traefik is k3s's default ingress controller; its chart installs these.
@@ -77,6 +80,9 @@ func (d rancherDistro) nodes(s Scenario) []SimNode {
 		switch r {
 		case controlPlane:
 			name, ip, m, args = fmt.Sprintf("%s-server-%d", d.name, i+1), ipv4(serverIP, i), server(8, 32), d.serverArgs
+			if s.GPUControlPlane {
+				m = gpuServer(d.gpu, s.GPUsPerNode)
+			}
 			for _, role := range d.serverRoles {
 				labels["node-role.kubernetes.io/"+role] = "true"
 			}

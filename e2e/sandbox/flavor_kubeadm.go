@@ -15,6 +15,10 @@ func kubeadmFlavor() Flavor {
 	return Flavor{
 		Name:        "kubeadm",
 		Description: "upstream Kubernetes installed with kubeadm (Ubuntu 22.04, containerd)",
+		// kubeadm adds NodeRestriction to upstream's defaults and nothing else
+		// (kubernetes/kubernetes cmd/kubeadm/app/phases/controlplane/manifests.go@v1.37.2), and upstream
+		// leaves ExtendedResourceToleration off (pkg/kubeapiserver/options/plugins.go@v1.37.2).
+		AdmissionPlugins: []string{"NodeRestriction"},
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
 			return buildNodes(s, 1, func(r role, i int) nodeSpec {

@@ -43,7 +43,10 @@ func rke2Flavor() Flavor {
 	return Flavor{
 		Name:        "rke2",
 		Description: "RKE2 (Ubuntu 22.04, embedded containerd, canal)",
-		Nodes:       d.nodes,
+		// RKE2 runs k3s's control-plane code, which enables NodeRestriction only (k3s-io/k3s
+		// pkg/daemons/control/server.go): no ExtendedResourceToleration.
+		AdmissionPlugins: []string{"NodeRestriction"},
+		Nodes:            d.nodes,
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
 			return newCRDs(append(rancherCRDs(), snapshotCRDs()...)...)
 		},

@@ -879,3 +879,52 @@ func TestFlavorKubeadmControlPlaneFollowsKubeadmsHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestFlavorAdmissionPluginsAreThePlatforms: ExtendedResourceToleration, which adds the GPU toleration to
+// pods that request GPUs, is on exactly where the platform turns it on (GKE, EKS, AKS); upstream
+// Kubernetes leaves it off, and so do kubeadm, k3s, RKE2 and the rest.
+func TestFlavorAdmissionPluginsAreThePlatforms(t *testing.T) {
+	want := map[string]bool{"gke": true, "eks": true, "aks": true}
+	for _, name := range Distros() {
+		f, err := FlavorFor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(f.AdmissionPlugins, "ExtendedResourceToleration"); got != want[name] {
+			t.Errorf("%s: ExtendedResourceToleration on %v, want %v", name, got, want[name])
+		}
+	}
+}
+
+// TestFlavorGPUControlPlane: a single-node k3s box whose server is the GPU node, and kubeadm with GPU
+// workers and no CPU worker.
+func TestFlavorGPUControlPlane(t *testing.T) {
+	t.Run("a single-node k3s box: one untainted server with the GPU", func(t *testing.T) {
+		f, _ := FlavorFor("k3s")
+		nodes := f.Nodes(Scenario{Distro: "k3s", GPUControlPlane: true})
+		if len(nodes) != 1 {
+			t.Fatalf("%d nodes, want the server alone", len(nodes))
+		}
+		n := nodes[0]
+		if n.Node.Labels["node-role.kubernetes.io/control-plane"] != "true" || len(n.Node.Spec.Taints) != 0 {
+			t.Errorf("server labels %v, taints %v", n.Node.Labels, n.Node.Spec.Taints)
+		}
+		if n.Hardware.GPUs != 1 || n.Hardware.GPUProduct == "" || n.Hardware.GPUPCIClass != "0302" {
+			t.Errorf("server hardware %+v, want a GPU", n.Hardware)
+		}
+	})
+	t.Run("with NFD labels already there, the GPU server carries them", func(t *testing.T) {
+		f, _ := FlavorFor("k3s")
+		n := f.Nodes(Scenario{Distro: "k3s", GPUControlPlane: true, NFDLabels: true})[0]
+		if n.Node.Labels["feature.node.kubernetes.io/pci-10de.present"] != "true" {
+			t.Errorf("labels %v", n.Node.Labels)
+		}
+	})
+	t.Run("kubeadm with GPU workers only: a tainted control plane and two GPU workers", func(t *testing.T) {
+		f, _ := FlavorFor("kubeadm")
+		nodes := f.Nodes(Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 0})
+		if len(nodes) != 3 || len(nodes[0].Node.Spec.Taints) != 1 || nodes[0].Hardware.GPUs != 0 || nodes[1].Hardware.GPUs != 1 || nodes[2].Hardware.GPUs != 1 {
+			t.Errorf("nodes %+v", nodes)
+		}
+	})
+}

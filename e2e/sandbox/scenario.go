@@ -17,6 +17,10 @@ type Scenario struct {
 	// BrokenGPUNodes is how many of the GPU nodes (the last ones) have a GPU that fails every workload:
 	// a GPU pod that runs to completion ends with exit code 1 there (see gpuworkload.go).
 	BrokenGPUNodes int
+	// GPUControlPlane: the control-plane node has the GPU and takes workloads: a single-node k3s or RKE2
+	// box whose server is the GPU node (k3s and RKE2 flavours). GPUNodes and CPUNodes then count workers
+	// only, and 0 and 0 is that single node.
+	GPUControlPlane bool
 	// GPUsPerNode is how many GPUs each GPU node has (default 1).
 	GPUsPerNode int
 	// NFDLabels: the GPU nodes already carry Node Feature Discovery labels (someone else's NFD ran).
@@ -76,6 +80,11 @@ type Flavor struct {
 	// Objects are the platform's own objects, created once the CRDs are established and the nodes
 	// exist. A "status" field is written through the status subresource after create.
 	Objects func(s Scenario) []unstructured.Unstructured
+	// AdmissionPlugins are the admission plugins the platform's API server enables beyond upstream
+	// Kubernetes' defaults (--enable-admission-plugins). ExtendedResourceToleration, which adds the GPU
+	// toleration to pods that request nvidia.com/gpu, is on where the platform documents it (GKE, EKS,
+	// AKS) and off elsewhere, as upstream leaves it.
+	AdmissionPlugins []string
 	// LimitCriticalPods: the API server admits system-node-critical and system-cluster-critical pods
 	// only in namespaces with a ResourceQuota for them (GKE; https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	LimitCriticalPods bool

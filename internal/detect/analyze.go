@@ -3,6 +3,7 @@ package detect
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,6 +45,8 @@ func Analyze(s *Snapshot) Result {
 	r.Pools, r.GPUNodes = pools(v, r.Distribution.Name, gpus)
 	r.Nodes = nodeCounts(s.Nodes, gpus)
 	r.Scheduling = scheduling(s.Nodes, gpus)
+	r.Admission = admission(s)
+	r.GPUNodeWorkloads = gpuNodeWorkloads(s.Nodes, gpus, s.PodTemplates, s.PendingGPUPods)
 	r.Existing = existing(s)
 	r.PrometheusOperator = prometheusOperator(v)
 	r.Warnings = append(r.Warnings, existingWarnings(r.Existing)...)
@@ -258,6 +261,9 @@ func scheduling(nodes []corev1.Node, gpus map[string][]Evidence) Scheduling {
 	var s Scheduling
 	for i := range nodes {
 		n := &nodes[i]
+		if _, gpu := gpus[n.Name]; !gpu && !n.Spec.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, blockingTaint) {
+			s.OpenNodes = append(s.OpenNodes, n.Name)
+		}
 		if isControlPlane(n) {
 			s.ControlPlaneNodes = append(s.ControlPlaneNodes, n.Name)
 			continue
@@ -283,6 +289,7 @@ func scheduling(nodes []corev1.Node, gpus map[string][]Evidence) Scheduling {
 		}
 	}
 	s.AllWorkersGPU = len(s.GPUWorkers) > 0 && len(s.OpenWorkers) == 0
+	s.AllSchedulableGPU = len(gpus) > 0 && len(s.OpenNodes) == 0
 	return s
 }
 

@@ -92,9 +92,11 @@ func Gather(ctx context.Context, c Clients) (*Snapshot, error) {
 	defer cancel()
 	chains := [][]func(context.Context) error{
 		{g.nodes},
-		{g.discovery, g.clusterPolicies, g.subscriptions, g.clusterVersion},
+		{g.discovery, g.clusterPolicies, g.subscriptions, g.clusterVersion, g.admissionPolicies},
 		{g.kubeadmConfig},
-		{g.workloads},
+		{g.workloads, g.statefulSets},
+		{g.pendingGPUPods},
+		{g.gpuToleration},
 		{g.helmReleases},
 		{g.nvaieSecrets},
 	}
@@ -259,10 +261,12 @@ func (g *gatherer) workloads(ctx context.Context) error {
 		}
 	} else {
 		for i := range dss.Items {
-			w := fromDaemonSet(&dss.Items[i])
+			ds := &dss.Items[i]
+			w := fromDaemonSet(ds)
 			if Classify(w) != "" {
 				g.s.Workloads = append(g.s.Workloads, w)
 			}
+			g.s.PodTemplates = append(g.s.PodTemplates, podTemplate("DaemonSet", ds.Namespace, ds.Name, &ds.Spec.Template.Spec))
 		}
 	}
 
@@ -271,11 +275,100 @@ func (g *gatherer) workloads(ctx context.Context) error {
 		return g.optional("list Deployments", err)
 	}
 	for i := range deps.Items {
-		w := fromDeployment(&deps.Items[i])
+		d := &deps.Items[i]
+		w := fromDeployment(d)
 		if Classify(w) != "" {
 			g.s.Workloads = append(g.s.Workloads, w)
 		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas > 0 {
+			g.s.PodTemplates = append(g.s.PodTemplates, podTemplate("Deployment", d.Namespace, d.Name, &d.Spec.Template.Spec))
+		}
 	}
+	return nil
+}
+
+// statefulSets lists StatefulSets for the GPU taint's analysis (PodTemplates).
+func (g *gatherer) statefulSets(ctx context.Context) error {
+	sts, err := g.c.Kube.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return g.optional("list StatefulSets", err)
+	}
+	for i := range sts.Items {
+		s := &sts.Items[i]
+		if s.Spec.Replicas == nil || *s.Spec.Replicas > 0 {
+			g.s.PodTemplates = append(g.s.PodTemplates, podTemplate("StatefulSet", s.Namespace, s.Name, &s.Spec.Template.Spec))
+		}
+	}
+	return nil
+}
+
+// pendingGPUPods lists the Pending pods no node was chosen for yet (a field selector keeps the list to
+// those) and keeps the ones that request GPUs.
+func (g *gatherer) pendingGPUPods(ctx context.Context) error {
+	opts := metav1.ListOptions{FieldSelector: "status.phase=Pending,spec.nodeName=", Limit: 500}
+	for {
+		pods, err := g.c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return g.optional("list Pending pods", err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			// A fake clientset ignores field selectors; a real server has applied them already.
+			if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending || !templateRequestsGPU(&p.Spec) {
+				continue
+			}
+			kind, name := podOwner(p)
+			g.s.PendingGPUPods = append(g.s.PendingGPUPods, podTemplate(kind, p.Namespace, name, &p.Spec))
+		}
+		if opts.Continue = pods.Continue; opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+// admissionPolicies asks discovery whether admissionregistration.k8s.io/v1 serves
+// mutatingadmissionpolicies (KEP-3962: v1 and on by default from Kubernetes 1.36).
+func (g *gatherer) admissionPolicies(ctx context.Context) error {
+	const gv = "admissionregistration.k8s.io/v1"
+	if g.groupsKnown && !g.served("admissionregistration.k8s.io") {
+		served := false
+		g.s.MutatingAdmissionPolicy = &served
+		return nil
+	}
+	list, err := discovery.ToDiscoveryInterfaceWithContext(g.c.Discovery).ServerResourcesForGroupVersionWithContext(ctx, gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		served := false
+		g.s.MutatingAdmissionPolicy = &served
+		return nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		g.warn(fmt.Sprintf("discover %s: %v; whether it serves MutatingAdmissionPolicy is not known", gv, err))
+		return nil
+	}
+	served := false
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			served = true
+		}
+	}
+	g.s.MutatingAdmissionPolicy = &served
+	return nil
+}
+
+// gpuToleration finds out whether the API server adds the GPU toleration to pods that request GPUs.
+func (g *gatherer) gpuToleration(ctx context.Context) error {
+	added, err := ProbeGPUToleration(ctx, g.c.Kube)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		g.warn(fmt.Sprintf("find out whether the API server adds the GPU toleration (a server-side dry-run create of a pod in namespace %s): %v", ProbeNamespace, err))
+		return nil
+	}
+	g.s.GPUToleration = &added
 	return nil
 }
 

@@ -26,6 +26,12 @@ type Result struct {
 	Pools []Pool `json:"pools"`
 	// Scheduling is what the taint step needs to know.
 	Scheduling Scheduling `json:"scheduling"`
+	// Admission is whether the API server adds the GPU toleration to pods that request GPUs, or could
+	// with a MutatingAdmissionPolicy.
+	Admission Admission `json:"admission"`
+	// GPUNodeWorkloads are the workloads whose pods may run on GPU nodes today and do not tolerate the
+	// GPU taint.
+	GPUNodeWorkloads []GPUNodeWorkload `json:"gpuNodeWorkloads,omitempty"`
 	// Existing is what is already installed.
 	Existing Existing `json:"existing"`
 	// PrometheusOperator says whether the cluster serves the Prometheus Operator's monitoring.coreos.com
@@ -150,6 +156,15 @@ type Scheduling struct {
 	OpenWorkers []string `json:"openWorkers,omitempty"`
 	// AllWorkersGPU is true when there are GPU workers and no open worker.
 	AllWorkersGPU bool `json:"allWorkersGPU"`
+	// OpenNodes are the schedulable nodes without GPUs and without any NoSchedule/NoExecute taint,
+	// control-plane nodes included (k3s, RKE2 and MicroK8s servers are not tainted): where a pod that
+	// tolerates nothing can go once the GPU nodes are tainted.
+	OpenNodes []string `json:"openNodes,omitempty"`
+	// AllSchedulableGPU is true when there are GPU nodes and no open node: every node an ordinary pod can
+	// be scheduled on is a GPU node (a single-node k3s box whose server has the GPU, kubeadm with GPU
+	// workers only). GKE taints GPU nodes only in clusters that also have nodes without GPUs
+	// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus), and gpuctl does the same by default.
+	AllSchedulableGPU bool `json:"allSchedulableGPU"`
 }
 
 // Existing is what is already installed.

@@ -39,6 +39,18 @@ type Snapshot struct {
 	// Secrets are the NVIDIA AI Enterprise Secrets (LicensingSecret, NGCPullSecret) in any namespace,
 	// by name only: their data is never read.
 	Secrets []SecretRef `json:"secrets,omitempty"`
+	// GPUToleration is whether a server-side dry-run create of a pod that requests nvidia.com/gpu came
+	// back with a toleration of the GPU taint (the ExtendedResourceToleration admission plugin, or anything
+	// that does the same); nil when the dry run was refused or failed.
+	GPUToleration *bool `json:"gpuToleration,omitempty"`
+	// MutatingAdmissionPolicy is whether admissionregistration.k8s.io/v1 serves mutatingadmissionpolicies;
+	// nil when discovery could not tell.
+	MutatingAdmissionPolicy *bool `json:"mutatingAdmissionPolicy,omitempty"`
+	// PodTemplates are the pod templates of every Deployment, StatefulSet and DaemonSet, as much of them as
+	// the GPU taint needs (PodTemplate).
+	PodTemplates []PodTemplate `json:"podTemplates,omitempty"`
+	// PendingGPUPods are the unscheduled Pending pods that request nvidia.com/gpu, named by their workload.
+	PendingGPUPods []PodTemplate `json:"pendingGPUPods,omitempty"`
 	// Warnings say which optional reads were refused (Forbidden) or could not be decoded, so the
 	// Result can say what it could not see.
 	Warnings []string `json:"warnings,omitempty"`

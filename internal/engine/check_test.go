@@ -35,8 +35,15 @@ func checkCluster(deny func(*authorizationv1.ResourceAttributes) bool, extra ...
 		Status: corev1.NodeStatus{
 			Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
 			NodeInfo: corev1.NodeSystemInfo{OSImage: "Ubuntu 24.04.2 LTS", ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: "v1.37.2"}}}
-	cs := fake.NewClientset(append([]runtime.Object{cp, gpu}, extra...)...)
-	cs.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.37.2"}
+	// A CPU worker, and MutatingAdmissionPolicy served as Kubernetes 1.37 serves it: gpuctl taints the GPU
+	// node by default (plan.DecideTaint).
+	cpu := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OSImage: "Ubuntu 24.04.2 LTS", ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: "v1.37.2"}}}
+	cs := fake.NewClientset(append([]runtime.Object{cp, gpu, cpu}, extra...)...)
+	disc := cs.Discovery().(*fakediscovery.FakeDiscovery)
+	disc.FakedServerVersion = &version.Info{GitVersion: "v1.37.2"}
+	disc.Resources = append(disc.Resources, &metav1.APIResourceList{GroupVersion: "admissionregistration.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "mutatingadmissionpolicies", Kind: "MutatingAdmissionPolicy"}}})
 	cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
 		ra := r.Spec.ResourceAttributes

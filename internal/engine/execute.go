@@ -155,6 +155,8 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.safety(ctx, s)
 	case plan.KindTaint:
 		return x.taint(ctx, s)
+	case plan.KindWaitToleration:
+		return x.waitToleration(ctx, progress)
 	case plan.KindWaitOperator:
 		err := x.waiter(progress).DeploymentAvailable(ctx, x.plan.Namespace, s.Target)
 		return stepOutcome{message: "Deployment " + s.Target + " is Available"}, err

@@ -29,6 +29,8 @@ type InstallOptions struct {
 	ValuesFiles []string
 	Set         []string
 	NoTaint     bool
+	// Taint taints the GPU nodes even where gpuctl would not by default (plan.Options.Taint).
+	Taint bool
 	// DryRun builds and returns the Plan without changing anything.
 	DryRun  bool
 	Timeout time.Duration
@@ -282,7 +284,7 @@ func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, e
 		Bundle:    bv,
 		Options: plan.Options{
 			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
-			NoTaint: o.NoTaint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
+			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring,
 		},
 	})

@@ -228,7 +228,7 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 
 // recordInputs are the user's inputs as the record keeps them.
 func recordInputs(o InstallOptions, files []plan.Layer) RecordInputs {
-	return RecordInputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint,
+	return RecordInputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
 		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
 }
 

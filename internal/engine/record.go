@@ -86,10 +86,12 @@ type RecordInputs struct {
 	// Profile is --profile ("" = chosen from the distribution).
 	Profile string `json:"profile,omitempty"`
 	// Files are the -f values files: their name and parsed content, in order.
-	Files                  []plan.Layer `json:"files,omitempty"`
-	Set                    []string     `json:"set,omitempty"`
-	NoTaint                bool         `json:"noTaint,omitempty"`
-	TolerateExistingTaints bool         `json:"tolerateExistingTaints,omitempty"`
+	Files   []plan.Layer `json:"files,omitempty"`
+	Set     []string     `json:"set,omitempty"`
+	NoTaint bool         `json:"noTaint,omitempty"`
+	// Taint is --taint: upgrade keeps the GPU nodes tainted where gpuctl would not taint by default.
+	Taint                  bool `json:"taint,omitempty"`
+	TolerateExistingTaints bool `json:"tolerateExistingTaints,omitempty"`
 	// Monitoring is --monitoring (or the config file's monitoring key): upgrade keeps it.
 	Monitoring bool   `json:"monitoring,omitempty"`
 	Channel    string `json:"channel,omitempty"`

@@ -17,13 +17,24 @@ import (
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
-// safety runs just before the taint, when the GPU nodes are known for sure. It fails when the taint
-// would keep gpuctl's own GPU DaemonSets off the GPU nodes (a values override dropped the toleration),
-// adds the toleration to the operator and NFD master/gc when every schedulable worker is a GPU node
+// safety runs once NFD has labelled the GPU nodes, before the operator release and the taint, when
+// the GPU nodes are known for sure. It fails when the taint would keep gpuctl's own GPU DaemonSets off
+// the GPU nodes (a values override dropped the toleration); where NFD found GPU nodes detection did not
+// know, it decides again whether to taint (retaint: not where every schedulable node turns out to be a
+// GPU node, and never stranding a workload); it adds the toleration to the operator and NFD master/gc
+// when every schedulable worker is a GPU node
 // (they tolerate only the control plane, NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0;
 // NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0), and warns about other DaemonSets that run on GPU
 // nodes without tolerating the taint.
 func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+	// NFD may have found GPU nodes detection did not know: decide again whether to taint.
+	if skipped, err := x.retaint(ctx, s); err != nil {
+		return stepOutcome{}, err
+	} else if skipped != "" {
+		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "GPU nodes are not tainted: " + skipped})
+		return stepOutcome{message: "GPU nodes are not tainted: " + skipped}, nil
+	}
+
 	gpuTaint := corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
 	// Values that replace a chart's default toleration list must still tolerate the taint.
 	for _, check := range []struct {

@@ -138,7 +138,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	inst := &Install{Clients: &clients, Sink: sink, Version: u.Version, command: "upgrade", Getenv: u.Getenv, Stdin: u.Stdin}
 	inst.Options = InstallOptions{
 		Profile: in.Profile, ValueLayers: slices.Clone(in.Files), ValuesFiles: o.ValuesFiles,
-		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, TolerateExistingTaints: in.TolerateExistingTaints,
+		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: b.Version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	Namespace string
 	// NoTaint skips tainting the GPU nodes.
 	NoTaint bool
+	// Taint taints the GPU nodes even where gpuctl would not by default (DecideTaint): where every
+	// schedulable node is a GPU node, or nothing adds the GPU toleration to pods that request GPUs.
+	Taint bool
 	// Timeout bounds the run (default 20m).
 	Timeout time.Duration
 	// Licensing names the NVAIE inputs (TKGS/VKS with vGPU).
@@ -106,6 +109,9 @@ func Build(in Input) (*Plan, error) {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 20 * time.Minute
+	}
+	if o.Taint && o.NoTaint {
+		return nil, fmt.Errorf("%w: --taint and --no-taint contradict each other: give one of them", ErrInput)
 	}
 	distro := det.Distribution.Name
 	if det.Autopilot != nil && det.Autopilot.Detected {
@@ -164,10 +170,11 @@ func Build(in Input) (*Plan, error) {
 	opLayers = append(opLayers, Layer{Source: "profile " + prof.Name, Values: normalized(opValues)})
 	nfdLayers = append(nfdLayers, Layer{Source: "profile " + prof.Name, Values: normalized(nfdValues)})
 
-	opFacts, nfdFacts, why := facts(det, o)
+	decision := DecideTaint(det, TaintOptions{Force: o.Taint, NoTaint: o.NoTaint, PolicyAvailable: true, Own: []string{o.Namespace}})
+	opFacts, nfdFacts, why := facts(det, decision)
 	opLayers = append(opLayers, Layer{Source: "detected: " + strings.Join(why, "; "), Values: normalized(opFacts)})
 	if len(nfdFacts) > 0 {
-		nfdLayers = append(nfdLayers, Layer{Source: "detected: every schedulable worker is a GPU node", Values: normalized(nfdFacts)})
+		nfdLayers = append(nfdLayers, Layer{Source: "detected: " + tolerationsWhy, Values: normalized(nfdFacts)})
 	}
 	if o.TolerateExistingTaints {
 		opTols, nfdTols := existingTaintLayers(det, flatten(opLayers), flatten(nfdLayers))
@@ -273,7 +280,7 @@ func Build(in Input) (*Plan, error) {
 	}
 
 	safety := &Safety{
-		TolerationsPlanned: det.Scheduling.AllWorkersGPU && !o.NoTaint,
+		TolerationsPlanned: needsTolerations(det, decision),
 		OperatorValues:     normalized(operatorTolerations()),
 		NFDValues:          normalized(nfdTolerations()),
 		OperatorRelease:    "release-" + OperatorRelease,
@@ -284,18 +291,29 @@ func Build(in Input) (*Plan, error) {
 	safetyStep := Step{ID: "safety", Kind: KindSafety, Title: "Check what the taint would strand",
 		Why:    "the operator Deployment and NFD master/gc do not tolerate nvidia.com/gpu; every GPU DaemonSet must",
 		Safety: safety}
-	if o.NoTaint {
-		safetyStep.Skip = "--no-taint: GPU nodes are not tainted"
+	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
+		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that" + workloadsWhy(decision.Workloads),
+		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes, Forced: o.Taint,
+			Toleration: decision.Toleration, Workloads: decision.Workloads}}
+	waitToleration := Step{ID: "wait-toleration", Kind: KindWaitToleration, Title: "Wait until the API server adds the GPU toleration",
+		Why: "gpuctl's MutatingAdmissionPolicy must be in force before the taint, or a GPU pod created in between would not tolerate it"}
+	if !decision.Taint {
+		safetyStep.Skip = "GPU nodes are not tainted: " + decision.Skip
+		if o.NoTaint {
+			safetyStep.Skip = "--no-taint: GPU nodes are not tainted"
+		}
+		taintStep.Skip, taintStep.Why = decision.Skip, ""
+	}
+	if !decision.Policy || !decision.Taint {
+		waitToleration.Skip = "gpuctl installs no MutatingAdmissionPolicy"
+		if decision.Toleration == TolerationPlugin {
+			waitToleration.Skip = "the API server adds the toleration itself (ExtendedResourceToleration)"
+		}
 	}
 	add(safetyStep)
-	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
-		Why:   "keeps pods that do not ask for GPUs off GPU nodes; gpuctl records what it added so untaint removes only that",
-		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes}}
-	if o.NoTaint {
-		taintStep.Skip = "--no-taint"
-	}
-	add(taintStep)
 	opVersion := opChart.AppVersion
+	// The taint follows the operator release, which carries gpuctl's MutatingAdmissionPolicy: pods that
+	// request GPUs tolerate the taint from the moment it is there.
 	add(Step{ID: "release-" + OperatorRelease, Kind: KindRelease, Title: "Install NVIDIA GPU Operator " + opVersion,
 		Why: "the operator reconciles the ClusterPolicy into driver, toolkit, device plugin and validator DaemonSets", Release: opRelease})
 	if monitoringRelease != nil {
@@ -303,6 +321,8 @@ func Build(in Input) (*Plan, error) {
 			Why:     "--monitoring: a Grafana dashboard ConfigMap for the Grafana sidecar and a PrometheusRule; the operator creates the ServiceMonitors",
 			Release: monitoringRelease})
 	}
+	add(waitToleration)
+	add(taintStep)
 	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
 	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",
 		Why: "nvidia-operator-validator is Ready once driver, toolkit, CUDA and device plugin checks passed on its node"})
@@ -339,7 +359,7 @@ func chooseProfile(in Input, p *Plan) (profile.Profile, error) {
 }
 
 // facts are the values that follow from what detection found: above the profile, below the user's.
-func facts(det *detect.Result, o Options) (op, nfd map[string]any, why []string) {
+func facts(det *detect.Result, d TaintDecision) (op, nfd map[string]any, why []string) {
 	op, nfd = map[string]any{}, map[string]any{}
 	set(op, false, "nfd", "enabled")
 	why = append(why, "NFD is its own release")
@@ -355,12 +375,30 @@ func facts(det *detect.Result, o Options) (op, nfd map[string]any, why []string)
 			why = append(why, "every GPU node has a host driver")
 		}
 	}
-	if det.Scheduling.AllWorkersGPU && !o.NoTaint {
+	if needsTolerations(det, d) {
 		op = merge(op, operatorTolerations())
 		nfd = merge(nfd, nfdTolerations())
-		why = append(why, "every schedulable worker is a GPU node, so the operator tolerates the taint")
+		why = append(why, tolerationsWhy+", so the operator tolerates the taint")
+	}
+	if d.Taint && d.Policy {
+		set(op, true, PolicyValue, "enabled")
+		why = append(why, "the API server does not add the GPU toleration to pods that request GPUs and serves MutatingAdmissionPolicy, so gpuctl's policy adds it")
 	}
 	return op, nfd, why
+}
+
+// tolerationsWhy is the detected fact behind the operator's and NFD master/gc's toleration.
+const tolerationsWhy = "every schedulable worker is a GPU node"
+
+// needsTolerations: the operator Deployment and NFD master/gc (which tolerate only the control plane)
+// must tolerate the GPU taint when it is there, or going to be, and every schedulable worker is a GPU
+// node.
+func needsTolerations(det *detect.Result, d TaintDecision) bool {
+	tainted := d.Taint
+	for _, n := range det.GPUNodes {
+		tainted = tainted || n.Tainted
+	}
+	return tainted && (det.Scheduling.AllWorkersGPU || det.Scheduling.AllSchedulableGPU)
 }
 
 // controlPlaneToleration is the toleration the operator and NFD master carry by default

@@ -45,7 +45,9 @@ func detection(distro string, mutate ...func(*detect.Result)) *detect.Result {
 	r := &detect.Result{
 		Distribution: detect.Candidate{Name: distro, Confidence: 95, Evidence: []detect.Evidence{{Signal: "label", Value: "x=y"}}},
 		GPUNodes:     []detect.GPUNode{{Name: "gpu-b"}, {Name: "gpu-a"}},
-		Scheduling:   detect.Scheduling{GPUWorkers: []string{"gpu-a", "gpu-b"}, OpenWorkers: []string{"cpu-1"}},
+		Scheduling:   detect.Scheduling{GPUWorkers: []string{"gpu-a", "gpu-b"}, OpenWorkers: []string{"cpu-1"}, OpenNodes: []string{"cpu-1"}},
+		// Upstream Kubernetes 1.37, as the sandbox runs it: no ExtendedResourceToleration, MutatingAdmissionPolicy served.
+		Admission: detect.Admission{GPUToleration: &detect.Finding{}, MutatingAdmissionPolicy: &detect.Finding{Detected: true}},
 	}
 	for _, m := range mutate {
 		m(r)
@@ -71,10 +73,10 @@ func stepIDs(p *Plan) []string {
 }
 
 func TestBuild(t *testing.T) {
-	t.Run("steps come in dependency order: namespace, prerequisites, CRDs, NFD, label wait, safety, taint, operator, waits", func(t *testing.T) {
+	t.Run("steps come in dependency order: namespace, prerequisites, CRDs, NFD, label wait, safety, operator, toleration, taint, waits", func(t *testing.T) {
 		p := build(t, detection("kubeadm"), Options{})
-		want := []string{"namespace", "prerequisites", "licensing", "crds", "release-node-feature-discovery", "wait-nfd", "safety", "taint",
-			"release-gpu-operator", "wait-operator", "wait-validators", "wait-allocatable", "wait-clusterpolicy"}
+		want := []string{"namespace", "prerequisites", "licensing", "crds", "release-node-feature-discovery", "wait-nfd", "safety",
+			"release-gpu-operator", "wait-toleration", "taint", "wait-operator", "wait-validators", "wait-allocatable", "wait-clusterpolicy"}
 		if got := stepIDs(p); !reflect.DeepEqual(got, want) {
 			t.Errorf("steps %v\nwant  %v", got, want)
 		}

@@ -98,11 +98,18 @@ func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, 
 		Why: "feature.node.kubernetes.io/pci-10de.present=true marks a node with an NVIDIA PCI device"})
 	safety := Step{ID: "safety", Kind: KindSafety, Title: "Check what the taint would strand",
 		Why: "every GPU DaemonSet must tolerate the taint", Safety: &Safety{}}
+	// OLM installs the operator here, so gpuctl has no chart to carry its MutatingAdmissionPolicy: only
+	// the API server's own ExtendedResourceToleration can give GPU pods the toleration.
+	decision := DecideTaint(det, TaintOptions{Force: o.Taint, NoTaint: o.NoTaint, Own: []string{OpenShiftNFDNS, OpenShiftOperatorNS}})
 	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
-		Why:   "keeps pods that do not ask for GPUs off GPU nodes; gpuctl records what it added so untaint removes only that",
-		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes}}
-	if o.NoTaint {
-		safety.Skip, taintStep.Skip = "--no-taint: GPU nodes are not tainted", "--no-taint"
+		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that" + workloadsWhy(decision.Workloads),
+		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes, Forced: o.Taint,
+			Toleration: decision.Toleration, Workloads: decision.Workloads}}
+	switch {
+	case o.NoTaint:
+		safety.Skip, taintStep.Skip, taintStep.Why = "--no-taint: GPU nodes are not tainted", "--no-taint", ""
+	case !decision.Taint:
+		safety.Skip, taintStep.Skip, taintStep.Why = "GPU nodes are not tainted: "+decision.Skip, decision.Skip, ""
 	}
 	add(safety)
 	add(taintStep)

@@ -23,6 +23,9 @@ const (
 	KindSafety Kind = "safety"
 	// KindTaint taints the GPU nodes.
 	KindTaint Kind = "taint"
+	// KindWaitToleration waits until the API server adds the GPU toleration to a pod that requests GPUs
+	// (gpuctl's MutatingAdmissionPolicy is in force).
+	KindWaitToleration Kind = "wait-toleration"
 	// KindWaitOperator waits for the operator Deployment to be Available.
 	KindWaitOperator Kind = "wait-operator"
 	// KindWaitValidators waits for a Ready nvidia-operator-validator pod on every GPU node.
@@ -123,6 +126,14 @@ type Taint struct {
 	Value  string   `json:"value"`
 	Effect string   `json:"effect"`
 	Nodes  []string `json:"nodes"`
+	// Forced is --taint: the run-time safety check does not drop the taint when it finds, once NFD has
+	// labelled the GPU nodes, that every schedulable node is one.
+	Forced bool `json:"forced,omitempty"`
+	// Toleration says how pods that request GPUs get the toleration: TolerationPlugin, TolerationPolicy,
+	// or "" (they must carry it themselves).
+	Toleration string `json:"toleration,omitempty"`
+	// Workloads are those running today whose pods do not tolerate the taint, and what it does to them.
+	Workloads []TaintWorkload `json:"workloads,omitempty"`
 }
 
 // Safety is the safety check's data: what must tolerate the taint, and the values that add the

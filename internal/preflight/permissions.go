@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -140,6 +141,15 @@ func installNeeds(env *Env) []need {
 	add("", "nvidia.com", "clusterpolicies", "get", "list", "watch")
 	// The install record, a ConfigMap next to the lock (engine.RecordNamespace/RecordName).
 	add("kube-system", "", "configmaps", "get", "create", "update")
+	if w := env.Plan.Step("wait-toleration"); w != nil && w.Skip == "" {
+		// gpuctl's MutatingAdmissionPolicy and its binding come with the operator release, rendered only
+		// where the cluster serves them (which an offline render cannot see), and the wait for it
+		// dry-runs a GPU pod (detect.ProbeGPUToleration).
+		for _, r := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+			add("", "admissionregistration.k8s.io", r, "get", "create", "patch", "update")
+		}
+		add(detect.ProbeNamespace, "", "pods", "create")
+	}
 	if tainting(env.Plan) {
 		add("", "", "nodes", "patch")
 		// The taint safety check lists every DaemonSet to find those that would not reach GPU nodes.

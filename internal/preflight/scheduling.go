@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,16 @@ func checkTaintSafety(ctx context.Context, env *Env) Result {
 		return r
 	}
 	if !tainting(env.Plan) {
-		return skip("does not apply: GPU nodes are not tainted (--no-taint)")
+		reason := "--no-taint"
+		if ts := env.Plan.Step("taint"); ts != nil && ts.Skip != "" {
+			reason = ts.Skip
+		}
+		return skip("does not apply: GPU nodes are not tainted (" + reason + ")")
+	}
+	// Workloads running today that the taint would strand (plan.DecideTaint): refused before anything
+	// is written, with the ways out.
+	if ts := env.Plan.Step("taint"); ts != nil && ts.Taint != nil && slices.ContainsFunc(ts.Taint.Workloads, func(w plan.TaintWorkload) bool { return w.Stranded }) {
+		return fail(plan.StrandedMessage(ts.Taint.Workloads), plan.StrandedHint)
 	}
 	gpuTaint := taint.GPUTaint
 	taintText := fmt.Sprintf("%s=%s:%s", plan.TaintKey, plan.TaintValue, plan.TaintEffect)

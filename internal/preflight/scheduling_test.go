@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 func TestPSA(t *testing.T) {
@@ -104,5 +107,44 @@ func TestTaintSafety(t *testing.T) {
 		env.Kube, _ = fakeKube(allowAll, gpuNodeObj, logAgent)
 		env.Detection.GPUNodes[0].Tainted = true
 		expect(t, run(t, "taint-safety", env), StatusPass, "", "")
+	})
+}
+
+// TestTaintSafetyStrandedWorkloads: workloads the plan says the taint would strand fail the check, with
+// the ways out; workloads it only moves pass.
+func TestTaintSafetyStrandedWorkloads(t *testing.T) {
+	tests := []struct {
+		name      string
+		workloads []plan.TaintWorkload
+		status    Status
+		msg       string
+	}{
+		{"a Deployment pinned to GPU nodes is refused", []plan.TaintWorkload{
+			{Kind: "Deployment", Namespace: "web", Name: "shop", Effect: "its new pods go to nodes without GPUs"},
+			{Kind: "Deployment", Namespace: "web", Name: "pinned", Effect: "no schedulable node without GPUs fits its pods", Stranded: true},
+		}, StatusFail, "would strand Deployment web/pinned (no schedulable node without GPUs fits its pods)"},
+		{"workloads that only move pass", []plan.TaintWorkload{
+			{Kind: "Deployment", Namespace: "web", Name: "shop", Effect: "its new pods go to nodes without GPUs"},
+		}, StatusPass, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv()
+			env.Kube, _ = fakeKube(allowAll)
+			env.Plan = testPlan(nil, false)
+			env.Plan.Step("taint").Taint = &plan.Taint{Key: plan.TaintKey, Workloads: tc.workloads}
+			r := run(t, "taint-safety", env)
+			expect(t, r, tc.status, tc.msg, "")
+			if tc.status == StatusFail && (!strings.Contains(r.Hint, "--no-taint") || !strings.Contains(r.Hint, "nvidia.com/gpu")) {
+				t.Errorf("hint %q names no way out", r.Hint)
+			}
+		})
+	}
+
+	t.Run("a taint the plan skips says why", func(t *testing.T) {
+		env := testEnv()
+		env.Plan = testPlan(nil, false)
+		env.Plan.Step("taint").Skip = "every schedulable node is a GPU node, …; --taint taints them anyway"
+		expect(t, run(t, "taint-safety", env), StatusSkip, "every schedulable node is a GPU node", "")
 	})
 }

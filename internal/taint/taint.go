@@ -11,7 +11,10 @@ import (
 // daemonsets.tolerations in NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0) tolerate
 // {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}; GKE uses the same key, value and effect on GPU node
 // pools (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus); and because the key equals the extended
-// resource name, the ExtendedResourceToleration admission plugin adds the toleration to pods that request GPUs.
+// resource name, the ExtendedResourceToleration admission plugin, where it is on, adds the toleration to pods that
+// request GPUs. It is on in GKE, EKS and AKS but off in upstream Kubernetes (kubeadm, k3s, RKE2, OpenShift), where
+// gpuctl's MutatingAdmissionPolicy does the same or gpuctl does not taint by default (plan.DecideTaint); this
+// package applies the taint it is given and decides nothing.
 //
 // It is a variable only because Go has no struct constants; treat it as read-only.
 var GPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}

@@ -251,3 +251,11 @@ gpuctl installs through OLM, not this chart.
 {{- fail "devicePlugin.config.data cannot be empty with devicePlugin.config.create" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+gpu-operator.tolerationPolicyName names the MutatingAdmissionPolicy that adds the GPU toleration and its
+binding: cluster-scoped, so the name says whose it is.
+*/}}
+{{- define "gpu-operator.tolerationPolicyName" -}}
+gpuctl-gpu-toleration
+{{- end }}

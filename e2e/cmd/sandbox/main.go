@@ -58,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.IntVar(&s.GPUNodes, "gpu-nodes", 2, "GPU worker nodes")
 		fs.IntVar(&s.CPUNodes, "cpu-nodes", 1, "CPU-only worker nodes")
 		fs.IntVar(&s.GPUsPerNode, "gpus-per-node", 1, "GPUs per GPU node")
+		fs.BoolVar(&s.GPUControlPlane, "gpu-control-plane", false, "the control-plane node has the GPU and takes workloads (k3s, rke2): with --gpu-nodes 0 --cpu-nodes 0, a single-node box")
 		fs.BoolVar(&s.NFDLabels, "nfd-labels", false, "GPU nodes already carry Node Feature Discovery labels")
 		fs.BoolVar(&s.PreinstalledDriver, "preinstalled-driver", false, "GPU nodes have a host driver (nvidia.com/gpu.deploy.driver=pre-installed)")
 		fs.BoolVar(&s.GKEDevicePlugin, "gke-device-plugin", false, "GKE's own device plugin runs on the GPU nodes (gke)")
