@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -328,11 +329,16 @@ func TestGather(t *testing.T) {
 
 	t.Run("the first error ends the reads still waiting, and is the one returned", func(t *testing.T) {
 		kube := fake.NewClientset()
-		unblock := make(chan struct{})
-		defer close(unblock)
+		// An API server that stopped answering: the node watch opens and never says a word, so only
+		// the context ends the wait for it. (A reactor that blocked would hold the fake clientset's
+		// one mutex and stall every other read with it, which a real server does not do.)
+		silent := watch.NewFake()
+		defer silent.Stop()
+		kube.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
+			return true, silent, nil
+		})
 		kube.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
-			<-unblock // an API server that stopped answering; only the context ends the wait for it
-			return true, &corev1.NodeList{}, nil
+			return true, nil, errors.New("the nodes are read with a watch; a list here would not be the silent server")
 		})
 		kube.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
