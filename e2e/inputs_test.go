@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -20,7 +21,8 @@ import (
 
 // Every bad input is refused before the first write, through the real command line against a real
 // API server: the documented exit code, one line that names the input, no stack trace, and a cluster
-// whose objects (resourceVersions), nodes and CRDs are as they were.
+// whose objects (resourceVersions), nodes and CRDs are as they were, the lock's Lease and the install
+// record in kube-system included.
 func TestBadInputs(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
 	dir := t.TempDir()
@@ -91,12 +93,21 @@ func TestBadInputs(t *testing.T) {
 		{"an unknown operator release, in check --pre", nil, []string{"check", "--pre", "--operator-version", "v1.0.0"}, cli.ExitUsage, "v1.0.0"},
 		{"values too large for a Helm release", nil, []string{"install", "-f", large}, cli.ExitUsage, "release gpu-operator would be stored in"},
 		{"values too large for a Helm release, in check --pre", nil, []string{"check", "--pre", "-f", large}, cli.ExitUsage, "release gpu-operator would be stored in"},
+		// The other verbs that write judge their inputs before they take the lock.
+		{"a values file that does not parse, in upgrade", nil, []string{"upgrade", "-f", badYAML}, cli.ExitUsage, badYAML},
+		{"an unknown operator release, in upgrade", nil, []string{"upgrade", "--operator-version", "v1.0.0"}, cli.ExitUsage, "v1.0.0"},
+		{"a negative lock wait, in install", nil, []string{"install", "--wait-for-lock", "-1s"}, cli.ExitUsage, "--wait-for-lock -1s"},
+		{"a negative lock wait, in taint", nil, []string{"taint", "--wait-for-lock", "-1s"}, cli.ExitUsage, "--wait-for-lock -1s"},
+		{"a negative lock wait, in untaint", nil, []string{"untaint", "--wait-for-lock", "-1s"}, cli.ExitUsage, "--wait-for-lock -1s"},
+		{"a negative lock wait, in verify", nil, []string{"verify", "--wait-for-lock", "-1s"}, cli.ExitUsage, "--wait-for-lock -1s"},
+		{"a --nodes that is no label selector, in verify", nil, []string{"verify", "--nodes", "pool in (a"}, cli.ExitUsage, "--nodes"},
+		{"an invalid pull secret name, in verify", nil, []string{"verify", "--image-pull-secret", "Bad_Name"}, cli.ExitUsage, `"Bad_Name"`},
 		// Permissions are a failed preflight check, in install as in check --pre.
 		{"a user without permissions", nil, append(nobody, "install"), cli.ExitPreflight, "preflight checks failed"},
 		{"a user without permissions, in check --pre", nil, append(nobody, "check", "--pre"), cli.ExitPreflight, "preflight checks failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := clusterState(t, c)
+			before := writableState(t, c)
 			start := time.Now()
 			code, stdout, stderr := gpuctlEnv(t, c, tc.env, tc.args...)
 			if code != tc.code {
@@ -124,7 +135,7 @@ func TestBadInputs(t *testing.T) {
 			if _, err := c.Kube.CoreV1().Namespaces().Get(t.Context(), "gpu-operator", metav1.GetOptions{}); err == nil {
 				t.Error("namespace gpu-operator was created")
 			}
-			assertUnchanged(t, before, clusterState(t, c))
+			assertUnchanged(t, before, writableState(t, c))
 			t.Logf("%s", time.Since(start).Round(time.Millisecond))
 		})
 	}
@@ -239,4 +250,52 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 			t.Errorf("Secrets changed: %v → %v", before, after)
 		}
 	})
+}
+
+// writableState is clusterState and what it leaves out that gpuctl writes too: kube-system, where
+// gpuctl keeps its lock's Lease and its install record, and Leases, Roles and RoleBindings everywhere.
+// The control plane changes some of these by itself (leader election and the API server renew their
+// Leases, kwok its nodes', the controller manager adds service accounts), so an object that only the
+// control plane's own components ever wrote is left out: whatever gpuctl writes carries a field
+// manager of its own (gpuctl, helm).
+func writableState(t *testing.T, c *sandbox.Cluster) map[string]string {
+	t.Helper()
+	state := clusterState(t, c)
+	dyn := dynamicClient(t, c)
+	for _, r := range []struct {
+		gvr schema.GroupVersionResource
+		ns  string // "" = every namespace
+	}{
+		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, ""},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, ""},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, ""},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "kube-system"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "kube-system"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "kube-system"},
+	} {
+		list, err := dyn.Resource(r.gvr).Namespace(r.ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list %s: %v", r.gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			if controlPlaneOnly(o.GetManagedFields()) || (r.gvr.Resource == "configmaps" && o.GetName() == "kube-root-ca.crt") {
+				continue
+			}
+			state[r.gvr.Resource+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return state
+}
+
+// controlPlaneOnly: every writer of the object is a component of the sandbox's control plane (field
+// managers are the components' user agents).
+func controlPlaneOnly(managers []metav1.ManagedFieldsEntry) bool {
+	for _, m := range managers {
+		switch m.Manager {
+		case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok":
+		default:
+			return false
+		}
+	}
+	return len(managers) > 0
 }

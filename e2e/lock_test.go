@@ -1,10 +1,18 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,7 +20,9 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -201,4 +211,219 @@ func TestLockOneWriterAtATime(t *testing.T) {
 			t.Errorf("ClusterPolicy UID %s, was %s", got, uid)
 		}
 	})
+}
+
+// taint, untaint and verify write too (taints, and verify's pods), so they take turns with every other
+// gpuctl run through the same Lease: refused with ExitLocked while another run holds it, nothing
+// changed; holding it while they run, and freeing it at the end. No operator runs here: verify finds
+// the install record and a node labelled a GPU node, and its workload waits on the scheduler (nothing
+// advertises nvidia.com/gpu), so it runs until it is interrupted.
+func TestLockTaintUntaintVerify(t *testing.T) {
+	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}, NoOperator: true})
+	ctx := t.Context()
+	gpu := simulatedGPUNodes(c)[0]
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.WriteRecord(ctx, c.Kube, &engine.Record{Command: "install", Namespace: "gpu-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + engine.GPUPresentLabel + `":"true"}}}`)
+	if _, err := c.Kube.CoreV1().Nodes().Patch(ctx, gpu, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	leases := c.Kube.CoordinationV1().Leases(lock.DefaultNamespace)
+	holder := func(t *testing.T) string {
+		t.Helper()
+		l, err := leases.Get(ctx, lock.DefaultName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+
+	t.Run("while another run holds the lock, taint, untaint and verify exit ExitLocked naming it, and change nothing", func(t *testing.T) {
+		// Another person's install, on another machine, renewing its Lease as it runs.
+		other := lock.Holder{Host: "workstation-7", PID: 4242, Command: "gpuctl install --profile kubeadm", Identity: "workstation-7/4242/cafe"}
+		held, err := (&lock.Lock{Client: c.Kube.CoordinationV1(), Holder: &other}).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release(context.WithoutCancel(ctx))
+		before := clusterState(t, c)
+		for _, args := range [][]string{{"taint"}, {"untaint"}, {"verify"}, {"taint", "--wait-for-lock", "2s"}, {"verify", "--wait-for-lock", "2s"}} {
+			code, _, stderr := gpuctl(t, c, args...)
+			if code != cli.ExitLocked {
+				t.Errorf("%v: exit %d, want %d (locked):\n%s", args, code, cli.ExitLocked, stderr)
+			}
+			for _, want := range []string{"workstation-7 pid 4242 (gpuctl install --profile kubeadm) since ", "Nothing was changed"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("%v: stderr lacks %q:\n%s", args, want, stderr)
+				}
+			}
+		}
+		for _, args := range [][]string{{"taint", "--dry-run"}, {"untaint", "--dry-run"}} {
+			if code, _, stderr := gpuctl(t, c, args...); code != 0 {
+				t.Errorf("%v takes no lock, yet exit %d:\n%s", args, code, stderr)
+			}
+		}
+		assertUnchanged(t, before, clusterState(t, c))
+		assertNoVerifyPods(t, c)
+		if got := holder(t); got != other.Identity {
+			t.Errorf("the Lease is held by %q, want the other run's", got)
+		}
+	})
+	if got := holder(t); got != "" {
+		t.Fatalf("the Lease is still held by %q", got)
+	}
+
+	bin, err := gpuctlBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"taint", "untaint"} {
+		t.Run(verb+" holds the lock while it runs, and frees it at the end", func(t *testing.T) {
+			var pid int
+			seen := leaseHistory(t, c, func() {
+				cmd := exec.CommandContext(ctx, bin, "--kubeconfig", c.Kubeconfig, verb)
+				out, err := cmd.CombinedOutput()
+				pid = cmd.Process.Pid
+				t.Logf("gpuctl %s (pid %d) → %v\n%s", verb, pid, err, out)
+				if err != nil {
+					t.Fatalf("gpuctl %s: %v", verb, err)
+				}
+			})
+			held := false
+			for _, l := range seen {
+				if l.Spec.HolderIdentity != nil && l.Annotations[lock.AnnotationPID] == strconv.Itoa(pid) && strings.Contains(l.Annotations[lock.AnnotationCommand], " "+verb) {
+					held = true
+				}
+			}
+			if !held {
+				t.Errorf("gpuctl %s (pid %d) never held the Lease: %d states seen", verb, pid, len(seen))
+			}
+			if len(seen) == 0 || seen[len(seen)-1].Spec.HolderIdentity != nil {
+				t.Errorf("gpuctl %s did not free the Lease at the end", verb)
+			}
+			tainted := slices.ContainsFunc(taintsByNode(t, c)[gpu], func(tn corev1.Taint) bool { return tn.Key == "nvidia.com/gpu" })
+			if tainted != (verb == "taint") {
+				t.Errorf("after gpuctl %s the GPU node is tainted: %v", verb, tainted)
+			}
+		})
+	}
+
+	t.Run("verify holds the lock while its workload runs: another gpuctl is refused, naming it", func(t *testing.T) {
+		var pid int
+		code, stderr := runUntil(t, bin, []string{"--kubeconfig", c.Kubeconfig, "verify", "--timeout", "10m"},
+			func(ev engine.Event) bool {
+				return ev.Type == engine.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
+			},
+			func(p int) {
+				pid = p
+				l, err := leases.Get(ctx, lock.DefaultName, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Spec.HolderIdentity == nil || l.Annotations[lock.AnnotationPID] != strconv.Itoa(pid) || !strings.Contains(l.Annotations[lock.AnnotationCommand], " verify") {
+					t.Errorf("while verify (pid %d) runs, the Lease is held by %v (%v)", pid, l.Spec.HolderIdentity, l.Annotations)
+				}
+				code, _, stderr := gpuctl(t, c, "taint")
+				if code != cli.ExitLocked || !strings.Contains(stderr, fmt.Sprintf(" pid %d (", pid)) {
+					t.Errorf("taint while verify runs: exit %d, want %d naming pid %d:\n%s", code, cli.ExitLocked, pid, stderr)
+				}
+			})
+		if code != cli.ExitInterrupted {
+			t.Errorf("exit %d, want %d:\n%s", code, cli.ExitInterrupted, stderr)
+		}
+		if got := holder(t); got != "" {
+			t.Errorf("the Lease is still held by %q after verify (pid %d) ended", got, pid)
+		}
+		assertNoVerifyPods(t, c)
+	})
+}
+
+// leaseHistory runs fn and returns every state gpuctl's Lease went through meanwhile, in order: a
+// watch from before fn, read up to the Lease's state after it.
+func leaseHistory(t *testing.T, c *sandbox.Cluster, fn func()) []coordinationv1.Lease {
+	t.Helper()
+	ctx := t.Context()
+	leases := c.Kube.CoordinationV1().Leases(lock.DefaultNamespace)
+	sel := metav1.ListOptions{FieldSelector: "metadata.name=" + lock.DefaultName}
+	list, err := leases.List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel.ResourceVersion = list.ResourceVersion
+	w, err := leases.Watch(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	fn()
+	end, err := leases.Get(ctx, lock.DefaultName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Lease after the run: %v", err)
+	}
+	if len(list.Items) == 1 && list.Items[0].ResourceVersion == end.ResourceVersion {
+		return nil // never written
+	}
+	var out []coordinationv1.Lease
+	for ev := range w.ResultChan() {
+		l, ok := ev.Object.(*coordinationv1.Lease)
+		if !ok {
+			t.Fatalf("watch: %v", ev.Object)
+		}
+		out = append(out, *l)
+		if l.ResourceVersion == end.ResourceVersion {
+			return out
+		}
+	}
+	t.Fatalf("the watch ended before it saw the Lease's last state")
+	return nil
+}
+
+// runUntil runs gpuctl as a process with JSON progress; at the first event match accepts it calls
+// while with the process's PID, then interrupts it (SIGINT) and returns its exit code and stderr.
+func runUntil(t *testing.T, bin string, args []string, match func(engine.Event) bool, while func(pid int)) (int, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--progress", "json"}, args...)...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	sent := false
+	sc := bufio.NewScanner(errPipe)
+	for sc.Scan() {
+		line := sc.Text()
+		stderr.WriteString(line + "\n")
+		var ev engine.Event
+		if sent || json.Unmarshal([]byte(line), &ev) != nil || !match(ev) {
+			continue
+		}
+		while(cmd.Process.Pid)
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatalf("SIGINT: %v", err)
+		}
+		sent = true
+	}
+	err = cmd.Wait()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("gpuctl %v: %v", args, err)
+	}
+	t.Logf("gpuctl %v → exit %d\n%s", args, code, stderr.String())
+	if !sent {
+		t.Fatalf("no progress event matched")
+	}
+	return code, stderr.String()
 }

@@ -55,13 +55,24 @@ func validateTimeout(d time.Duration) error {
 	return nil
 }
 
+// validateWaitForLock refuses a negative --wait-for-lock (0 is "do not wait").
+func validateWaitForLock(d time.Duration) error {
+	if d < 0 {
+		return usageError{fmt.Errorf("--wait-for-lock %s: must not be negative (0 does not wait)", d)}
+	}
+	return nil
+}
+
 // validateInstallInputs judges install's inputs before anything is read from the cluster: the
-// preflight checks to skip, the timeout and the options (install, the wizard).
+// preflight checks to skip, the timeout, the lock wait and the options (install, the wizard).
 func validateInstallInputs(o *engine.InstallOptions) error {
 	if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
 		return usageError{err}
 	}
 	if err := validateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	if err := validateWaitForLock(o.WaitForLock); err != nil {
 		return err
 	}
 	return validateInstallOptions(o)

@@ -46,6 +46,14 @@ func TestBadInputsAreUsageErrors(t *testing.T) {
 	f.Close()
 	cfg := func(name, content string) []string { return []string{"--config", write(name, content)} }
 	noCluster := []string{"--kubeconfig", filepath.Join(dir, "no-kubeconfig")}
+	// A cluster nothing answers for: what the engine judges is judged before it asks the cluster.
+	unreachable := []string{"--kubeconfig", write("unreachable", `apiVersion: v1
+kind: Config
+clusters: [{name: c1, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u1, user: {}}]
+contexts: [{name: c1, context: {cluster: c1, user: u1}}]
+current-context: c1
+`)}
 
 	cases := []badInput{
 		{"a timeout that is no duration", nil, []string{"install", "--timeout", "forever"}, `"forever"`},
@@ -90,6 +98,19 @@ func TestBadInputsAreUsageErrors(t *testing.T) {
 		{"an unknown flag", nil, []string{"install", "--bogus"}, "--bogus"},
 		{"a boolean flag with a non-boolean value", nil, []string{"install", "--dry-run=maybe"}, "maybe"},
 		{"a scalar setting given a list in the config file", nil, append(cfg("l.yaml", "profile: [gke, rke2]\n"), "install"), "profile takes one value"},
+		// Judged by the engine before it contacts the cluster or takes the lock.
+		{"a values file that does not parse", nil, append(unreachable, "install", "-f", write("bad.yaml", "driver: [\n")), "bad.yaml"},
+		{"an unknown operator release", nil, append(unreachable, "install", "--operator-version", "v1.0.0"), "v1.0.0"},
+		{"a values file that does not parse, in upgrade", nil, append(unreachable, "upgrade", "-f", write("bad2.yaml", "driver: [\n")), "bad2.yaml"},
+		{"an unknown operator release, in upgrade", nil, append(unreachable, "upgrade", "--operator-version", "v1.0.0"), "v1.0.0"},
+		// Every verb that takes the lock judges how long to wait for it.
+		{"a negative --wait-for-lock", nil, []string{"install", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in upgrade", nil, []string{"upgrade", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in the wizard", nil, []string{"wizard", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in taint", nil, []string{"taint", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in untaint", nil, []string{"untaint", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in verify", nil, []string{"verify", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"an invalid --image-pull-secret, in verify", nil, []string{"verify", "--image-pull-secret", "Bad_Name"}, `"Bad_Name"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

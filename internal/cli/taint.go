@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 
 func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untaint bool) *cobra.Command {
 	var dryRun bool
+	var waitForLock time.Duration
 	use, short := "taint", "Taint GPU nodes nvidia.com/gpu=present:NoSchedule, recording what gpuctl added"
 	if untaint {
 		use, short = "untaint", "Remove the taints gpuctl added, and only those"
@@ -21,6 +23,9 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateWaitForLock(waitForLock); err != nil {
+				return err
+			}
 			clients, err := g.clients()
 			if err != nil {
 				return err
@@ -44,9 +49,9 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 			}
 			var res taint.Result
 			if untaint {
-				res, err = (&engine.UntaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
+				res, err = (&engine.UntaintNodes{Clients: clients, DryRun: dryRun, WaitForLock: waitForLock, Sink: progress, OnNode: onNode}).Run(cmd.Context())
 			} else {
-				res, err = (&engine.TaintNodes{Clients: clients, DryRun: dryRun, OnNode: onNode}).Run(cmd.Context())
+				res, err = (&engine.TaintNodes{Clients: clients, DryRun: dryRun, WaitForLock: waitForLock, Sink: progress, OnNode: onNode}).Run(cmd.Context())
 			}
 			progress.Close()
 			for _, r := range res.Nodes {
@@ -64,5 +69,6 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	cmd.Flags().DurationVar(&waitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	return cmd
 }

@@ -40,6 +40,9 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 			if err := validateTimeout(o.Timeout); err != nil {
 				return err
 			}
+			if err := validateWaitForLock(o.WaitForLock); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("monitoring") {
 				o.Monitoring = &monitoring
 			}

@@ -27,8 +27,10 @@ func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobr
 --nodes) that requests one nvidia.com/gpu and runs CUDA's vectorAdd sample, waits for each to finish,
 and reports per node: passed, failed (with the pod's last log lines and events), unschedulable (with
 the scheduler's reason) or timeout. It removes the pods it created on every way out, Ctrl-C included,
-and first removes pods an earlier verify run left behind.
-Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 7 nothing installed.`,
+and first removes pods an earlier verify run left behind. It runs under gpuctl's install lock, as
+install does: while another gpuctl run writes, verify waits (--wait-for-lock) or exits 6 naming it.
+Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 6 another gpuctl
+run holds the lock, 7 nothing installed.`,
 		Example: `  gpuctl verify
   gpuctl verify --nodes nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 -o json
   gpuctl verify --image registry.example.com/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0 --image-pull-secret mirror`,
@@ -42,6 +44,12 @@ Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelle
 			}
 			if _, err := labels.Parse(o.Nodes); err != nil {
 				return usageError{fmt.Errorf("--nodes %q is not a label selector: %w", o.Nodes, err)}
+			}
+			if err := validateImageOptions(&engine.InstallOptions{ImagePullSecrets: o.ImagePullSecrets}); err != nil {
+				return err
+			}
+			if err := validateWaitForLock(o.WaitForLock); err != nil {
+				return err
 			}
 			clients, err := g.clients()
 			if err != nil {
@@ -78,5 +86,6 @@ Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelle
 	f.StringVar(&o.Nodes, "nodes", "", "label selector that narrows the GPU nodes to verify (e.g. nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB)")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the workloads to finish")
 	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the operator's namespace to pull --image with (repeatable)")
+	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	return cmd
 }

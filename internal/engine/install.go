@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
@@ -139,38 +138,25 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 		sink = SinkFunc(func(Event) {})
 	}
 
+	// Every input is read and judged first, with nothing written (the lock's Lease neither): a values
+	// file that does not parse or an unknown operator release changes nothing.
+	in, err := i.readInputs(o)
+	if err != nil {
+		return &InstallResult{}, err
+	}
 	// One writer at a time (internal/lock). The lock is taken before detection, not just before the
 	// first write: detection, the plan and preflight must not judge a cluster another run is halfway
 	// through changing (its new ClusterPolicy is not "another tool's"). A dry run takes no lock.
-	var held *lock.Held
+	var lk *writeLock
 	var lockErr error // a lock this run may not take: reported after preflight, with the other permissions
 	if !o.DryRun {
-		held, lockErr = i.lock(ctx, o, sink)
+		ctx, lk, lockErr = takeLock(ctx, i.Clients, o.WaitForLock, sink)
 		if lockErr != nil && !apierrors.IsForbidden(lockErr) {
 			return &InstallResult{}, lockErr
 		}
 	}
-	if held != nil {
-		defer func() {
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer rcancel()
-			_ = held.Release(rctx) // an unreleased Lease expires by itself
-		}()
-		if h := held.TookOver; h != nil {
-			sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone (killed before it could release the lock)", h)})
-		}
-		// A run that loses the lock (not renewed in time, or taken over) stops; the cause tells
-		// that apart from an interrupt.
-		var stop context.CancelCauseFunc
-		ctx, stop = context.WithCancelCause(ctx)
-		defer stop(nil)
-		go func() {
-			select {
-			case <-held.Lost():
-				stop(held.Err())
-			case <-ctx.Done():
-			}
-		}()
+	if lk != nil {
+		defer lk.release(ctx)
 	}
 
 	det, err := (&Detect{Clients: i.Clients}).Run(ctx)
@@ -178,7 +164,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 		return nil, err
 	}
 	res = &InstallResult{Detection: det}
-	p, planErr := i.buildPlan(det, o)
+	p, planErr := i.planWith(det, o, in)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
 		return res, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
 	}
@@ -213,10 +199,10 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
 	}
-	if held == nil {
+	if lk == nil {
 		return res, errors.New("no install lock: a dry run changes nothing")
 	}
-	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: held.Since}
+	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: lk.held.Since}
 	x.releases = map[string]*release.Client{}
 	before, err := x.snapshotBefore(ctx)
 	if err != nil {
@@ -229,9 +215,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if rerr := x.writeRecord(ctx, before, recordInputs(o, i.files), i.Version, i.verb(), err); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
-	if lerr := held.Err(); lerr != nil && err != nil {
-		err = fmt.Errorf("%w; the run stopped: %v", lerr, err)
-	}
+	err = lk.lost(err)
 	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
 	for _, s := range p.Steps {
 		if s.Release == nil || s.Skip != "" {
@@ -247,43 +231,39 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	return res, err
 }
 
-// lock takes gpuctl's install lock, waiting up to o.WaitForLock for another holder.
-func (i *Install) lock(ctx context.Context, o InstallOptions, sink Sink) (*lock.Held, error) {
-	return (&lock.Lock{Client: i.Clients.Kube.CoordinationV1(), Wait: o.WaitForLock, OnWait: func(e *lock.HeldError) {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", o.WaitForLock, e)})
-	}}).Acquire(ctx)
+// buildPlan reads the inputs and plans for det (check --pre and template: they take no lock).
+func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
+	in, err := i.readInputs(o)
+	if err != nil {
+		return nil, err
+	}
+	return i.planWith(det, o, in)
 }
 
-func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
-	files, err := parseValueLayers(o)
+// readInputs is readInputs, keeping the values files as read for the install record.
+func (i *Install) readInputs(o InstallOptions) (*installInputs, error) {
+	in, err := readInputs(o)
 	if err != nil {
 		return nil, err
 	}
-	i.files = files
-	set, err := release.ParseSet(o.Set)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
-	}
-	b, err := bundle.Get(o.OperatorVersion)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
-	}
-	infos, err := chartInfos(b.Version)
-	if err != nil {
-		return nil, err
-	}
+	i.files = in.files
+	return in, nil
+}
+
+// planWith builds the Plan for det from inputs already read.
+func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInputs) (*plan.Plan, error) {
 	var bv *plan.BundleValues
-	if !b.Default {
+	if b := in.bundle; !b.Default {
 		// The charts' defaults are the default bundle's; another bundle pins its images above them.
 		bv = &plan.BundleValues{Version: b.Version, Operator: b.Values(), NFD: b.NFDValues()}
 	}
 	p, err := plan.Build(plan.Input{
 		Detection: det,
 		Profile:   profile.Get,
-		Charts:    infos,
+		Charts:    in.charts,
 		Bundle:    bv,
 		Options: plan.Options{
-			Profile: o.Profile, Files: files, Set: set, Namespace: i.Clients.Namespace,
+			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring,
 		},

@@ -113,16 +113,25 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if sink == nil {
 		sink = SinkFunc(func(Event) {})
 	}
+	// The new inputs are judged before anything is read from the cluster or written to it (the lock's
+	// Lease included); the -f files are read once, here (standard input cannot be read twice).
+	b, err := bundle.Get(o.OperatorVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	files, err := parseValueLayers(InstallOptions{ValuesFiles: o.ValuesFiles})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := release.ParseSet(o.Set); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
 	rec, err := ReadRecord(ctx, u.Clients.Kube)
 	if err != nil {
 		return nil, err
 	}
 	if rec == nil || rec.Uninstalled {
 		return nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, RecordNamespace, RecordName)
-	}
-	b, err := bundle.Get(o.OperatorVersion)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	change, err := CheckVersions(rec.OperatorVersion, b.Version, o.Force)
 	if err != nil {
@@ -137,7 +146,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	clients.Namespace = rec.Namespace
 	inst := &Install{Clients: &clients, Sink: sink, Version: u.Version, command: "upgrade", Getenv: u.Getenv, Stdin: u.Stdin}
 	inst.Options = InstallOptions{
-		Profile: in.Profile, ValueLayers: slices.Clone(in.Files), ValuesFiles: o.ValuesFiles,
+		Profile: in.Profile, ValueLayers: append(slices.Clone(in.Files), files...),
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: b.Version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -14,16 +15,30 @@ import (
 )
 
 // TaintNodes taints the GPU nodes detection finds with nvidia.com/gpu=present:NoSchedule, recording
-// what it adds so UntaintNodes removes exactly that.
+// what it adds so UntaintNodes removes exactly that. It runs under gpuctl's install lock, as install
+// does (a dry run takes none).
 type TaintNodes struct {
 	Clients *kube.Clients
 	DryRun  bool
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	WaitForLock time.Duration
+	// Sink receives the lock's warnings (nil: discarded).
+	Sink Sink
 	// OnNode reports each node's outcome as it happens.
 	OnNode func(taint.NodeResult)
 }
 
 // Run taints and returns the per-node result.
-func (t *TaintNodes) Run(ctx context.Context) (taint.Result, error) {
+func (t *TaintNodes) Run(ctx context.Context) (res taint.Result, err error) {
+	if !t.DryRun {
+		// Taken before detection: the nodes it finds are the ones no other run is changing.
+		var lk *writeLock
+		if ctx, lk, err = takeLock(ctx, t.Clients, t.WaitForLock, t.Sink); err != nil {
+			return taint.Result{}, lockError(err)
+		}
+		defer lk.release(ctx)
+		defer func() { err = lk.lost(err) }()
+	}
 	snap, err := detect.Gather(ctx, detect.Clients{Kube: t.Clients.Kube, Discovery: t.Clients.Discovery, Dynamic: t.Clients.Dynamic})
 	if err != nil {
 		return taint.Result{}, fmt.Errorf("detect: %w", err)
@@ -40,15 +55,26 @@ func (t *TaintNodes) Run(ctx context.Context) (taint.Result, error) {
 	return (&taint.Taint{Client: t.Clients.Kube, Taint: taint.GPUTaint, DryRun: t.DryRun, OnNode: t.OnNode, Nodes: snap.Nodes}).Run(ctx, nodes)
 }
 
-// UntaintNodes removes the taints gpuctl added, and only those, from every node that records any.
+// UntaintNodes removes the taints gpuctl added, and only those, from every node that records any,
+// under gpuctl's install lock (a dry run takes none).
 type UntaintNodes struct {
-	Clients *kube.Clients
-	DryRun  bool
-	OnNode  func(taint.NodeResult)
+	Clients     *kube.Clients
+	DryRun      bool
+	WaitForLock time.Duration
+	Sink        Sink
+	OnNode      func(taint.NodeResult)
 }
 
 // Run untaints.
-func (u *UntaintNodes) Run(ctx context.Context) (taint.Result, error) {
+func (u *UntaintNodes) Run(ctx context.Context) (res taint.Result, err error) {
+	if !u.DryRun {
+		var lk *writeLock
+		if ctx, lk, err = takeLock(ctx, u.Clients, u.WaitForLock, u.Sink); err != nil {
+			return taint.Result{}, lockError(err)
+		}
+		defer lk.release(ctx)
+		defer func() { err = lk.lost(err) }()
+	}
 	return (&taint.Untaint{Client: u.Clients.Kube, DryRun: u.DryRun, OnNode: u.OnNode}).Run(ctx, nil)
 }
 

@@ -65,11 +65,14 @@ type VerifyOptions struct {
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 	// LogLines is how many of a failed pod's last log lines to keep (default 20).
 	LogLines int64 `json:"-"`
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	WaitForLock time.Duration `json:"-"`
 }
 
 // Verify runs one short CUDA workload on every GPU node and reports, per node, whether it ran. It
 // removes the pods it created on every way out, an interrupt included, and first removes the pods an
-// earlier verify run left behind.
+// earlier verify run left behind. It creates pods, so it runs under gpuctl's install lock: the pods it
+// removes first are never those of a verify still running, and no install changes the stack under it.
 type Verify struct {
 	Clients *kube.Clients
 	Options VerifyOptions
@@ -142,12 +145,19 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
 // when there is no GPU stack, ErrNoGPUNodes when no node is labelled a GPU node, and an ErrInput error
 // for a selector that does not parse or matches no GPU node; those three before anything is written.
-func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
+func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 	o := v.Options.withDefaults()
 	sel, err := labels.Parse(o.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --nodes %q: %v", ErrInput, o.Nodes, err)
 	}
+	// Taken before the install record and the nodes are read, and released after the pods are gone.
+	ctx, lk, err := takeLock(ctx, v.Clients, o.WaitForLock, v.Sink)
+	if err != nil {
+		return nil, lockError(err)
+	}
+	defer lk.release(ctx)
+	defer func() { err = lk.lost(err) }()
 	ns, err := v.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -213,7 +223,11 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 	v.emit(Event{Type: StepStarted, Step: "wait", Title: "Wait for the GPU workloads"})
 	werr := v.wait(ctx, v.Clients.Kube, pods, runSel, o.Timeout, created, started)
 	if ctx.Err() != nil {
-		v.emit(Event{Type: StepInterrupted, Step: "wait", Title: "Wait for the GPU workloads", Message: "interrupted; removing the verify pods"})
+		msg := "interrupted; removing the verify pods"
+		if !interrupted(ctx) {
+			msg = fmt.Sprintf("stopped (%v); removing the verify pods", context.Cause(ctx))
+		}
+		v.emit(Event{Type: StepInterrupted, Step: "wait", Title: "Wait for the GPU workloads", Message: msg})
 		return res, ctx.Err()
 	}
 	if werr != nil && !errors.Is(werr, context.DeadlineExceeded) {

@@ -11,5 +11,7 @@
 // further apart than the Lease duration can take over a live lock.
 //
 // It does not decide what is safe to change under the lock (internal/release does, given when the
-// lock was taken). The engine takes it for a whole install run (not a dry run), before detection.
+// lock was taken). The engine takes it for a whole run of every verb that writes (install, upgrade,
+// uninstall, taint, untaint, verify; not a dry run): after the run's inputs are judged, so a refused
+// input writes nothing, and before detection.
 package lock

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/lock"
+)
+
+// releaseTimeout bounds the release of the lock at the end of a run, which has its own context: the
+// run's may be cancelled (Ctrl-C) or past its deadline.
+const releaseTimeout = 10 * time.Second
+
+// writeLock is gpuctl's install lock (internal/lock) held by one run of a verb that writes.
+type writeLock struct {
+	held *lock.Held
+	stop context.CancelCauseFunc
+}
+
+// takeLock takes gpuctl's install lock for one run of a verb that writes (install, upgrade, taint,
+// untaint, verify), waiting up to wait while another run holds it; after that the error is a
+// *lock.HeldError naming the holder (errors.Is ErrLocked). Callers take it after their inputs are
+// judged and before they read what they will change. The returned context is cancelled, with the
+// lost lock's error as its cause, when the lock is lost (not renewed in time, or taken over): the run
+// stops at its next API call rather than go on writing without it, and that cause tells the stop
+// apart from an interrupt.
+func takeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink Sink) (context.Context, *writeLock, error) {
+	if sink == nil {
+		sink = SinkFunc(func(Event) {})
+	}
+	held, err := (&lock.Lock{Client: clients.Kube.CoordinationV1(), Wait: wait, OnWait: func(e *lock.HeldError) {
+		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", wait, e)})
+	}}).Acquire(ctx)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if h := held.TookOver; h != nil {
+		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone (killed before it could release the lock)", h)})
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-held.Lost():
+			stop(held.Err())
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, &writeLock{held: held, stop: stop}, nil
+}
+
+// release stops watching the lock and frees the Lease; one that cannot be freed expires by itself.
+func (w *writeLock) release(ctx context.Context) {
+	w.stop(nil)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_ = w.held.Release(rctx)
+}
+
+// lost says why a run that ended with err stopped when the lock was lost meanwhile (err otherwise).
+func (w *writeLock) lost(err error) error {
+	if lerr := w.held.Err(); lerr != nil && err != nil {
+		return fmt.Errorf("%w; the run stopped: %v", lerr, err)
+	}
+	return err
+}
+
+// lockError is what a verb without install's preflight returns when it could not take the lock: a
+// holder stays ErrLocked (exit 6); no permission to write the Lease is a failed preflight check (exit
+// 5), as install reports it.
+func lockError(err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: no permission to take gpuctl's install lock (gpuctl needs to create and update Leases in %s): %w", ErrPreflightFailed, lock.DefaultNamespace, err)
+	}
+	return err
+}
