@@ -34,7 +34,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 			if err := validateInstallInputs(&o); err != nil {
 				return err
 			}
-			clients, err := g.clients()
+			clients, err := g.clientsReachedLater()
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 				return err
 			}
 			defer progress.Close()
-			res, err := (&engine.Install{Clients: clients, Options: o, Sink: progress, Stdin: streams.In, Getenv: getenv, Version: gpuctlVersion()}).Run(cmd.Context())
+			res, err := (&engine.Install{Clients: clients, Reach: clients.Reach, Options: o, Sink: progress, Stdin: streams.In, Getenv: getenv, Version: gpuctlVersion()}).Run(cmd.Context())
 			progress.Close()
 			if o.DryRun && res != nil && res.Plan != nil && err == nil {
 				return writeResult(streams.Out, output, res.Plan, func() error {

@@ -232,6 +232,12 @@ func (g *globals) clients() (*kube.Clients, error) {
 	return reachableClients(g.ctx, g.kube, *g.kube.Namespace)
 }
 
+// clientsReachedLater builds the clients without asking the API server yet: for the verbs whose
+// engine judges inputs first (install, upgrade) and then calls the returned clients' Reach.
+func (g *globals) clientsReachedLater() (*kube.Clients, error) {
+	return kube.NewClients(g.kube, *g.kube.Namespace)
+}
+
 // reachableClients builds the clients from getter and makes sure the API server answers.
 func reachableClients(ctx context.Context, getter genericclioptions.RESTClientGetter, namespace string) (*kube.Clients, error) {
 	c, err := kube.NewClients(getter, namespace)

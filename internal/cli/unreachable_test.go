@@ -125,7 +125,16 @@ func TestInterruptWhileUnreachable(t *testing.T) {
 	accepted := make(chan struct{}, 1)
 	server := blackholeServer(t, accepted)
 	kubeconfig := writeKubeconfig(t, server)
-	for _, verb := range [][]string{{"detect"}, {"install"}, {"version"}} {
+	// install judges its inputs before it asks the server, so its interruption is install's own line.
+	for _, tc := range []struct {
+		verb []string
+		want string
+	}{
+		{[]string{"detect"}, "gpuctl: interrupted\n"},
+		{[]string{"install"}, "gpuctl: interrupted before the first write: nothing was changed.\n"},
+		{[]string{"version"}, "gpuctl: interrupted\n"},
+	} {
+		verb := tc.verb
 		t.Run(verb[0], func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), guard)
 			defer cancel()
@@ -154,8 +163,8 @@ func TestInterruptWhileUnreachable(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != ExitInterrupted {
 				t.Fatalf("gpuctl %s after SIGINT: %v, want exit %d\n%s", verb[0], err, ExitInterrupted, stderr.String())
 			}
-			if got := stderr.String(); got != "gpuctl: interrupted\n" {
-				t.Errorf("stderr %q, want one line: gpuctl: interrupted", got)
+			if got := stderr.String(); got != tc.want {
+				t.Errorf("stderr %q, want one line: %q", got, tc.want)
 			}
 		})
 	}

@@ -51,7 +51,7 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 			if err := validateValuesOptions(&vo); err != nil {
 				return err
 			}
-			clients, err := g.clients()
+			clients, err := g.clientsReachedLater()
 			if err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
 				}
 				return confirm(streams, getenv, false, "gpuctl upgrade", "Upgrade?") == nil
 			}
-			res, err := (&engine.Upgrade{Clients: clients, Options: o, Sink: progress, Confirm: confirmFn, Version: gpuctlVersion(),
+			res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: o, Sink: progress, Confirm: confirmFn, Version: gpuctlVersion(),
 				Stdin: streams.In, Getenv: getenv}).Run(cmd.Context())
 			progress.Close()
 			if res != nil {

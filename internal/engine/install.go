@@ -76,6 +76,10 @@ type Install struct {
 	// Stdin and Getenv supply secret inputs given as "-" or as an environment variable's name.
 	Stdin  io.Reader
 	Getenv func(string) string
+	// Reach, when set, is asked once the inputs are judged and before anything else reaches the
+	// cluster: the CLI's check that the API server answers (kube.Clients.Reach), so an input mistake
+	// is refused as one even when the cluster is down.
+	Reach func(context.Context) error
 	// Version is gpuctl's version, for the install record.
 	Version string
 	// command names the verb in the install record (install, or upgrade when Upgrade runs it).
@@ -143,6 +147,11 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	in, err := i.readInputs(o)
 	if err != nil {
 		return &InstallResult{}, err
+	}
+	if i.Reach != nil {
+		if err := i.Reach(ctx); err != nil {
+			return &InstallResult{}, err
+		}
 	}
 	// One writer at a time (internal/lock). The lock is taken before detection, not just before the
 	// first write: detection, the plan and preflight must not judge a cluster another run is halfway

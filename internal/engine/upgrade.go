@@ -58,6 +58,9 @@ type Upgrade struct {
 	Version string
 	Stdin   io.Reader
 	Getenv  func(string) string
+	// Reach, when set, is asked once the new inputs are judged, before the install record is read
+	// (as Install.Reach).
+	Reach func(context.Context) error
 }
 
 // UpgradePreview is what an upgrade will change, shown before it writes.
@@ -125,6 +128,11 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	}
 	if _, err := release.ParseSet(o.Set); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	if u.Reach != nil {
+		if err := u.Reach(ctx); err != nil {
+			return nil, err
+		}
 	}
 	rec, err := ReadRecord(ctx, u.Clients.Kube)
 	if err != nil {
