@@ -107,6 +107,7 @@ current-context: c1
 		{"a negative --wait-for-lock", nil, []string{"install", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
 		{"a negative --wait-for-lock, in upgrade", nil, []string{"upgrade", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
 		{"a negative --wait-for-lock, in the wizard", nil, []string{"wizard", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
+		{"a negative --wait-for-lock, in uninstall", nil, []string{"uninstall", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
 		{"a negative --wait-for-lock, in taint", nil, []string{"taint", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
 		{"a negative --wait-for-lock, in untaint", nil, []string{"untaint", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},
 		{"a negative --wait-for-lock, in verify", nil, []string{"verify", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},

@@ -298,7 +298,7 @@ func report(w io.Writer, err error) int {
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
 	case errors.Is(err, engine.ErrLocked):
-		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed; run gpuctl install again when it has finished, or wait for it with --wait-for-lock 15m.\n", err)
+		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed; run this again when that run has finished, or wait for it with --wait-for-lock 15m.\n", err)
 		return ExitLocked
 	case errors.Is(err, plan.ErrUnsupported):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)

@@ -41,6 +41,9 @@ A second uninstall does nothing.`,
 			if err := validateTimeout(o.Timeout); err != nil {
 				return err
 			}
+			if err := validateWaitForLock(o.WaitForLock); err != nil {
+				return err
+			}
 			if o.FinalizerWait <= 0 {
 				return usageError{fmt.Errorf("--finalizer-wait %s: must be positive", o.FinalizerWait)}
 			}

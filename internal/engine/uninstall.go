@@ -116,34 +116,20 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		p, err := un.plan(ctx)
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
-	held, err := (&lock.Lock{Client: u.Clients.Kube.CoordinationV1(), Wait: o.WaitForLock, OnWait: func(e *lock.HeldError) {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", o.WaitForLock, e)})
-	}}).Acquire(ctx)
+	ctx, lk, err := takeLock(ctx, u.Clients, o.WaitForLock, sink)
 	if err != nil {
-		return &UninstallResult{}, err
+		return &UninstallResult{}, lockError(err)
 	}
 	defer func() {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer rcancel()
-		_ = held.Release(rctx)
+		lk.release(ctx)
 		if err == nil && o.Purge {
 			// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run
 			// waiting for it creates it again).
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer rcancel()
 			purgeLease(rctx, u.Clients)
 		}
-	}()
-	if h := held.TookOver; h != nil {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone", h)})
-	}
-	var stop context.CancelFunc
-	ctx, stop = context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-held.Lost():
-			stop()
-		case <-ctx.Done():
-		}
+		err = lk.lost(err)
 	}()
 
 	rec, err := ReadRecord(ctx, u.Clients.Kube)
