@@ -386,6 +386,12 @@ func leaseHistory(t *testing.T, c *sandbox.Cluster, fn func()) []coordinationv1.
 // while with the process's PID, then interrupts it (SIGINT) and returns its exit code and stderr.
 func runUntil(t *testing.T, bin string, args []string, match func(engine.Event) bool, while func(pid int)) (int, string) {
 	t.Helper()
+	return signalAt(t, bin, args, match, while, syscall.SIGINT)
+}
+
+// signalAt is runUntil with the signal to send (SIGKILL: a run that cannot clean up).
+func signalAt(t *testing.T, bin string, args []string, match func(engine.Event) bool, while func(pid int), sig syscall.Signal) (int, string) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--progress", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	errPipe, err := cmd.StderrPipe()
@@ -405,9 +411,11 @@ func runUntil(t *testing.T, bin string, args []string, match func(engine.Event) 
 		if sent || json.Unmarshal([]byte(line), &ev) != nil || !match(ev) {
 			continue
 		}
-		while(cmd.Process.Pid)
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatalf("SIGINT: %v", err)
+		if while != nil {
+			while(cmd.Process.Pid)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatalf("signal %s: %v", sig, err)
 		}
 		sent = true
 	}

@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -200,45 +196,8 @@ func assertNoVerifyPods(t *testing.T, c *sandbox.Cluster) {
 // workload waits on the scheduler: the pod exists, and the test reacts to gpuctl's own event.
 func verifyAndSignal(t *testing.T, c *sandbox.Cluster, bin string, sig syscall.Signal, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--kubeconfig", c.Kubeconfig, "--progress", "json", "verify"}, args...)...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	waitsOnScheduler := func(ev engine.Event) bool {
+		return ev.Type == engine.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	sent := false
-	sc := bufio.NewScanner(errPipe)
-	for sc.Scan() {
-		line := sc.Text()
-		stderr.WriteString(line + "\n")
-		var ev engine.Event
-		if sent || json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
-		if ev.Type == engine.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable") {
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatalf("signal %s: %v", sig, err)
-			}
-			sent = true
-		}
-	}
-	err = cmd.Wait()
-	code := 0
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("gpuctl verify: %v", err)
-	}
-	t.Logf("gpuctl verify %v, %s → exit %d\n%s", args, sig, code, stderr.String())
-	if !sent {
-		t.Fatalf("no progress event said the workload waits on the scheduler")
-	}
-	return code, stderr.String()
+	return signalAt(t, bin, append([]string{"--kubeconfig", c.Kubeconfig, "verify"}, args...), waitsOnScheduler, nil, sig)
 }
