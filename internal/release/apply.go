@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -123,6 +124,7 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 		in.Timeout = timeout
 		in.WaitStrategy = kube.HookOnlyStrategy
 		in.Labels = labels(a.RunID, next)
+		maps.DeleteFunc(in.Labels, func(_, v string) bool { return v == "" }) // nothing to drop on a first revision
 		if a.DryRun {
 			in.DryRunStrategy = action.DryRunServer
 		}
