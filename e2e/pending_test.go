@@ -38,7 +38,7 @@ func TestInstallLeavesHelmsUpgradeInProgressAlone(t *testing.T) {
 	}
 	defer log.Close()
 	upgrade := helmCommand(t, c, bin, "upgrade", op, chartDir(t, op), "--reuse-values", "-n", "gpu-operator",
-		"--set", "operator.nodeSelector.gpuctl-e2e-nowhere=true", "--wait", "--timeout", "30m")
+		"--set-string", "operator.nodeSelector.gpuctl-e2e-nowhere=true", "--wait", "--timeout", "30m")
 	upgrade.Stdout, upgrade.Stderr = log, log
 	if err := upgrade.Start(); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestInstallLeavesHelmsUpgradeInProgressAlone(t *testing.T) {
 	h := &helmProcess{cmd: upgrade, log: logPath, done: make(chan struct{})}
 	go func() { h.err = upgrade.Wait(); close(h.done) }()
 	defer h.kill()
-	h.waitFor(t, func() bool { return history(t, c, op) == "1:superseded 2:pending-upgrade" })
+	h.waitFor(t, func() bool { return history(t, c, op) == "1:deployed 2:pending-upgrade" })
 	before := releaseHistory(t, c, op)
 
 	t.Run("gpuctl install refuses with exit 6, Helm's words and the command that recovers the release", func(t *testing.T) {
@@ -87,7 +87,8 @@ func TestInstallLeavesHelmsUpgradeInProgressAlone(t *testing.T) {
 		if res.Changed {
 			t.Errorf("changed after the rollback to gpuctl's revision: %+v", res.Steps)
 		}
-		if got := history(t, c, op); got != "1:superseded 2:superseded 3:deployed" {
+		// Helm's rollback supersedes the deployed revisions and leaves the one it replaced as it was.
+		if got := history(t, c, op); got != "1:superseded 2:pending-upgrade 3:deployed" {
 			t.Errorf("history %s", got)
 		}
 	})
