@@ -153,6 +153,11 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	// manager (kubectl edit) left on them are taken over, as `helm upgrade --force-conflicts` does;
 	// otherwise server-side apply refuses the upgrade with conflicts.
 	up.ForceConflicts = true
+	// Server-side always, whatever applied the revision before: Helm v3 applies client-side (and stores
+	// no apply method), and Helm's default ("auto": as before) would then refuse forcing conflicts.
+	// Helm moves the fields a client-side apply left over (pkg/action/upgrade.go
+	// upgradeClientSideFieldManager).
+	up.ServerSideApply = "true"
 	// gpuctl passes the complete set of values every time (profile, facts, files, --set): values of
 	// the previous revision must not leak into this one.
 	up.ResetValues = true

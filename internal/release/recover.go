@@ -166,7 +166,8 @@ func (c *Client) recover(ctx context.Context, hist []*releasev1.Release, run str
 	rb.Timeout = timeout
 	rb.WaitStrategy = kube.HookOnlyStrategy
 	rb.MaxHistory = maxHistory
-	rb.ForceConflicts = true // the release's own objects, as for an upgrade
+	rb.ForceConflicts = true    // the release's own objects, as for an upgrade
+	rb.ServerSideApply = "true" // as for an upgrade, even back to a revision Helm v3 applied client-side
 	rb.Description = rollbackDescription(good.Version, run)
 	if err := rb.Run(rel.Name); err != nil {
 		return "", fmt.Errorf("roll back release %s to revision %d: %w", rel.Name, good.Version, err)

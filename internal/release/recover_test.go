@@ -319,6 +319,36 @@ func TestApplyNamesItsRunOnItsRollback(t *testing.T) {
 	}
 }
 
+// Helm v3 applies client-side and stores no apply method; gpuctl's upgrade and its recovery rollback
+// of such a release apply server-side all the same (forcing conflicts needs it), moving the objects'
+// fields over as Helm v4 does.
+func TestApplyUpgradesHelm3RevisionsServerSide(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		history []rcommon.Status
+	}{
+		{"an upgrade of a revision helm 3 deployed", []rcommon.Status{rcommon.StatusDeployed}},
+		{"the rollback that recovers a dead run's revision to one helm 3 deployed", []rcommon.Status{rcommon.StatusDeployed, rcommon.StatusPendingUpgrade}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestClient(t)
+			seed(t, c, tc.history...) // seeded revisions have no apply method, as Helm v3 writes them
+			if _, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: map[string]any{"x": "b"}, RunID: thisRun}).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			hist, err := c.history("demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range hist[len(tc.history):] {
+				if r.ApplyMethod != "ssa" {
+					t.Errorf("revision %d (%s) applied %q, want server-side (ssa)", r.Version, r.Info.Description, r.ApplyMethod)
+				}
+			}
+		})
+	}
+}
+
 func TestRunLabelIsALabelValue(t *testing.T) {
 	for _, id := range []string{
 		thisRun,
