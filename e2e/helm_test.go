@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,23 +76,32 @@ func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string
 	}
 }
 
-// helmCLI is Helm's own command line at the version gpuctl's go.mod requires (built ahead of the tests
-// by `sandbox tools`; a cache hit here).
-var helmCLI = sync.OnceValues(func() (string, error) {
-	return sandbox.EnsureHelmCLI(context.Background(), nil)
-})
+// helmCLI is Helm's own command line at the version gpuctl's go.mod requires, and helm3CLI Helm
+// v3's at the version e2e/tools/helm3 pins (both built ahead of the tests by `sandbox tools`; a cache
+// hit here).
+var (
+	helmCLI = sync.OnceValues(func() (string, error) {
+		return sandbox.EnsureHelmCLI(context.Background(), nil)
+	})
+	helm3CLI = sync.OnceValues(func() (string, error) {
+		return sandbox.EnsureHelm3CLI(context.Background(), nil)
+	})
+)
 
-// helm runs Helm's CLI against the sandbox and returns its exit code and combined output.
+// helm runs Helm's (v4) CLI against the sandbox and returns its exit code and combined output.
 func helm(t *testing.T, c *sandbox.Cluster, args ...string) (int, string) {
 	t.Helper()
 	bin, err := helmCLI()
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
-		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	return helmBin(t, c, bin, args...)
+}
+
+// helmBin runs the Helm CLI bin against the sandbox and returns its exit code and combined output.
+func helmBin(t *testing.T, c *sandbox.Cluster, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := helmCommand(t, c, bin, args...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {
@@ -101,8 +111,18 @@ func helm(t *testing.T, c *sandbox.Cluster, args ...string) (int, string) {
 		}
 		code = ee.ExitCode()
 	}
-	t.Logf("helm %s → exit %d\n%s", strings.Join(args, " "), code, out)
+	t.Logf("%s %s → exit %d\n%s", filepath.Base(filepath.Dir(bin)), strings.Join(args, " "), code, out)
 	return code, string(out)
+}
+
+// helmCommand is the Helm CLI bin with args against the sandbox, with a Helm home of its own.
+func helmCommand(t *testing.T, c *sandbox.Cluster, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
+		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	return cmd
 }
 
 // chartDir is gpuctl's chart copied out of the binary, as a person would check it out.
@@ -153,18 +173,68 @@ func clusterPolicyUID(t *testing.T, c *sandbox.Cluster) types.UID {
 
 // Helm's CLI and gpuctl work on the same releases, in any order: Helm rolls back, upgrades and
 // uninstalls what gpuctl installed, without --force-conflicts, and gpuctl carries on from whatever
-// Helm left — a failed revision is upgraded, never uninstalled. One sandbox for the whole story.
+// Helm left — a failed revision is upgraded, never uninstalled. Helm 3 users too: the same story runs
+// with Helm v4's CLI, then Helm v3's, on one sandbox (each ends with a fresh install, where the next
+// begins).
 func TestHelmCLIOnGpuctlReleases(t *testing.T) {
-	if _, err := helmCLI(); err != nil {
-		t.Fatal(err)
+	clis := []struct {
+		name string
+		bin  func() (string, error)
+	}{{"helm v4", helmCLI}, {"helm v3", helm3CLI}}
+	bins := map[string]string{}
+	for _, h := range clis {
+		bin, err := h.bin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins[h.name] = bin
 	}
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}})
-	const op = "gpu-operator"
 	if code, _, stderr := gpuctl(t, c, "install"); code != 0 {
 		t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
 	}
+	for _, h := range clis {
+		if !t.Run(h.name, func(t *testing.T) { helmStory(t, c, bins[h.name]) }) {
+			return // the next story starts where this one ended
+		}
+	}
+}
+
+// helmStory is TestHelmCLIOnGpuctlReleases with the Helm CLI bin, from a fresh gpuctl install to
+// another.
+func helmStory(t *testing.T, c *sandbox.Cluster, bin string) {
+	const op = "gpu-operator"
 	uid := clusterPolicyUID(t, c)
 	dir := chartDir(t, op)
+	helm := func(t *testing.T, args ...string) (int, string) {
+		t.Helper()
+		return helmBin(t, c, bin, args...)
+	}
+
+	t.Run("helm list and helm history show gpuctl's releases, and list selects them by gpuctl's label", func(t *testing.T) {
+		code, out := helm(t, "list", "-n", "gpu-operator", "--selector", release.ManagedByLabel+"=true", "-o", "json")
+		var list []struct{ Name, Status, Revision string }
+		if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+			t.Fatalf("helm list exited %d (%v): %s", code, err, out)
+		}
+		got := map[string]string{}
+		for _, r := range list {
+			got[r.Name] = r.Status + " " + r.Revision
+		}
+		for _, name := range []string{op, "node-feature-discovery"} {
+			if got[name] != "deployed 1" {
+				t.Errorf("helm list: %s is %q, want deployed revision 1 (%v)", name, got[name], got)
+			}
+		}
+		code, out = helm(t, "history", op, "-n", "gpu-operator", "-o", "json")
+		var hist []struct {
+			Revision int
+			Status   string
+		}
+		if err := json.Unmarshal([]byte(out), &hist); code != 0 || err != nil || len(hist) != 1 || hist[0].Status != "deployed" {
+			t.Errorf("helm history exited %d (%v): %s", code, err, out)
+		}
+	})
 
 	t.Run("a gpuctl upgrade takes over fields an older gpuctl left under its own field manager", func(t *testing.T) {
 		// Releases an older gpuctl wrote are owned by field manager "gpuctl" (Helm's SDK names the
@@ -194,7 +264,7 @@ func TestHelmCLIOnGpuctlReleases(t *testing.T) {
 	})
 
 	t.Run("helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
-		if code, out := helm(t, c, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
+		if code, out := helm(t, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
 			t.Fatalf("helm rollback exited %d: %s", code, out)
 		}
 		if got := history(t, c, op); got != "1:superseded 2:superseded 3:deployed" {
@@ -203,13 +273,13 @@ func TestHelmCLIOnGpuctlReleases(t *testing.T) {
 	})
 
 	t.Run("helm upgrade --reuse-values of a gpuctl release with gpuctl's chart works", func(t *testing.T) {
-		if code, out := helm(t, c, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator"); code != 0 {
+		if code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator"); code != 0 {
 			t.Fatalf("helm upgrade exited %d: %s", code, out)
 		}
 		if got := history(t, c, op); !strings.HasSuffix(got, "4:deployed") {
 			t.Errorf("after helm upgrade: %s", got)
 		}
-		code, out := helm(t, c, "get", "values", op, "-n", "gpu-operator", "-o", "json")
+		code, out := helm(t, "get", "values", op, "-n", "gpu-operator", "-o", "json")
 		if code != 0 || !strings.Contains(out, `"nfd":{"enabled":false}`) {
 			t.Errorf("the values gpuctl chose were not reused: %s", out)
 		}
@@ -218,7 +288,7 @@ func TestHelmCLIOnGpuctlReleases(t *testing.T) {
 	t.Run("after a failed helm upgrade gpuctl install upgrades the release, never reinstalls it", func(t *testing.T) {
 		// An annotation key the API server refuses (more than one "/") passes Helm's client-side
 		// checks, so Helm stores the revision and marks it failed, as any upgrade the cluster refuses.
-		code, out := helm(t, c, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator", "--set", "operator.annotations.not/a/key=x")
+		code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator", "--set", "operator.annotations.not/a/key=x")
 		if code == 0 {
 			t.Fatalf("helm upgrade with a bad annotation succeeded: %s", out)
 		}
@@ -254,7 +324,7 @@ func TestHelmCLIOnGpuctlReleases(t *testing.T) {
 
 	t.Run("helm uninstall of gpuctl's releases works, and gpuctl installs them again cleanly", func(t *testing.T) {
 		for _, name := range []string{op, "node-feature-discovery"} {
-			if code, out := helm(t, c, "uninstall", name, "-n", "gpu-operator"); code != 0 {
+			if code, out := helm(t, "uninstall", name, "-n", "gpu-operator"); code != 0 {
 				t.Fatalf("helm uninstall %s exited %d: %s", name, code, out)
 			}
 			if got := history(t, c, name); got != "" {

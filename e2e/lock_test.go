@@ -29,6 +29,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 // runResult is one gpuctl install -o json run.
@@ -181,7 +182,8 @@ func TestLockOneWriterAtATime(t *testing.T) {
 	})
 
 	t.Run("an upgrade an interrupted run left pending is rolled back under the lock, never uninstalled", func(t *testing.T) {
-		// What a gpuctl or helm killed mid-upgrade leaves: the next revision stored pending-upgrade.
+		// What a gpuctl run killed mid-upgrade leaves: the next revision stored pending-upgrade,
+		// labelled with that run, which no longer holds the lock.
 		flags := genericclioptions.NewConfigFlags(false)
 		flags.KubeConfig = &c.Kubeconfig
 		cfg := action.NewConfiguration()
@@ -197,6 +199,7 @@ func TestLockOneWriterAtATime(t *testing.T) {
 		info := *last.Info
 		info.Status, info.LastDeployed, info.Description = rcommon.StatusPendingUpgrade, time.Now().Add(-time.Minute), "Preparing upgrade"
 		stuck.Info, stuck.Version = &info, last.Version+1
+		stuck.Labels = map[string]string{release.ManagedByLabel: "true", release.RunLabel: "killed-host.4242.0badc0de", release.RevisionLabel: strconv.Itoa(stuck.Version)}
 		if err := cfg.Releases.Create(&stuck); err != nil {
 			t.Fatal(err)
 		}

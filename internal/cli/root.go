@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -39,7 +40,9 @@ const (
 	ExitNotReady = 4
 	// ExitPreflight: a preflight check failed; nothing was changed.
 	ExitPreflight = 5
-	// ExitLocked: another gpuctl run holds the install lock (it is named); nothing was changed.
+	// ExitLocked: another writer is at work: a gpuctl run holds the install lock (it is named;
+	// nothing was changed), or a Helm operation gpuctl did not start is in progress on one of its
+	// releases (release.BusyError; that release was not changed).
 	ExitLocked = 6
 	// ExitNotInstalled: status found nothing gpuctl installed (no install record, no gpu-operator release).
 	ExitNotInstalled = 7
@@ -276,6 +279,7 @@ func (n notReadyError) Unwrap() error { return n.error }
 func report(w io.Writer, err error) int {
 	var ue usageError
 	var unreachable *kube.UnreachableError
+	var busy *release.BusyError
 	switch {
 	case errors.Is(err, context.Canceled):
 		if ie := (*engine.InterruptedError)(nil); errors.As(err, &ie) {
@@ -297,6 +301,9 @@ func report(w io.Writer, err error) int {
 	case errors.Is(err, engine.ErrInput):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
+	case errors.As(err, &busy):
+		fmt.Fprintf(w, "gpuctl: %v\n%s.\n", err, busy.Hint())
+		return ExitLocked
 	case errors.Is(err, engine.ErrLocked):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed; run this again when that run has finished, or wait for it with --wait-for-lock 15m.\n", err)
 		return ExitLocked

@@ -36,9 +36,9 @@ type executor struct {
 	changed bool
 	// releases are Helm clients by namespace.
 	releases map[string]*release.Client
-	// lockedSince is when this run took the install lock: release recovery touches only pending
-	// revisions older than that.
-	lockedSince time.Time
+	// runID is this run's install Lease holder identity: release steps label what they write with it,
+	// and recover only pending revisions another run wrote (internal/release Apply.RunID).
+	runID string
 }
 
 // stepOutcome is what one step reports when it ends well.
@@ -265,7 +265,10 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	res, err := x.applyRelease(ctx, &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, LockedSince: x.lockedSince})
+	res, err := x.applyRelease(ctx, &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, RunID: x.runID})
+	if busy := (*release.BusyError)(nil); errors.As(err, &busy) {
+		return stepOutcome{}, &stepError{err: err, hint: busy.Hint()}
+	}
 	if err != nil {
 		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}

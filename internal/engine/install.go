@@ -211,7 +211,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if lk == nil {
 		return res, errors.New("no install lock: a dry run changes nothing")
 	}
-	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, lockedSince: lk.held.Since}
+	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, runID: lk.held.Identity()}
 	x.releases = map[string]*release.Client{}
 	before, err := x.snapshotBefore(ctx)
 	if err != nil {

@@ -10,8 +10,10 @@
 // Expiry is judged by the Lease's renewTime against the local clock, so hosts whose clocks are
 // further apart than the Lease duration can take over a live lock.
 //
-// It does not decide what is safe to change under the lock (internal/release does, given when the
-// lock was taken). The engine takes it for a whole run of every verb that writes (install, upgrade,
-// uninstall, taint, untaint, verify; not a dry run): after the run's inputs are judged, so a refused
-// input writes nothing, and before detection.
+// It does not decide what is safe to change under the lock: internal/release does, given the
+// holder's identity (Held.Identity), which it writes on every Helm revision of the run; a pending
+// revision that names another run is that run's leftover, since a run writes only while it holds
+// the Lease. No clocks are compared for that. The engine takes it for a whole run of every verb that
+// writes (install, upgrade, uninstall, taint, untaint, verify; not a dry run): after the run's inputs
+// are judged, so a refused input writes nothing, and before detection.
 package lock

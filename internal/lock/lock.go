@@ -346,6 +346,9 @@ func (l *Lock) hold(ctx context.Context, since time.Time) *Held {
 	return h
 }
 
+// Identity is the Lease's holderIdentity while this run holds it: unique per run (see Holder).
+func (h *Held) Identity() string { return h.l.Holder.Identity }
+
 // Lost is closed when the lock is lost (see Err).
 func (h *Held) Lost() <-chan struct{} { return h.lost }
 

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -29,7 +30,8 @@ const (
 
 // Apply installs a release, or upgrades it when it exists, or does nothing when the deployed revision
 // already matches — so running gpuctl twice with the same inputs makes no new Helm revision. A release
-// left pending-install/-upgrade/-rollback by an interrupted run is recovered first (see Recovered).
+// left pending-install/-upgrade/-rollback by a gpuctl run that no longer holds the install Lease is
+// recovered first (see Recovered); one left pending by anyone else is refused with a *BusyError.
 //
 // Apply never uninstalls a release that is or was deployed: the only revision it ever replaces is a
 // pending-install with no revision before it (nothing of it ever ran). A failed or interrupted
@@ -47,11 +49,11 @@ type Apply struct {
 	// Timeout bounds Helm's own apply (default: the context's deadline, else 5 minutes). gpuctl does
 	// not let Helm wait for workloads; its health checks do.
 	Timeout time.Duration
-	// LockedSince is when the caller took gpuctl's install lock (internal/lock). A pending revision is
-	// recovered only under the lock (LockedSince set) and only when it was written before then: one
-	// written later belongs to a writer that does not take gpuctl's lock (`helm upgrade` in progress)
-	// and is left alone with an error. Zero: pending revisions are never touched.
-	LockedSince time.Time
+	// RunID names this gpuctl run: the holder identity of gpuctl's install Lease (internal/lock), which
+	// the caller holds while Apply runs. Every revision Apply writes is labelled with it (RunLabel), and
+	// a pending revision is recovered only when it names another gpuctl run, which therefore no longer
+	// holds the Lease (see recover). "": pending revisions are never touched.
+	RunID string
 }
 
 // Result of Apply.
@@ -79,7 +81,7 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if len(hist) > 0 && isPending(hist[len(hist)-1].Info.Status) && !a.DryRun {
-		msg, err := a.Client.recover(ctx, hist, a.LockedSince, timeout)
+		msg, err := a.Client.recover(ctx, hist, a.RunID, timeout)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +104,12 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	// upgraded: Helm upgrades from the last deployed revision, or from the failed one when none was
 	// ever deployed (action.Upgrade in helm.sh/helm/v4 v4.3.1 pkg/action/upgrade.go).
 	install := cur == nil || cur.Info.Status == common.StatusUninstalled
+	// The revision Helm writes next: the newest stored one's number plus one, as Helm counts (a Helm
+	// write that races this one makes Helm refuse, pkg/action/upgrade.go).
+	next := 1
+	if cur != nil && !install {
+		next = cur.Version + 1
+	}
 	if !install && cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, a.Chart) && sameValues(cur.Config, a.Values) {
 		res.Outcome = Unchanged
 		res.Release = fromHelm(cur)
@@ -115,7 +123,8 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 		in.SkipCRDs = true // applied by gpuctl first, server-side, and kept up to date (Helm never upgrades crds/)
 		in.Timeout = timeout
 		in.WaitStrategy = kube.HookOnlyStrategy
-		in.Labels = map[string]string{ManagedByLabel: "true"}
+		in.Labels = labels(a.RunID, next)
+		maps.DeleteFunc(in.Labels, func(_, v string) bool { return v == "" }) // nothing to drop on a first revision
 		if a.DryRun {
 			in.DryRunStrategy = action.DryRunServer
 		}
@@ -144,10 +153,15 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	// manager (kubectl edit) left on them are taken over, as `helm upgrade --force-conflicts` does;
 	// otherwise server-side apply refuses the upgrade with conflicts.
 	up.ForceConflicts = true
+	// Server-side always, whatever applied the revision before: Helm v3 applies client-side (and stores
+	// no apply method), and Helm's default ("auto": as before) would then refuse forcing conflicts.
+	// Helm moves the fields a client-side apply left over (pkg/action/upgrade.go
+	// upgradeClientSideFieldManager).
+	up.ServerSideApply = "true"
 	// gpuctl passes the complete set of values every time (profile, facts, files, --set): values of
 	// the previous revision must not leak into this one.
 	up.ResetValues = true
-	up.Labels = map[string]string{ManagedByLabel: "true"}
+	up.Labels = labels(a.RunID, next)
 	if a.DryRun {
 		up.DryRunStrategy = action.DryRunServer
 	}
@@ -170,62 +184,6 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 func sameChart(stored, ch *chart.Chart) bool {
 	d := ChartDigest(ch)
 	return d != "" && ChartDigest(stored) == d
-}
-
-// recover deals with a release whose newest revision (the last of hist, oldest first) is pending.
-// Only under gpuctl's install lock, and only for a revision written before the lock was taken, is it a
-// leftover of an interrupted run rather than an operation in progress. Then:
-//   - a pending install with no revision before it is uninstalled (the caller installs it again) —
-//     the only case in which gpuctl ever uninstalls a release;
-//   - otherwise the revision is marked failed and, when an earlier revision was deployed or
-//     superseded, the release is rolled back to the newest such revision; with none, the caller
-//     upgrades from the failed revision.
-func (c *Client) recover(ctx context.Context, hist []*releasev1.Release, lockedSince time.Time, timeout time.Duration) (string, error) {
-	rel := hist[len(hist)-1]
-	was := rel.Info.Status
-	if lockedSince.IsZero() {
-		return "", fmt.Errorf("release %s revision %d is %s: another operation may be in progress; gpuctl recovers it only while holding its install lock", rel.Name, rel.Version, was)
-	}
-	if rel.Info.LastDeployed.After(lockedSince) {
-		return "", fmt.Errorf("release %s revision %d became %s at %s, after this run took gpuctl's install lock at %s: another tool (helm?) is changing it; let it finish, then run gpuctl install again",
-			rel.Name, rel.Version, was, rel.Info.LastDeployed.UTC().Format(time.RFC3339), lockedSince.UTC().Format(time.RFC3339))
-	}
-	if was == common.StatusPendingInstall && len(hist) == 1 {
-		if err := c.uninstall(ctx, rel.Name, timeout); err != nil {
-			return "", fmt.Errorf("release %s was left %s by an interrupted run and could not be removed: %w", rel.Name, was, err)
-		}
-		return fmt.Sprintf("revision %d was left %s by an interrupted run with no revision before it; removed it and installed again", rel.Version, was), nil
-	}
-	var good *releasev1.Release
-	for _, r := range hist[:len(hist)-1] {
-		switch r.Info.Status {
-		case common.StatusDeployed:
-			good = r
-		case common.StatusSuperseded:
-			if good == nil || good.Info.Status != common.StatusDeployed {
-				good = r
-			}
-		}
-	}
-	// Mark the stuck revision failed, so Helm's rollback or upgrade does not refuse with "another
-	// operation is in progress".
-	rel.SetStatus(common.StatusFailed, "interrupted; marked failed by gpuctl")
-	if err := c.cfg.Releases.Update(rel); err != nil {
-		return "", fmt.Errorf("mark release %s revision %d failed: %w", rel.Name, rel.Version, err)
-	}
-	if good == nil {
-		return fmt.Sprintf("revision %d was left %s by an interrupted run; marked it failed (no earlier revision was deployed) and upgraded", rel.Version, was), nil
-	}
-	rb := action.NewRollback(c.cfg)
-	rb.Version = good.Version
-	rb.Timeout = timeout
-	rb.WaitStrategy = kube.HookOnlyStrategy
-	rb.MaxHistory = maxHistory
-	rb.ForceConflicts = true // the release's own objects, as for an upgrade
-	if err := rb.Run(rel.Name); err != nil {
-		return "", fmt.Errorf("roll back release %s to revision %d: %w", rel.Name, good.Version, err)
-	}
-	return fmt.Sprintf("revision %d was left %s by an interrupted run; rolled back to revision %d", rel.Version, was, good.Version), nil
 }
 
 // supersedeExtraDeployed marks every deployed revision but the newest superseded: two runs without

@@ -3,6 +3,8 @@ package release
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +16,20 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
+// Run identities of the tests, as internal/lock makes them (host/pid/token): thisRun holds the Lease
+// while the test applies; deadRun held it before and was killed.
+const (
+	thisRun = "node-a/4242/9f3c2a1b"
+	deadRun = "node-b/77/0c0ffee0"
+)
+
 // seed stores revisions 1..n of the demo release in the given states, each written a minute apart
-// and the last one a minute before now; values x=a throughout.
+// and the last one a minute before now, by deadRun as gpuctl labels them; values x=a throughout.
 func seed(t *testing.T, c *Client, states ...rcommon.Status) {
 	t.Helper()
 	start := time.Now().Add(-time.Duration(len(states)) * time.Minute)
@@ -28,7 +38,12 @@ func seed(t *testing.T, c *Client, states ...rcommon.Status) {
 			Config:   map[string]any{"x": "a"},
 			Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  x: \"a\"\n",
 			Info: &releasev1.Info{Status: st, FirstDeployed: start, LastDeployed: start.Add(time.Duration(i) * time.Minute),
-				Description: "seeded"}}
+				Description: "seeded"},
+			Labels: gpuctlLabels(deadRun, i+1)}
+		if st == rcommon.StatusPendingRollback { // gpuctl's rollback keeps its target's labels and names the run in its description
+			rel.Labels = gpuctlLabels(deadRun, 1)
+			rel.Info.RollbackRevision, rel.Info.Description = 1, rollbackDescription(1, deadRun)
+		}
 		if err := c.cfg.Releases.Create(rel); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +122,7 @@ func TestApplyNeverUninstallsADeployedRelease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestClient(t)
 			seed(t, c, tc.history...)
-			res, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: tc.values, LockedSince: time.Now()}).Run(context.Background())
+			res, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: tc.values, RunID: thisRun}).Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,26 +150,220 @@ func TestApplyNeverUninstallsADeployedRelease(t *testing.T) {
 	}
 }
 
-func TestApplyLeavesOthersPendingRevisionsAlone(t *testing.T) {
+// A pending revision is recovered only when gpuctl can tell that the operation that wrote it is over:
+// the gpuctl run named on it no longer holds the install Lease. Anything else pending (this run's
+// own write, plain helm, another tool) is refused with Helm's words and the command that recovers it,
+// however long ago it was written and whatever the clocks say.
+func TestApplyRecoversOnlyWhatADeadRunLeft(t *testing.T) {
+	const (
+		dep = rcommon.StatusDeployed
+		pi  = rcommon.StatusPendingInstall
+		pu  = rcommon.StatusPendingUpgrade
+		pr  = rcommon.StatusPendingRollback
+	)
+	helm := func(r *releasev1.Release) { // plain `helm upgrade`/`helm rollback`: the labels of revision 1, kept as they were
+		r.Labels = gpuctlLabels(deadRun, 1)
+	}
 	for _, tc := range []struct {
-		name        string
-		lockedSince time.Time
-		want        string
+		name    string
+		history []rcommon.Status
+		// pending changes the newest (pending) revision as its writer left it.
+		pending func(r *releasev1.Release)
+		runID   string
+		// recovered is a substring of Result.Recovered; "" = refused with a *BusyError whose hint is hint.
+		recovered string
+		hint      string
 	}{
-		{"a revision written after the lock was taken belongs to another writer", time.Now().Add(-90 * time.Second), "after this run took gpuctl's install lock"},
-		{"without the lock no pending revision is recovered", time.Time{}, "only while holding its install lock"},
+		{
+			name:    "an upgrade a killed gpuctl run left pending is rolled back by the next run",
+			history: []rcommon.Status{dep, pu}, runID: thisRun,
+			recovered: "rolled back to revision 1",
+		},
+		{
+			name:    "a rollback a killed gpuctl run left pending is rolled back by the next run",
+			history: []rcommon.Status{dep, dep, pr}, runID: thisRun,
+			pending: func(r *releasev1.Release) {
+				helm(r) // a rollback keeps its target's labels; gpuctl's names the run in its description
+				r.Info.RollbackRevision, r.Info.Description = 1, rollbackDescription(1, deadRun)
+			},
+			recovered: "rolled back to revision 2",
+		},
+		{
+			name:    "a first install a killed gpuctl run left pending is removed and installed again",
+			history: []rcommon.Status{pi}, runID: thisRun,
+			recovered: "removed it and installed again",
+		},
+		{
+			name:    "an upgrade this run's own Lease covers is in progress, not a leftover",
+			history: []rcommon.Status{dep, pu}, runID: deadRun,
+			hint: "helm rollback demo 1 -n gpu-operator",
+		},
+		{
+			name:    "an upgrade plain helm is running, started before this run, is refused",
+			history: []rcommon.Status{dep, pu}, runID: thisRun,
+			pending: func(r *releasev1.Release) { r.Labels = nil },
+			hint:    "helm rollback demo 1 -n gpu-operator",
+		},
+		{
+			name:    "an upgrade helm is running on a gpuctl release, labels inherited from gpuctl's revision, is refused",
+			history: []rcommon.Status{dep, pu}, runID: thisRun, pending: helm,
+			hint: "helm rollback demo 1 -n gpu-operator",
+		},
+		{
+			name:    "a rollback helm is running on a gpuctl release is refused",
+			history: []rcommon.Status{dep, dep, pr}, runID: thisRun,
+			pending: func(r *releasev1.Release) {
+				helm(r)
+				r.Info.RollbackRevision, r.Info.Description = 1, "Rollback to 1"
+			},
+			hint: "helm rollback demo 2 -n gpu-operator",
+		},
+		{
+			name:    "a first install plain helm is running is refused, and the hint uninstalls it",
+			history: []rcommon.Status{pi}, runID: thisRun,
+			pending: func(r *releasev1.Release) { r.Labels = nil },
+			hint:    "helm uninstall demo -n gpu-operator",
+		},
+		{
+			name:    "without the install Lease nothing pending is touched",
+			history: []rcommon.Status{dep, pu}, runID: "",
+			hint: "helm rollback demo 1 -n gpu-operator",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestClient(t)
-			seed(t, c, rcommon.StatusDeployed, rcommon.StatusPendingUpgrade) // revision 2 written a minute ago
-			_, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: map[string]any{"x": "b"}, LockedSince: tc.lockedSince}).Run(context.Background())
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
+			seed(t, c, tc.history...)
+			if tc.pending != nil {
+				last, err := c.last("demo")
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.pending(last)
+				if err := c.cfg.Releases.Update(last); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if got := revisions(t, c); strings.Join(got, ",") != "deployed,pending-upgrade" {
-				t.Errorf("history %v changed", got)
+			before := revisions(t, c)
+			res, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: map[string]any{"x": "b"}, RunID: tc.runID}).Run(context.Background())
+			if tc.recovered != "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(res.Recovered, tc.recovered) {
+					t.Errorf("recovered %q, want %q", res.Recovered, tc.recovered)
+				}
+				if got := revisions(t, c); got[len(got)-1] != "deployed" {
+					t.Errorf("history %v", got)
+				}
+				return
+			}
+			var busy *BusyError
+			if !errors.As(err, &busy) {
+				t.Fatalf("err = %v (result %+v), want a *BusyError", err, res)
+			}
+			want := fmt.Sprintf("release demo revision %d is %s: another operation (install/upgrade/rollback) is in progress", len(tc.history), tc.history[len(tc.history)-1])
+			if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q, want one line starting %q", err, want)
+			}
+			if !strings.Contains(busy.Hint(), tc.hint) {
+				t.Errorf("hint %q, want it to name %q", busy.Hint(), tc.hint)
+			}
+			if got := revisions(t, c); !slices.Equal(got, before) {
+				t.Errorf("history %v, was %v", got, before)
 			}
 		})
+	}
+}
+
+// Every revision gpuctl writes names the run that wrote it and its own number, so a later run can
+// tell it from a revision another tool wrote over it (which keeps those labels).
+func TestApplyLabelsEveryRevisionWithItsRun(t *testing.T) {
+	c := newTestClient(t)
+	c.cfg.Releases = storage.Init(driver.NewSecrets(fakeSecrets(t)))
+	for i, vals := range []map[string]any{{"x": "a"}, {"x": "b"}} {
+		if _, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: vals, RunID: thisRun}).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		last, err := c.last("demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := gpuctlLabels(thisRun, i+1)
+		for k, v := range want {
+			if last.Labels[k] != v {
+				t.Errorf("revision %d: label %s=%q, want %q (labels %v)", i+1, k, last.Labels[k], v, last.Labels)
+			}
+		}
+	}
+}
+
+// The rollback with which a run recovers a dead run's revision names the run in its description,
+// the one field of a rollback's revision Helm lets it choose (the labels are its target's).
+func TestApplyNamesItsRunOnItsRollback(t *testing.T) {
+	c := newTestClient(t)
+	seed(t, c, rcommon.StatusDeployed, rcommon.StatusPendingUpgrade)
+	if _, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: map[string]any{"x": "a"}, RunID: thisRun}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := c.cfg.Releases.Get("demo", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := rb.(*releasev1.Release)
+	if rel.Info.Description != rollbackDescription(1, thisRun) {
+		t.Fatalf("rollback revision 3: %q, want %q", rel.Info.Description, rollbackDescription(1, thisRun))
+	}
+	rel.Info.Status = rcommon.StatusPendingRollback // as it was while Helm rolled back
+	if got := writtenBy(rel); got != runLabel(thisRun) {
+		t.Errorf("a pending rollback of this run is written by %q, want %q", got, runLabel(thisRun))
+	}
+}
+
+// Helm v3 applies client-side and stores no apply method; gpuctl's upgrade and its recovery rollback
+// of such a release apply server-side all the same (forcing conflicts needs it), moving the objects'
+// fields over as Helm v4 does.
+func TestApplyUpgradesHelm3RevisionsServerSide(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		history []rcommon.Status
+	}{
+		{"an upgrade of a revision helm 3 deployed", []rcommon.Status{rcommon.StatusDeployed}},
+		{"the rollback that recovers a dead run's revision to one helm 3 deployed", []rcommon.Status{rcommon.StatusDeployed, rcommon.StatusPendingUpgrade}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestClient(t)
+			seed(t, c, tc.history...) // seeded revisions have no apply method, as Helm v3 writes them
+			if _, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), Values: map[string]any{"x": "b"}, RunID: thisRun}).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			hist, err := c.history("demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range hist[len(tc.history):] {
+				if r.ApplyMethod != "ssa" {
+					t.Errorf("revision %d (%s) applied %q, want server-side (ssa)", r.Version, r.Info.Description, r.ApplyMethod)
+				}
+			}
+		})
+	}
+}
+
+func TestRunLabelIsALabelValue(t *testing.T) {
+	for _, id := range []string{
+		thisRun,
+		"",
+		"a-very-long-host-name-of-a-build-machine.in.a.deeply.nested.example.com/1234567/deadbeef",
+		"hôte/1/cafe",
+		"-host-/2/beef",
+	} {
+		got := runLabel(id)
+		if errs := validation.IsValidLabelValue(got); len(errs) != 0 {
+			t.Errorf("runLabel(%q) = %q: %v", id, got, errs)
+		}
+		if id != "" && (got == "" || !strings.HasSuffix(id, got[len(got)-4:])) {
+			t.Errorf("runLabel(%q) = %q, want it to keep the identity's random end", id, got)
+		}
 	}
 }
 
@@ -174,7 +383,7 @@ func TestApplyReportsStorageErrors(t *testing.T) {
 		c := newTestClient(t)
 		mem := driver.NewMemory()
 		c.cfg.Releases = storage.Init(brokenDriverFor(mem))
-		_, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), LockedSince: time.Now()}).Run(context.Background())
+		_, err := (&Apply{Client: c, Name: "demo", Chart: testChart("1.0.0"), RunID: thisRun}).Run(context.Background())
 		if !errors.Is(err, errStorage) {
 			t.Fatalf("err = %v, want the storage error", err)
 		}

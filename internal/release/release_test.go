@@ -3,6 +3,8 @@ package release
 import (
 	"context"
 	"io"
+	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -40,7 +42,7 @@ func testChart(version string) *chart.Chart {
 
 func apply(t *testing.T, c *Client, ch *chart.Chart, vals map[string]any) *Result {
 	t.Helper()
-	res, err := (&Apply{Client: c, Name: "demo", Chart: ch, Values: vals, LockedSince: time.Now()}).Run(context.Background())
+	res, err := (&Apply{Client: c, Name: "demo", Chart: ch, Values: vals, RunID: thisRun}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestApply(t *testing.T) {
 	t.Run("an upgrade left pending by an interrupted run is rolled back, then applied", func(t *testing.T) {
 		c := newTestClient(t)
 		apply(t, c, testChart("1.0.0"), map[string]any{"x": "a"})
-		stuck := pendingCopy(t, c, rcommon.StatusPendingUpgrade)
+		stuck := pendingCopy(t, c, rcommon.StatusPendingUpgrade, deadRun)
 		res := apply(t, c, testChart("1.0.0"), map[string]any{"x": "b"})
 		if !strings.Contains(res.Recovered, "pending-upgrade") || !strings.Contains(res.Recovered, "rolled back to revision 1") {
 			t.Errorf("recovered = %q", res.Recovered)
@@ -134,7 +136,8 @@ func TestApply(t *testing.T) {
 	t.Run("an install left pending with nothing deployed is removed and installed again", func(t *testing.T) {
 		c := newTestClient(t)
 		rel := &releasev1.Release{Name: "demo", Namespace: "gpu-operator", Version: 1, Chart: testChart("1.0.0"),
-			Info: &releasev1.Info{Status: rcommon.StatusPendingInstall, LastDeployed: time.Now().Add(-time.Minute)}}
+			Info:   &releasev1.Info{Status: rcommon.StatusPendingInstall, LastDeployed: time.Now().Add(-time.Minute)},
+			Labels: gpuctlLabels(deadRun, 1)}
 		if err := c.cfg.Releases.Create(rel); err != nil {
 			t.Fatal(err)
 		}
@@ -163,8 +166,10 @@ func TestApply(t *testing.T) {
 }
 
 // pendingCopy stores a copy of the newest revision as the next revision in the given pending state,
-// as an interrupted `helm upgrade` leaves it, and returns its revision number.
-func pendingCopy(t *testing.T, c *Client, status rcommon.Status) int {
+// as an interrupted upgrade leaves it, and returns its revision number. run is the gpuctl run that
+// wrote it, labelled as gpuctl labels its revisions; "": another tool (helm), whose upgrade keeps the
+// previous revision's labels as they are.
+func pendingCopy(t *testing.T, c *Client, status rcommon.Status, run string) int {
 	t.Helper()
 	last, err := c.last("demo")
 	if err != nil {
@@ -175,10 +180,19 @@ func pendingCopy(t *testing.T, c *Client, status rcommon.Status) int {
 	next.Info = &info
 	next.Version = last.Version + 1
 	next.Info.Status = status
+	next.Labels = maps.Clone(last.Labels)
+	if run != "" {
+		next.Labels = gpuctlLabels(run, next.Version)
+	}
 	if err := c.cfg.Releases.Create(&next); err != nil {
 		t.Fatal(err)
 	}
 	return next.Version
+}
+
+// gpuctlLabels are the labels of a revision gpuctl run wrote as revision rev.
+func gpuctlLabels(run string, rev int) map[string]string {
+	return map[string]string{ManagedByLabel: "true", RunLabel: runLabel(run), RevisionLabel: strconv.Itoa(rev)}
 }
 
 func TestLoadChart(t *testing.T) {

@@ -94,12 +94,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "sandbox tools are in %s\n", t.Dir)
-		// Helm's own CLI, for the e2e tests that prove plain helm works on gpuctl's releases.
+		// Helm's own CLIs (v4 and v3), for the e2e tests that prove plain helm works on gpuctl's releases.
 		helm, err := sandbox.EnsureHelmCLI(context.Background(), stderr)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "helm: %s\n", helm)
+		helm3, err := sandbox.EnsureHelm3CLI(context.Background(), stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "helm v3: %s\n", helm3)
 		for _, r := range releases() {
 			if b, ok := t.Operators[r]; ok {
 				fmt.Fprintf(stdout, "GPU operator controller %s (built from NVIDIA's sources): %s\n", r, b.Binary)
