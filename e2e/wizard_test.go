@@ -114,7 +114,10 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 	term.keys("?", "Enter")
 	term.waitFor(10*time.Second, "[3 Choices]", "‹ gke (detected) ›", "‹ platform-managed ›")
 	term.keys("Enter")
-	term.waitFor(2*time.Minute, "[4 Review]", "Steps", "Install NVIDIA GPU Operator", "Nodes to taint")
+	term.waitFor(2*time.Minute, "[4 Review]", "Steps", "Install NVIDIA GPU Operator")
+	// The taint's nodes follow the steps, below the first page of an 80x24 terminal.
+	term.keys("NPage")
+	term.waitFor(10*time.Second, "Nodes to taint")
 	term.keys("s")
 	term.waitFor(10*time.Second, "✔ saved")
 	term.keys("Enter")
