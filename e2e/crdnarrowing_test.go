@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -218,19 +216,8 @@ func installTheirs(t *testing.T, ext apiextensionsclient.Interface, crd *apiexte
 
 // waitCRDGone waits, with a watch, until the CRD named is deleted (its objects with it).
 func waitCRDGone(ctx context.Context, ext apiextensionsclient.Interface, name string) error {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return ext.ApiextensionsV1().CustomResourceDefinitions().List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return ext.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, o)
-		},
-	}
 	gone := func(store cache.Store) (bool, error) { return len(store.List()) == 0, nil }
-	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, gone, func(ev watch.Event) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, kube.CRDListWatch(ext, name), &apiextensionsv1.CustomResourceDefinition{}, gone, func(ev watch.Event) (bool, error) {
 		return ev.Type == watch.Deleted, nil
 	})
 	return err

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 )
 
 // guard bounds every run against an unreachable API server: far above the request timeout (5 s by
@@ -32,7 +32,7 @@ const guard = 60 * time.Second
 // and one line on stderr that names the server and says what happened. It needs no cluster.
 func TestUnreachableCluster(t *testing.T) {
 	refused := refusingServer(t)
-	blackhole := blackholeServer(t, nil)
+	blackhole := kubetest.Blackhole(t, nil)
 	verbs := [][]string{
 		{"detect"},
 		{"check", "--pre"},
@@ -123,7 +123,7 @@ func TestInterruptWhileUnreachable(t *testing.T) {
 	}
 	bin := buildGpuctl(t)
 	accepted := make(chan struct{}, 1)
-	server := blackholeServer(t, accepted)
+	server := kubetest.Blackhole(t, accepted)
 	kubeconfig := writeKubeconfig(t, server)
 	// install judges its inputs before it asks the server, so its interruption is install's own line.
 	for _, tc := range []struct {
@@ -194,47 +194,6 @@ func refusingServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "https://" + addr
-}
-
-// blackholeServer is the URL of an API server that accepts connections and never answers (it reads
-// nothing and writes nothing) until the test ends. Each accepted connection is announced on accepted,
-// when it is not nil and has room.
-func blackholeServer(t *testing.T, accepted chan<- struct{}) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			if accepted != nil {
-				select {
-				case accepted <- struct{}{}:
-				default:
-				}
-			}
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "https://" + l.Addr().String()
 }
 
 // writeKubeconfig writes a kubeconfig whose one context points at server, with a token.

@@ -358,10 +358,10 @@ func otherManagers(obj *apiextensionsv1.CustomResourceDefinition) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// WaitCRDEstablished waits, with a watch, until the API server serves the CRD.
-func WaitCRDEstablished(ctx context.Context, client apiextensionsclient.Interface, name string) error {
+// CRDListWatch lists and watches the one CRD named, for waits built on watchtools.UntilWithSync.
+func CRDListWatch(client apiextensionsclient.Interface, name string) *cache.ListWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			return client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, o)
@@ -371,7 +371,11 @@ func WaitCRDEstablished(ctx context.Context, client apiextensionsclient.Interfac
 			return client.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, o)
 		},
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
+}
+
+// WaitCRDEstablished waits, with a watch, until the API server serves the CRD.
+func WaitCRDEstablished(ctx context.Context, client apiextensionsclient.Interface, name string) error {
+	_, err := watchtools.UntilWithSync(ctx, CRDListWatch(client, name), &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
 		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok {
 			return false, nil

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 )
 
 // guard bounds each call against an unreachable server: one that ends it failed the test.
@@ -112,7 +113,7 @@ func TestServerVersionAndReach(t *testing.T) {
 
 	t.Run("Ctrl-C while waiting for an answer is an interruption, not unreachability", func(t *testing.T) {
 		accepted := make(chan struct{}, 1)
-		c := &Clients{Config: &rest.Config{Host: blackholeAnnouncing(t, accepted), Timeout: time.Hour, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}}
+		c := &Clients{Config: &rest.Config{Host: kubetest.Blackhole(t, accepted), Timeout: time.Hour, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}}
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
 			<-accepted // Reach is waiting for the answer: interrupt it
@@ -227,44 +228,5 @@ func refusing(t *testing.T) string {
 // blackhole is the URL of a server that accepts connections and never answers, until the test ends.
 func blackhole(t *testing.T) string {
 	t.Helper()
-	return blackholeAnnouncing(t, nil)
-}
-
-// blackholeAnnouncing is blackhole that announces each connection on accepted, when it has room.
-func blackholeAnnouncing(t *testing.T, accepted chan<- struct{}) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			if accepted != nil {
-				select {
-				case accepted <- struct{}{}:
-				default:
-				}
-			}
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "https://" + l.Addr().String()
+	return kubetest.Blackhole(t, nil)
 }
