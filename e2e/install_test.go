@@ -26,6 +26,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -195,7 +196,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 			t.Run("NFD is installed before the operator, and every step succeeded", func(t *testing.T) {
 				var order []string
 				for _, s := range res.Steps {
-					if s.Outcome == engine.StepFailed {
+					if s.Outcome == event.StepFailed {
 						t.Errorf("step %s failed: %s", s.ID, s.Message)
 					}
 					order = append(order, s.ID)

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -76,11 +77,11 @@ func installAndSignal(t *testing.T, c *sandbox.Cluster, bin, step string, sig sy
 	for sc.Scan() {
 		line := sc.Text()
 		stderr.WriteString(line + "\n")
-		var ev engine.Event
+		var ev event.Event
 		if r.sent || json.Unmarshal([]byte(line), &ev) != nil {
 			continue
 		}
-		if ev.Type == engine.StepStarted && ev.Step == step {
+		if ev.Type == event.StepStarted && ev.Step == step {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatalf("signal %s: %v", sig, err)
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -318,8 +319,8 @@ func TestLockTaintUntaintVerify(t *testing.T) {
 	t.Run("verify holds the lock while its workload runs: another gpuctl is refused, naming it", func(t *testing.T) {
 		var pid int
 		code, stderr := runUntil(t, bin, []string{"--kubeconfig", c.Kubeconfig, "verify", "--timeout", "10m"},
-			func(ev engine.Event) bool {
-				return ev.Type == engine.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
+			func(ev event.Event) bool {
+				return ev.Type == event.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
 			},
 			func(p int) {
 				pid = p
@@ -387,13 +388,13 @@ func leaseHistory(t *testing.T, c *sandbox.Cluster, fn func()) []coordinationv1.
 
 // runUntil runs gpuctl as a process with JSON progress; at the first event match accepts it calls
 // while with the process's PID, then interrupts it (SIGINT) and returns its exit code and stderr.
-func runUntil(t *testing.T, bin string, args []string, match func(engine.Event) bool, while func(pid int)) (int, string) {
+func runUntil(t *testing.T, bin string, args []string, match func(event.Event) bool, while func(pid int)) (int, string) {
 	t.Helper()
 	return signalAt(t, bin, args, match, while, syscall.SIGINT)
 }
 
 // signalAt is runUntil with the signal to send (SIGKILL: a run that cannot clean up).
-func signalAt(t *testing.T, bin string, args []string, match func(engine.Event) bool, while func(pid int), sig syscall.Signal) (int, string) {
+func signalAt(t *testing.T, bin string, args []string, match func(event.Event) bool, while func(pid int), sig syscall.Signal) (int, string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--progress", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
@@ -410,7 +411,7 @@ func signalAt(t *testing.T, bin string, args []string, match func(engine.Event) 
 	for sc.Scan() {
 		line := sc.Text()
 		stderr.WriteString(line + "\n")
-		var ev engine.Event
+		var ev event.Event
 		if sent || json.Unmarshal([]byte(line), &ev) != nil || !match(ev) {
 			continue
 		}

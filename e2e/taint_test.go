@@ -21,6 +21,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -150,7 +151,7 @@ func TestTaintStrandsNothing(t *testing.T) {
 func stepSkipped(res engine.InstallResult, id string) bool {
 	for _, s := range res.Steps {
 		if s.ID == id {
-			return s.Outcome == engine.StepSkipped
+			return s.Outcome == event.StepSkipped
 		}
 	}
 	return false

@@ -14,6 +14,7 @@ import (
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 )
 
 // TestVerify installs the stack on three GPU nodes, one with a broken GPU (the sandbox's kwok stage
@@ -196,8 +197,8 @@ func assertNoVerifyPods(t *testing.T, c *sandbox.Cluster) {
 // workload waits on the scheduler: the pod exists, and the test reacts to gpuctl's own event.
 func verifyAndSignal(t *testing.T, c *sandbox.Cluster, bin string, sig syscall.Signal, args ...string) (int, string) {
 	t.Helper()
-	waitsOnScheduler := func(ev engine.Event) bool {
-		return ev.Type == engine.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
+	waitsOnScheduler := func(ev event.Event) bool {
+		return ev.Type == event.StepProgress && ev.Step == "wait" && strings.Contains(ev.Message, "unschedulable")
 	}
 	return signalAt(t, bin, append([]string{"--kubeconfig", c.Kubeconfig, "verify"}, args...), waitsOnScheduler, nil, sig)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
@@ -126,8 +127,8 @@ func TestDocumentsCarryTheirVersionAndMatchTheirSchemas(t *testing.T) {
 	det := detect.Analyze(&detect.Snapshot{Nodes: []corev1.Node{gpu}})
 	rep := preflight.Report{Results: []preflight.Result{{ID: "api", Category: "cluster", Description: "the API server answers", Status: preflight.StatusPass, Message: "Kubernetes v1.33.5"}}}
 	res := &engine.InstallResult{Detection: &det, Plan: p, Preflight: &rep, Changed: true,
-		Steps:       []engine.StepResult{{ID: "namespace", Title: "Namespace gpu-operator", Outcome: engine.StepSucceeded}},
-		Interrupted: &engine.InterruptedError{Count: 13, InFlight: &engine.StepResult{ID: "crds", Outcome: engine.StepInterrupted, Message: "3/6 CRDs established"}}}
+		Steps:       []engine.StepResult{{ID: "namespace", Title: "Namespace gpu-operator", Outcome: event.StepSucceeded}},
+		Interrupted: &engine.InterruptedError{Count: 13, InFlight: &engine.StepResult{ID: "crds", Outcome: event.StepInterrupted, Message: "3/6 CRDs established"}}}
 	for _, v := range []any{p, &det, &rep, res} {
 		var b bytes.Buffer
 		if err := writeJSON(&b, v); err != nil {

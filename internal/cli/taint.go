@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/taint"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -39,12 +40,12 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 			defer progress.Close()
 			onNode := func(r taint.NodeResult) {
 				if r.Err != nil {
-					progress.Event(engine.Event{Type: engine.Warning, Message: fmt.Sprintf("node/%s: %v", r.Node, r.Err)})
+					progress.Event(event.Event{Type: event.Warning, Message: fmt.Sprintf("node/%s: %v", r.Node, r.Err)})
 					return
 				}
 				if g.progress == string(ui.FormatJSON) {
 					// stdout has the result lines; JSON progress is for machines that follow along.
-					progress.Event(engine.Event{Type: engine.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
+					progress.Event(event.Event{Type: event.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
 				}
 			}
 			var res taint.Result

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -195,7 +196,7 @@ func (b *clusterBackend) Check(ctx context.Context, kubeContext string, o engine
 	return (&engine.Check{Clients: c, Options: o, Skip: o.SkipChecks}).Run(ctx)
 }
 
-func (b *clusterBackend) Install(ctx context.Context, kubeContext string, o engine.InstallOptions, sink engine.Sink,
+func (b *clusterBackend) Install(ctx context.Context, kubeContext string, o engine.InstallOptions, sink event.Sink,
 	confirm func(*plan.Plan) bool, getenv func(string) string) (*engine.InstallResult, error) {
 	c, err := b.clientsFor(ctx, kubeContext)
 	if err != nil {

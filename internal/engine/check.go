@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -144,15 +145,15 @@ const (
 // plan.ErrUnsupported (those stop the install as they are): it becomes the failed "plan" check, beside
 // the checks that say why (existing-operator for another operator, …). The error wraps
 // ErrPreflightFailed when a check failed.
-func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, det *detect.Result, p *plan.Plan, planErr error, sink Sink) (preflight.Report, error) {
-	emit := func(e Event) {
+func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, det *detect.Result, p *plan.Plan, planErr error, sink event.Sink) (preflight.Report, error) {
+	emit := func(e event.Event) {
 		e.Time, e.Step, e.Title = time.Now(), preflightStep, preflightTitle
 		sink.Event(e)
 	}
-	emit(Event{Type: StepStarted})
+	emit(event.Event{Type: event.StepStarted})
 	rep, err := runPreflight(ctx, clients, o, skip, preflightInput{detection: det, plan: p, planErr: planErr})
 	if err != nil {
-		emit(Event{Type: StepFailed, Err: err.Error()})
+		emit(event.Event{Type: event.StepFailed, Err: err.Error()})
 		return rep, err
 	}
 	counts := map[preflight.Status]int{}
@@ -161,7 +162,7 @@ func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptio
 		counts[r.Status]++
 		switch r.Status {
 		case preflight.StatusWarn:
-			sink.Event(Event{Time: time.Now(), Type: Warning, Message: r.Description + ": " + strings.ReplaceAll(r.Message, "\n", "; "), Hint: r.Hint})
+			sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: r.Description + ": " + strings.ReplaceAll(r.Message, "\n", "; "), Hint: r.Hint})
 		case preflight.StatusFail:
 			text := r.Description + ":\n" + indent(r.Message)
 			if r.Hint != "" {
@@ -182,11 +183,11 @@ func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptio
 		if p == nil || planErr != nil {
 			hint = "nothing was changed; gpuctl cannot plan the install until what failed is fixed"
 		}
-		emit(Event{Type: StepFailed, Message: fmt.Sprintf("%d failed, %s", counts[preflight.StatusFail], summary),
+		emit(event.Event{Type: event.StepFailed, Message: fmt.Sprintf("%d failed, %s", counts[preflight.StatusFail], summary),
 			Err: err.Error(), Detail: strings.Join(failed, "\n"), Hint: hint})
 		return rep, err
 	}
-	emit(Event{Type: StepSucceeded, Message: summary})
+	emit(event.Event{Type: event.StepSucceeded, Message: summary})
 	return rep, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -153,21 +154,23 @@ func TestInstallPreflight(t *testing.T) {
 		}
 		return det, p
 	}
-	record := func(events *[]Event) Sink { return SinkFunc(func(e Event) { *events = append(*events, e) }) }
+	record := func(events *[]event.Event) event.Sink {
+		return event.SinkFunc(func(e event.Event) { *events = append(*events, e) })
+	}
 
 	t.Run("passing checks report a succeeded step and each warning", func(t *testing.T) {
 		clients := checkCluster(nil)
 		det, p := prepare(t, clients)
-		var events []Event
+		var events []event.Event
 		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events))
 		if err != nil || rep.Failed {
 			t.Fatalf("err %v, failed %v", err, rep.Failed)
 		}
-		types := []EventType{}
+		types := []event.Type{}
 		for _, e := range events {
 			types = append(types, e.Type)
 		}
-		if len(events) != 3 || events[0].Type != StepStarted || events[1].Type != Warning || events[2].Type != StepSucceeded {
+		if len(events) != 3 || events[0].Type != event.StepStarted || events[1].Type != event.Warning || events[2].Type != event.StepSucceeded {
 			t.Fatalf("events %v", types)
 		}
 		if !strings.Contains(events[1].Message, "Kubernetes 1.37 is newer") || events[1].Hint == "" || events[2].Step != "preflight" {
@@ -180,13 +183,13 @@ func TestInstallPreflight(t *testing.T) {
 			return ra.Verb == "*" || ra.Verb == "patch" && ra.Resource == "nodes"
 		})
 		det, p := prepare(t, clients)
-		var events []Event
+		var events []event.Event
 		_, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events))
 		if !errors.Is(err, ErrPreflightFailed) {
 			t.Fatalf("err %v", err)
 		}
 		last := events[len(events)-1]
-		if last.Type != StepFailed || !strings.Contains(last.Detail, "nodes: patch") || !strings.Contains(last.Detail, "hint: grant the rule") ||
+		if last.Type != event.StepFailed || !strings.Contains(last.Detail, "nodes: patch") || !strings.Contains(last.Detail, "hint: grant the rule") ||
 			!strings.Contains(last.Hint, "--skip-check") {
 			t.Errorf("last event %+v", last)
 		}
@@ -195,7 +198,7 @@ func TestInstallPreflight(t *testing.T) {
 	t.Run("a planning error becomes the failed plan check", func(t *testing.T) {
 		clients := checkCluster(nil)
 		det, _ := prepare(t, clients)
-		var events []Event
+		var events []event.Event
 		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, nil, errors.New("a GPU operator is already installed"), record(&events))
 		if !errors.Is(err, ErrPreflightFailed) || rep.Get("plan").Status != preflight.StatusFail {
 			t.Errorf("err %v: %+v", err, rep.Get("plan"))

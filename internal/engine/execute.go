@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -24,7 +25,7 @@ import (
 type executor struct {
 	clients *kube.Clients
 	plan    *plan.Plan
-	sink    Sink
+	sink    event.Sink
 	// gpuNodes starts as the plan's and is replaced by what NFD labels.
 	gpuNodes []string
 	// extraValues are merged over a release step's values at run time (tolerations the safety check adds).
@@ -64,37 +65,37 @@ func (x *executor) run(ctx context.Context) error {
 	count := len(x.plan.Steps)
 	for i := range x.plan.Steps {
 		s := &x.plan.Steps[i]
-		base := Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: count}
-		emit := func(e Event) {
+		base := event.Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: count}
+		emit := func(e event.Event) {
 			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
 			x.sink.Event(e)
 		}
 		if s.Skip != "" {
-			emit(Event{Type: StepSkipped, Message: s.Skip})
-			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepSkipped, Message: s.Skip})
+			emit(event.Event{Type: event.StepSkipped, Message: s.Skip})
+			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped, Message: s.Skip})
 			continue
 		}
 		if interrupted(ctx) {
 			// Interrupted between two steps (or while a Helm write was allowed to finish).
 			return x.stopped(i, nil)
 		}
-		emit(Event{Type: StepStarted})
+		emit(event.Event{Type: event.StepStarted})
 		lastProgress := ""
 		out, err := x.step(ctx, s, func(p health.Progress) {
 			lastProgress = p.Message
-			emit(Event{Type: StepProgress, Message: p.Message, Done: p.Done, Total: p.Total, Pending: p.Pending})
+			emit(event.Event{Type: event.StepProgress, Message: p.Message, Done: p.Done, Total: p.Total, Pending: p.Pending})
 		})
 		if err != nil && interrupted(ctx) {
 			// Every wait and write gives up on a cancelled context, whatever error it wraps; what the
 			// user needs is what this step left behind, read back from the cluster.
 			state := x.stateOf(ctx, s, lastProgress)
-			emit(Event{Type: StepInterrupted, Message: state, Hint: ResumeHint})
-			r := StepResult{ID: s.ID, Title: s.Title, Outcome: StepInterrupted, Message: state}
+			emit(event.Event{Type: event.StepInterrupted, Message: state, Hint: ResumeHint})
+			r := StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepInterrupted, Message: state}
 			x.results = append(x.results, r)
 			return x.stopped(i, &r)
 		}
 		if err != nil {
-			ev := Event{Type: StepFailed, Err: err.Error()}
+			ev := event.Event{Type: event.StepFailed, Err: err.Error()}
 			var se *stepError
 			if errors.As(err, &se) {
 				ev.Hint, ev.Detail = se.hint, se.detail
@@ -121,14 +122,14 @@ func (x *executor) run(ctx context.Context) error {
 				}
 			}
 			emit(ev)
-			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: StepFailed, Message: ev.Err})
+			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepFailed, Message: ev.Err})
 			return fmt.Errorf("%s: %w", strings.ToLower(s.Title[:1])+s.Title[1:], err)
 		}
-		typ := StepSucceeded
+		typ := event.StepSucceeded
 		if out.skipped {
-			typ = StepSkipped
+			typ = event.StepSkipped
 		}
-		emit(Event{Type: typ, Message: out.message})
+		emit(event.Event{Type: typ, Message: out.message})
 		x.changed = x.changed || out.changed
 		x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: typ, Message: out.message, Changed: out.changed})
 	}
@@ -232,7 +233,7 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 		}
 	}
 	for _, k := range kept {
-		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "kept CRD " + k})
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "kept CRD " + k})
 	}
 	var parts []string
 	for _, a := range []kube.CRDAction{kube.CRDCreated, kube.CRDUpdated, kube.CRDUnchanged, kube.CRDKept} {
@@ -273,7 +274,7 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}
 	if res.Recovered != "" {
-		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
 	}
 	msg := fmt.Sprintf("%s revision %d (%s %s)", res.Outcome, res.Release.Revision, res.Release.Chart, res.Release.ChartVersion)
 	return stepOutcome{message: msg, changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
@@ -307,7 +308,7 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 	case <-ctx.Done():
 	}
 	if interrupted(ctx) {
-		x.sink.Event(Event{Time: time.Now(), Type: Warning,
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
 			Message: "interrupted: letting Helm finish writing release " + a.Name + " so that it is not left pending",
 			Hint:    "press Ctrl-C again to stop at once"})
 	}

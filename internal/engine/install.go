@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -69,7 +70,7 @@ type Install struct {
 	Clients *kube.Clients
 	Options InstallOptions
 	// Sink receives progress events (nil: discarded).
-	Sink Sink
+	Sink event.Sink
 	// Confirm, if set, is called with the Plan before anything changes; returning false stops the
 	// run with ErrNotConfirmed (the wizard shows the plan this way).
 	Confirm func(*plan.Plan) bool
@@ -111,11 +112,11 @@ type InstallResult struct {
 
 // StepResult is the outcome of one step.
 type StepResult struct {
-	ID      string    `json:"id"`
-	Title   string    `json:"title"`
-	Outcome EventType `json:"outcome"`
-	Message string    `json:"message,omitempty"`
-	Changed bool      `json:"changed"`
+	ID      string     `json:"id"`
+	Title   string     `json:"title"`
+	Outcome event.Type `json:"outcome"`
+	Message string     `json:"message,omitempty"`
+	Changed bool       `json:"changed"`
 }
 
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
@@ -137,10 +138,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	sink := i.Sink
-	if sink == nil {
-		sink = SinkFunc(func(Event) {})
-	}
+	sink := event.Or(i.Sink)
 
 	// Every input is read and judged first, with nothing written (the lock's Lease neither): a values
 	// file that does not parse or an unknown operator release changes nothing.
@@ -180,7 +178,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	res.Plan = p
 	if p != nil {
 		for _, w := range p.Warnings {
-			sink.Event(Event{Time: time.Now(), Type: Warning, Message: w})
+			sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
 		}
 	}
 	if o.DryRun && planErr == nil {
@@ -196,12 +194,12 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	// Secret inputs are read now: a missing or empty one must fail before the first write.
 	secrets, err := i.secretMaterial(p)
 	if err != nil {
-		sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
 			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
 		return res, fmt.Errorf("%w: %w", ErrPreflightFailed, err)
 	}
 	if lockErr != nil {
-		sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
 			Hint: "nothing was changed; gpuctl needs permission to create and update Leases in " + lock.DefaultNamespace})
 		return res, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", ErrPreflightFailed, lockErr)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -67,7 +68,7 @@ func interrupted(ctx context.Context) bool {
 func (x *executor) stopped(i int, inFlight *StepResult) *InterruptedError {
 	e := &InterruptedError{Count: len(x.plan.Steps), InFlight: inFlight}
 	for _, r := range x.results {
-		if r.Outcome == StepSucceeded || r.Outcome == StepSkipped {
+		if r.Outcome == event.StepSucceeded || r.Outcome == event.StepSkipped {
 			e.Finished = append(e.Finished, r)
 		}
 	}

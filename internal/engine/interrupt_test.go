@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -35,9 +36,9 @@ func TestInterrupted(t *testing.T) {
 
 func TestStopped(t *testing.T) {
 	x := &executor{plan: &plan.Plan{Steps: []plan.Step{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}}}
-	x.results = []StepResult{{ID: "a", Outcome: StepSucceeded}, {ID: "b", Outcome: StepSkipped}}
+	x.results = []StepResult{{ID: "a", Outcome: event.StepSucceeded}, {ID: "b", Outcome: event.StepSkipped}}
 
-	inFlight := &StepResult{ID: "c", Title: "Install c", Outcome: StepInterrupted, Message: "release c: deployed revision 2"}
+	inFlight := &StepResult{ID: "c", Title: "Install c", Outcome: event.StepInterrupted, Message: "release c: deployed revision 2"}
 	x.results = append(x.results, *inFlight)
 	e := x.stopped(2, inFlight)
 	if len(e.Finished) != 2 || e.InFlight != inFlight || len(e.NotStarted) != 1 || e.NotStarted[0] != "d" || e.Count != 4 {

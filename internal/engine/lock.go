@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 )
@@ -28,18 +29,16 @@ type writeLock struct {
 // lost lock's error as its cause, when the lock is lost (not renewed in time, or taken over): the run
 // stops at its next API call rather than go on writing without it, and that cause tells the stop
 // apart from an interrupt.
-func takeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink Sink) (context.Context, *writeLock, error) {
-	if sink == nil {
-		sink = SinkFunc(func(Event) {})
-	}
+func takeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink event.Sink) (context.Context, *writeLock, error) {
+	sink = event.Or(sink)
 	held, err := (&lock.Lock{Client: clients.Kube.CoordinationV1(), Wait: wait, OnWait: func(e *lock.HeldError) {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("waiting up to %s: %s", wait, e)})
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("waiting up to %s: %s", wait, e)})
 	}}).Acquire(ctx)
 	if err != nil {
 		return ctx, nil, err
 	}
 	if h := held.TookOver; h != nil {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone (killed before it could release the lock)", h)})
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("took over the install lock of %s: that process is gone (killed before it could release the lock)", h)})
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	go func() {

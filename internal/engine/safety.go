@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -31,7 +32,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 	if skipped, err := x.retaint(ctx, s); err != nil {
 		return stepOutcome{}, err
 	} else if skipped != "" {
-		x.sink.Event(Event{Time: time.Now(), Type: Warning, Message: "GPU nodes are not tainted: " + skipped})
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "GPU nodes are not tainted: " + skipped})
 		return stepOutcome{message: "GPU nodes are not tainted: " + skipped}, nil
 	}
 
@@ -127,7 +128,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		stranded = append(stranded, d.Namespace+"/"+d.Name)
 	}
 	if len(stranded) > 0 {
-		x.sink.Event(Event{Time: time.Now(), Type: Warning,
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
 			Message: fmt.Sprintf("DaemonSets that run on GPU nodes but do not tolerate the taint: %s; their running pods stay, but new ones will not be scheduled on GPU nodes", strings.Join(stranded, ", ")),
 			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
 		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))

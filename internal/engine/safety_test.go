@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -31,13 +32,13 @@ func safetyPlan(opValues map[string]any, planned bool) *plan.Plan {
 	}}
 }
 
-func runSafety(t *testing.T, p *plan.Plan, objs ...runtime.Object) (*executor, []Event, error) {
+func runSafety(t *testing.T, p *plan.Plan, objs ...runtime.Object) (*executor, []event.Event, error) {
 	t.Helper()
-	var events []Event
+	var events []event.Event
 	x := &executor{
 		clients:  &kube.Clients{Kube: fake.NewClientset(objs...)},
 		plan:     p,
-		sink:     SinkFunc(func(e Event) { events = append(events, e) }),
+		sink:     event.SinkFunc(func(e event.Event) { events = append(events, e) }),
 		gpuNodes: []string{"gpu-1"},
 	}
 	_, err := x.safety(context.Background(), p.Step("safety"))

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -34,7 +35,7 @@ type Status struct {
 	// as install) before reporting.
 	Wait time.Duration
 	// Sink receives the waits' progress (nil: discarded).
-	Sink Sink
+	Sink event.Sink
 }
 
 // CheckState is a check's verdict.
@@ -137,7 +138,7 @@ func (s *Status) wait(ctx context.Context, ns, policy string) {
 	defer cancel()
 	emit := func(p health.Progress) {
 		if s.Sink != nil {
-			s.Sink.Event(Event{Time: time.Now(), Type: StepProgress, Step: "wait", Title: "Wait for the GPU stack", Message: p.Message, Done: p.Done, Total: p.Total})
+			s.Sink.Event(event.Event{Time: time.Now(), Type: event.StepProgress, Step: "wait", Title: "Wait for the GPU stack", Message: p.Message, Done: p.Done, Total: p.Total})
 		}
 	}
 	w := &health.Waiter{Kube: s.Clients.Kube, Dynamic: s.Clients.Dynamic, OnProgress: emit, Namespace: ns}

@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -64,7 +65,7 @@ func TestRetaint(t *testing.T) {
 				APIResources: []metav1.APIResource{{Name: "mutatingadmissionpolicies"}}})
 			p := taintPlan(tc.forced)
 			x := &executor{clients: &kube.Clients{Kube: cs, Discovery: disc, Namespace: "gpu-operator"}, plan: p,
-				sink: SinkFunc(func(Event) {}), gpuNodes: []string{"gpu-1", "gpu-2"}}
+				sink: event.SinkFunc(func(event.Event) {}), gpuNodes: []string{"gpu-1", "gpu-2"}}
 			_, err := x.safety(context.Background(), p.Step("safety"))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -53,7 +54,7 @@ type UninstallOptions struct {
 type Uninstall struct {
 	Clients *kube.Clients
 	Options UninstallOptions
-	Sink    Sink
+	Sink    event.Sink
 }
 
 // UninstallResult is what Uninstall did.
@@ -103,10 +104,7 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	sink := u.Sink
-	if sink == nil {
-		sink = SinkFunc(func(Event) {})
-	}
+	sink := event.Or(u.Sink)
 	if o.DryRun {
 		rec, err := ReadRecord(ctx, u.Clients.Kube)
 		if err != nil {
@@ -146,15 +144,15 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	steps := un.steps()
 	res = &UninstallResult{Plan: p}
 	for i, s := range steps {
-		base := Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
-		emit := func(e Event) {
+		base := event.Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
+		emit := func(e event.Event) {
 			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
 			sink.Event(e)
 		}
-		emit(Event{Type: StepStarted})
-		out, err := s.run(ctx, func(msg string) { emit(Event{Type: StepProgress, Message: msg}) })
+		emit(event.Event{Type: event.StepStarted})
+		out, err := s.run(ctx, func(msg string) { emit(event.Event{Type: event.StepProgress, Message: msg}) })
 		if err != nil {
-			ev := Event{Type: StepFailed, Err: err.Error(), Hint: s.hint}
+			ev := event.Event{Type: event.StepFailed, Err: err.Error(), Hint: s.hint}
 			var fe *FinalizerError
 			if errors.As(err, &fe) {
 				ev.Hint = finalizerHint(fe)
@@ -163,14 +161,14 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 				ev.Err, ev.Hint = "interrupted", "run gpuctl uninstall again: it continues where it stopped"
 			}
 			emit(ev)
-			res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: StepFailed, Message: ev.Err})
+			res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: event.StepFailed, Message: ev.Err})
 			return res, fmt.Errorf("%s: %w", strings.ToLower(s.title[:1])+s.title[1:], err)
 		}
-		typ := StepSucceeded
+		typ := event.StepSucceeded
 		if out.skipped {
-			typ = StepSkipped
+			typ = event.StepSkipped
 		}
-		emit(Event{Type: typ, Message: out.message})
+		emit(event.Event{Type: typ, Message: out.message})
 		res.Changed = res.Changed || out.changed
 		res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: typ, Message: out.message, Changed: out.changed})
 	}
@@ -194,7 +192,7 @@ type uninstaller struct {
 	clients  *kube.Clients
 	rec      *Record
 	opts     UninstallOptions
-	sink     Sink
+	sink     event.Sink
 	releases map[string]*release.Client
 	// rels are the releases to remove, p the plan.
 	rels []uninstallRelease

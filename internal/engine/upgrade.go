@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -50,7 +51,7 @@ type UpgradeOptions struct {
 type Upgrade struct {
 	Clients *kube.Clients
 	Options UpgradeOptions
-	Sink    Sink
+	Sink    event.Sink
 	// Confirm is called with what will change before the first write; false stops the run with
 	// ErrNotConfirmed. Nil confirms.
 	Confirm func(*UpgradePreview) bool
@@ -112,10 +113,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Minute
 	}
-	sink := u.Sink
-	if sink == nil {
-		sink = SinkFunc(func(Event) {})
-	}
+	sink := event.Or(u.Sink)
 	// The new inputs are judged before anything is read from the cluster or written to it (the lock's
 	// Lease included); the -f files are read once, here (standard input cannot be read twice).
 	b, err := bundle.Get(o.OperatorVersion)
@@ -146,7 +144,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		return nil, err
 	}
 	if change == VersionDowngrade {
-		sink.Event(Event{Time: time.Now(), Type: Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, b.Version, rec.OperatorVersion)})
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, b.Version, rec.OperatorVersion)})
 	}
 
 	in := rec.Inputs
@@ -204,16 +202,16 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		if err := u.revalidate(ctx, rec, ires.GPUNodes, o.Timeout, sink); err != nil {
 			return res, err
 		}
-		sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades"})
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades"})
 		w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: rec.Namespace, OnProgress: func(p health.Progress) {
-			sink.Event(Event{Time: time.Now(), Type: StepProgress, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: p.Message, Done: p.Done, Total: p.Total})
+			sink.Event(event.Event{Time: time.Now(), Type: event.StepProgress, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: p.Message, Done: p.Done, Total: p.Total})
 		}}
 		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		states, werr := w.DriverUpgradesSettled(wctx, ires.GPUNodes)
 		cancel()
 		res.DriverUpgrades = states
 		if werr != nil {
-			sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: werr.Error(),
+			sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: werr.Error(),
 				Hint: "kubectl get nodes -L " + health.DriverUpgradeStateLabel + " shows each node's state"})
 			return res, werr
 		}
@@ -226,11 +224,11 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		msg := fmt.Sprintf("%d GPU nodes settled", len(ires.GPUNodes))
 		if len(failed) > 0 {
 			err := fmt.Errorf("the operator's driver upgrade failed on %v", failed)
-			sink.Event(Event{Time: time.Now(), Type: StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: err.Error(),
+			sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: err.Error(),
 				Hint: "kubectl -n " + rec.Namespace + " logs -l app=nvidia-driver-daemonset -c k8s-driver-manager on those nodes"})
 			return res, err
 		}
-		sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: msg})
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: msg})
 	}
 	return res, nil
 }
@@ -239,12 +237,12 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 // driver's only when the upgrade controller has replaced every driver pod) and
 // the validators are Ready on every GPU node: install's waits alone can pass on the old release's
 // still-Ready validators.
-func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, timeout time.Duration, sink Sink) error {
+func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, timeout time.Duration, sink event.Sink) error {
 	ns := rec.Namespace
 	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
-	sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: step, Title: title})
+	sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: step, Title: title})
 	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: func(p health.Progress) {
-		sink.Event(Event{Time: time.Now(), Type: StepProgress, Step: step, Title: title, Message: p.Message, Done: p.Done, Total: p.Total})
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepProgress, Step: step, Title: title, Message: p.Message, Done: p.Done, Total: p.Total})
 	}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -257,7 +255,7 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, t
 		err = w.ClusterPolicyReady(ctx, recordedPolicyName(rec))
 	}
 	if err != nil {
-		ev := Event{Time: time.Now(), Type: StepFailed, Step: step, Title: title, Err: err.Error()}
+		ev := event.Event{Time: time.Now(), Type: event.StepFailed, Step: step, Title: title, Err: err.Error()}
 		var stuck *health.StuckError
 		if errors.As(err, &stuck) {
 			ev.Hint, ev.Detail = stuck.Hint, stuck.Report.String()
@@ -265,7 +263,7 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, t
 		sink.Event(ev)
 		return err
 	}
-	sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: step, Title: title, Message: fmt.Sprintf("%d/%d GPU nodes validated by the new release", len(validated), len(nodes))})
+	sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: step, Title: title, Message: fmt.Sprintf("%d/%d GPU nodes validated by the new release", len(validated), len(nodes))})
 	return nil
 }
 
@@ -374,9 +372,9 @@ const reconcileWait = 3 * time.Minute
 
 // waitReconciled waits until an operand DaemonSet differs from before the upgrade (new generation,
 // new object, or a new DaemonSet): the new release's controller has reconciled the ClusterPolicy.
-func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[string]string, sink Sink) error {
+func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[string]string, sink event.Sink) error {
 	const step, title = "wait-reconciled", "Wait for the new controller to reconcile the operands"
-	sink.Event(Event{Time: time.Now(), Type: StepStarted, Step: step, Title: title})
+	sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: step, Title: title})
 	err := wait.PollUntilContextTimeout(ctx, time.Second, reconcileWait, true, func(ctx context.Context) (bool, error) {
 		now, err := operandGenerations(ctx, u.Clients, ns)
 		if err != nil {
@@ -391,12 +389,12 @@ func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[stri
 	})
 	switch {
 	case err == nil:
-		sink.Event(Event{Time: time.Now(), Type: StepSucceeded, Step: step, Title: title, Message: "operand DaemonSets updated"})
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: step, Title: title, Message: "operand DaemonSets updated"})
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	sink.Event(Event{Time: time.Now(), Type: Warning, Step: step, Title: title,
+	sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Step: step, Title: title,
 		Message: fmt.Sprintf("no operand DaemonSet changed within %s: the new release renders them the same, or its controller has not run", reconcileWait)})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
@@ -23,7 +24,7 @@ type TaintNodes struct {
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 	// Sink receives the lock's warnings (nil: discarded).
-	Sink Sink
+	Sink event.Sink
 	// OnNode reports each node's outcome as it happens.
 	OnNode func(taint.NodeResult)
 }
@@ -61,7 +62,7 @@ type UntaintNodes struct {
 	Clients     *kube.Clients
 	DryRun      bool
 	WaitForLock time.Duration
-	Sink        Sink
+	Sink        event.Sink
 	OnNode      func(taint.NodeResult)
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -77,7 +78,7 @@ type Verify struct {
 	Clients *kube.Clients
 	Options VerifyOptions
 	// Sink receives progress (nil: discarded).
-	Sink Sink
+	Sink event.Sink
 }
 
 // VerifyOutcome is one GPU node's verdict.
@@ -122,7 +123,7 @@ type VerifyResult struct {
 	Removed []string `json:"removed,omitempty"`
 }
 
-func (v *Verify) emit(e Event) {
+func (v *Verify) emit(e event.Event) {
 	if v.Sink != nil {
 		e.Time = time.Now()
 		v.Sink.Event(e)
@@ -185,7 +186,7 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 		return nil, fmt.Errorf("remove the pods of an earlier verify run: %w", err)
 	}
 	if len(res.RemovedEarlier) > 0 {
-		v.emit(Event{Type: Info, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s", len(res.RemovedEarlier), strings.Join(res.RemovedEarlier, ", "))})
+		v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s", len(res.RemovedEarlier), strings.Join(res.RemovedEarlier, ", "))})
 	}
 
 	runSel := labels.Set{VerifyRunLabel: id}.String()
@@ -196,15 +197,15 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 		res.Removed = removed
 		switch {
 		case derr != nil:
-			v.emit(Event{Type: Warning, Message: fmt.Sprintf("could not remove every verify pod: %v", derr),
+			v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("could not remove every verify pod: %v", derr),
 				Hint: fmt.Sprintf("kubectl delete pods -n %s -l %s", ns, runSel)})
 		case len(removed) > 0:
-			v.emit(Event{Type: Info, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(removed), ns)})
+			v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(removed), ns)})
 		}
 	}()
 
 	createTitle := fmt.Sprintf("Start a GPU workload on %d GPU node(s)", len(nodes))
-	v.emit(Event{Type: StepStarted, Step: "create", Title: createTitle})
+	v.emit(event.Event{Type: event.StepStarted, Step: "create", Title: createTitle})
 	created := map[string]*NodeVerification{}
 	started := map[string]time.Time{}
 	for _, n := range nodes {
@@ -218,16 +219,16 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 		created[p.Name] = &NodeVerification{Node: n, Pod: p.Name}
 		started[p.Name] = time.Now()
 	}
-	v.emit(Event{Type: StepSucceeded, Step: "create", Title: createTitle, Message: fmt.Sprintf("created %d pod(s) in %s", len(created), ns)})
+	v.emit(event.Event{Type: event.StepSucceeded, Step: "create", Title: createTitle, Message: fmt.Sprintf("created %d pod(s) in %s", len(created), ns)})
 
-	v.emit(Event{Type: StepStarted, Step: "wait", Title: "Wait for the GPU workloads"})
+	v.emit(event.Event{Type: event.StepStarted, Step: "wait", Title: "Wait for the GPU workloads"})
 	werr := v.wait(ctx, v.Clients.Kube, pods, runSel, o.Timeout, created, started)
 	if ctx.Err() != nil {
 		msg := "interrupted; removing the verify pods"
 		if !interrupted(ctx) {
 			msg = fmt.Sprintf("stopped (%v); removing the verify pods", context.Cause(ctx))
 		}
-		v.emit(Event{Type: StepInterrupted, Step: "wait", Title: "Wait for the GPU workloads", Message: msg})
+		v.emit(event.Event{Type: event.StepInterrupted, Step: "wait", Title: "Wait for the GPU workloads", Message: msg})
 		return res, ctx.Err()
 	}
 	if werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
@@ -264,10 +265,10 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 		}
 	}
 	if failed > 0 {
-		v.emit(Event{Type: StepFailed, Step: "wait", Title: "Wait for the GPU workloads", Err: fmt.Sprintf("%d/%d GPU node(s) did not pass", failed, len(res.Nodes))})
+		v.emit(event.Event{Type: event.StepFailed, Step: "wait", Title: "Wait for the GPU workloads", Err: fmt.Sprintf("%d/%d GPU node(s) did not pass", failed, len(res.Nodes))})
 		return res, fmt.Errorf("%w: %d of %d GPU node(s) did not pass", ErrVerifyFailed, failed, len(res.Nodes))
 	}
-	v.emit(Event{Type: StepSucceeded, Step: "wait", Title: "Wait for the GPU workloads", Message: fmt.Sprintf("%d/%d GPU node(s) passed", len(res.Nodes), len(res.Nodes))})
+	v.emit(event.Event{Type: event.StepSucceeded, Step: "wait", Title: "Wait for the GPU workloads", Message: fmt.Sprintf("%d/%d GPU node(s) passed", len(res.Nodes), len(res.Nodes))})
 	return res, nil
 }
 
@@ -320,7 +321,7 @@ func (v *Verify) wait(ctx context.Context, client kubernetes.Interface, pods typ
 			} else if nv.Reason != "" {
 				msg += ": " + nv.Reason
 			}
-			v.emit(Event{Type: StepProgress, Step: "wait", Title: "Wait for the GPU workloads", Message: msg, Done: d, Total: total, Pending: pending})
+			v.emit(event.Event{Type: event.StepProgress, Step: "wait", Title: "Wait for the GPU workloads", Message: msg, Done: d, Total: total, Pending: pending})
 		}
 		return d == total, nil
 	})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
@@ -147,9 +148,9 @@ func TestVerify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := verifyCluster(t, tc.behaviour, tc.nodes...)
 			var mu sync.Mutex
-			var events []Event
+			var events []event.Event
 			v := &Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}, Options: tc.opts,
-				Sink: SinkFunc(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() })}
+				Sink: event.SinkFunc(func(e event.Event) { mu.Lock(); events = append(events, e); mu.Unlock() })}
 			res, err := v.Run(t.Context())
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -204,9 +205,9 @@ func TestVerifyInterruptRemovesThePods(t *testing.T) {
 	kc := verifyCluster(t, map[string]kubelet{"gpu-1": pending, "gpu-2": pending}, gpuNode("gpu-1", nil), gpuNode("gpu-2", nil))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	v := &Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}, Sink: SinkFunc(func(e Event) {
+	v := &Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}, Sink: event.SinkFunc(func(e event.Event) {
 		// Ctrl-C once the wait has seen both pods waiting.
-		if e.Type == StepProgress && e.Step == "wait" && len(e.Pending) == 2 && strings.Contains(e.Message, "gpu-2") {
+		if e.Type == event.StepProgress && e.Step == "wait" && len(e.Pending) == 2 && strings.Contains(e.Message, "gpu-2") {
 			cancel()
 		}
 	})}

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 )
 
 func TestPrintInterrupted(t *testing.T) {
 	finished := []engine.StepResult{
-		{ID: "namespace", Outcome: engine.StepSucceeded},
-		{ID: "crds", Outcome: engine.StepSucceeded},
-		{ID: "nfd", Outcome: engine.StepSkipped},
+		{ID: "namespace", Outcome: event.StepSucceeded},
+		{ID: "crds", Outcome: event.StepSucceeded},
+		{ID: "nfd", Outcome: event.StepSkipped},
 	}
 	for _, tc := range []struct {
 		name string
@@ -21,7 +22,7 @@ func TestPrintInterrupted(t *testing.T) {
 		{"before the first write", &engine.InterruptedError{BeforeFirstWrite: true},
 			"gpuctl: interrupted before the first write: nothing was changed.\n"},
 		{"in a step: its real state", &engine.InterruptedError{Count: 6, Finished: finished,
-			InFlight:   &engine.StepResult{ID: "gpu-operator", Title: "Install gpu-operator", Outcome: engine.StepInterrupted, Message: "release gpu-operator: deployed revision 2"},
+			InFlight:   &engine.StepResult{ID: "gpu-operator", Title: "Install gpu-operator", Outcome: event.StepInterrupted, Message: "release gpu-operator: deployed revision 2"},
 			NotStarted: []string{"wait-operator", "wait-validators"}},
 			"gpuctl: interrupted during step 4/6, Install gpu-operator.\n" +
 				"  finished:     namespace, crds, nfd\n" +
@@ -49,8 +50,8 @@ func TestPrintInterrupted(t *testing.T) {
 func TestProgressShowsAnInterruptedStep(t *testing.T) {
 	var b bytes.Buffer
 	p := NewProgress(&b, FormatPlain, Style{})
-	p.Event(engine.Event{Type: engine.StepStarted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6})
-	p.Event(engine.Event{Type: engine.StepInterrupted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6,
+	p.Event(event.Event{Type: event.StepStarted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6})
+	p.Event(event.Event{Type: event.StepInterrupted, Step: "gpu-operator", Title: "Install gpu-operator", Index: 4, Count: 6,
 		Message: "release gpu-operator: deployed revision 2", Hint: engine.ResumeHint})
 	p.Close()
 	want := "[4/6] Install gpu-operator …\n[4/6] interrupted Install gpu-operator: release gpu-operator: deployed revision 2\n"

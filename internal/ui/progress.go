@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 )
 
 // Progress renders engine events on a stream (stderr). Use NewProgress; call Close when done so a
@@ -20,7 +20,7 @@ type Progress struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	current  *engine.Event // the running step, for the spinner
+	current  *event.Event // the running step, for the spinner
 	lastMsg  map[string]string
 	stop     chan struct{}
 	done     chan struct{}
@@ -58,7 +58,7 @@ func NewProgress(w io.Writer, format Format, style Style) *Progress {
 const MaxPendingJSON = 20
 
 // Event renders one event (engine.Sink).
-func (p *Progress) Event(e engine.Event) {
+func (p *Progress) Event(e event.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e.Time.IsZero() {
@@ -76,13 +76,13 @@ func (p *Progress) Event(e engine.Event) {
 		return
 	}
 	switch e.Type {
-	case engine.StepStarted:
+	case event.StepStarted:
 		ev := e
 		p.current = &ev
 		if !p.style.TTY {
 			p.line("%s%s …", p.counter(e), e.Title)
 		}
-	case engine.StepProgress:
+	case event.StepProgress:
 		if p.current != nil && p.current.Step == e.Step {
 			p.current.Message, p.current.Done, p.current.Total = e.Message, e.Done, e.Total
 		}
@@ -91,15 +91,15 @@ func (p *Progress) Event(e engine.Event) {
 			p.lastMsg[e.Step] = e.Message
 			p.line("%s  %s", p.counter(e), e.Message)
 		}
-	case engine.StepSucceeded, engine.StepSkipped, engine.StepFailed, engine.StepInterrupted:
+	case event.StepSucceeded, event.StepSkipped, event.StepFailed, event.StepInterrupted:
 		p.current = nil
 		mark := p.style.ok()
 		switch e.Type {
-		case engine.StepSkipped:
+		case event.StepSkipped:
 			mark = p.style.skip()
-		case engine.StepFailed:
+		case event.StepFailed:
 			mark = p.style.fail()
-		case engine.StepInterrupted:
+		case event.StepInterrupted:
 			mark = p.style.interrupted()
 		}
 		msg := e.Title
@@ -107,7 +107,7 @@ func (p *Progress) Event(e engine.Event) {
 			msg += ": " + e.Message
 		}
 		p.line("%s%s %s", p.counter(e), mark, msg)
-		if e.Type == engine.StepFailed {
+		if e.Type == event.StepFailed {
 			if e.Err != "" {
 				p.line("    %s", e.Err)
 			}
@@ -118,17 +118,17 @@ func (p *Progress) Event(e engine.Event) {
 				p.line("    hint: %s", e.Hint)
 			}
 		}
-	case engine.Warning:
+	case event.Warning:
 		p.line("%s %s", p.style.warn(), e.Message)
 		if e.Hint != "" {
 			p.line("    hint: %s", e.Hint)
 		}
-	case engine.Info:
+	case event.Info:
 		p.line("%s", e.Message)
 	}
 }
 
-func (p *Progress) counter(e engine.Event) string {
+func (p *Progress) counter(e event.Event) string {
 	if e.Count == 0 {
 		return ""
 	}

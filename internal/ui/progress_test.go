@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 )
 
-func events() []engine.Event {
+func events() []event.Event {
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	return []engine.Event{
-		{Time: at, Type: engine.StepStarted, Step: "validators", Title: "Wait for validators", Index: 3, Count: 12},
-		{Time: at, Type: engine.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "1/2 GPU nodes validated", Done: 1, Total: 2},
-		{Time: at, Type: engine.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "1/2 GPU nodes validated", Done: 1, Total: 2},
-		{Time: at, Type: engine.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "2/2 GPU nodes validated", Done: 2, Total: 2},
-		{Time: at, Type: engine.StepSucceeded, Step: "validators", Title: "Wait for validators", Index: 3, Count: 12, Message: "2/2 GPU nodes validated"},
-		{Time: at, Type: engine.StepFailed, Step: "policy", Title: "Wait for ClusterPolicy", Index: 4, Count: 12, Err: "timed out", Detail: "pod x: CrashLoopBackOff", Hint: "check the driver"},
-		{Time: at, Type: engine.Warning, Message: "NFD already runs in kube-system"},
+	return []event.Event{
+		{Time: at, Type: event.StepStarted, Step: "validators", Title: "Wait for validators", Index: 3, Count: 12},
+		{Time: at, Type: event.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "1/2 GPU nodes validated", Done: 1, Total: 2},
+		{Time: at, Type: event.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "1/2 GPU nodes validated", Done: 1, Total: 2},
+		{Time: at, Type: event.StepProgress, Step: "validators", Index: 3, Count: 12, Message: "2/2 GPU nodes validated", Done: 2, Total: 2},
+		{Time: at, Type: event.StepSucceeded, Step: "validators", Title: "Wait for validators", Index: 3, Count: 12, Message: "2/2 GPU nodes validated"},
+		{Time: at, Type: event.StepFailed, Step: "policy", Title: "Wait for ClusterPolicy", Index: 4, Count: 12, Err: "timed out", Detail: "pod x: CrashLoopBackOff", Hint: "check the driver"},
+		{Time: at, Type: event.Warning, Message: "NFD already runs in kube-system"},
 	}
 }
 
@@ -77,11 +77,11 @@ func TestProgress(t *testing.T) {
 		if len(lines) != len(events()) {
 			t.Fatalf("%d lines for %d events", len(lines), len(events()))
 		}
-		var e engine.Event
+		var e event.Event
 		if err := json.Unmarshal([]byte(lines[5]), &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Type != engine.StepFailed || e.Hint != "check the driver" || e.Detail == "" {
+		if e.Type != event.StepFailed || e.Hint != "check the driver" || e.Detail == "" {
 			t.Errorf("decoded %+v", e)
 		}
 	})
@@ -93,11 +93,11 @@ func TestProgress(t *testing.T) {
 		for i := range pending {
 			pending[i] = fmt.Sprintf("gpu-%04d", i)
 		}
-		p.Event(engine.Event{Type: engine.StepProgress, Step: "wait-validators", Done: 0, Total: 2000, Pending: pending})
-		p.Event(engine.Event{Type: engine.StepProgress, Step: "wait-validators", Done: 1999, Total: 2000, Pending: pending[:1]})
+		p.Event(event.Event{Type: event.StepProgress, Step: "wait-validators", Done: 0, Total: 2000, Pending: pending})
+		p.Event(event.Event{Type: event.StepProgress, Step: "wait-validators", Done: 1999, Total: 2000, Pending: pending[:1]})
 		p.Close()
 		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-		var big, small engine.Event
+		var big, small event.Event
 		if err := json.Unmarshal([]byte(lines[0]), &big); err != nil {
 			t.Fatal(err)
 		}

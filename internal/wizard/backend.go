@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -21,6 +22,6 @@ type Backend interface {
 	Check(ctx context.Context, kubeContext string, o engine.InstallOptions) (*engine.CheckResult, error)
 	// Install runs engine.Install with o: events go to sink, confirm is called with the Plan before
 	// the first write, and getenv supplies secret inputs named by environment variable.
-	Install(ctx context.Context, kubeContext string, o engine.InstallOptions, sink engine.Sink,
+	Install(ctx context.Context, kubeContext string, o engine.InstallOptions, sink event.Sink,
 		confirm func(*plan.Plan) bool, getenv func(string) string) (*engine.InstallResult, error)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
@@ -140,7 +141,7 @@ func (f *fakeBackend) Check(_ context.Context, _ string, o engine.InstallOptions
 	return res, nil
 }
 
-func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOptions, sink engine.Sink,
+func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOptions, sink event.Sink,
 	confirm func(*plan.Plan) bool, getenv func(string) string) (*engine.InstallResult, error) {
 	f.mu.Lock()
 	f.installs = append(f.installs, o)
@@ -154,9 +155,9 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		f.changeAfterReview = false
 	}
 	res := &engine.InstallResult{Detection: f.detection(), Plan: p}
-	sink.Event(engine.Event{Time: tick(), Type: engine.StepStarted, Step: preflightStep, Title: "Preflight checks"})
-	sink.Event(engine.Event{Time: tick(), Type: engine.Warning, Message: "container runtime is in the tested range: containerd 2.1.4 is newer"})
-	sink.Event(engine.Event{Time: tick(), Type: engine.StepSucceeded, Step: preflightStep, Title: "Preflight checks", Message: "3 passed, 1 warning, 1 skipped"})
+	sink.Event(event.Event{Time: tick(), Type: event.StepStarted, Step: preflightStep, Title: "Preflight checks"})
+	sink.Event(event.Event{Time: tick(), Type: event.Warning, Message: "container runtime is in the tested range: containerd 2.1.4 is newer"})
+	sink.Event(event.Event{Time: tick(), Type: event.StepSucceeded, Step: preflightStep, Title: "Preflight checks", Message: "3 passed, 1 warning, 1 skipped"})
 	if !confirm(p) {
 		if ctx.Err() != nil {
 			return res, &engine.InterruptedError{BeforeFirstWrite: true}
@@ -164,26 +165,26 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		return res, engine.ErrNotConfirmed
 	}
 	for i, s := range p.Steps {
-		ev := engine.Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: len(p.Steps)}
-		emit := func(e engine.Event) {
+		ev := event.Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: len(p.Steps)}
+		emit := func(e event.Event) {
 			e.Step, e.Title, e.Index, e.Count, e.Time = ev.Step, ev.Title, ev.Index, ev.Count, tick()
 			sink.Event(e)
 		}
 		if s.Skip != "" {
-			emit(engine.Event{Type: engine.StepSkipped, Message: s.Skip})
-			res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: engine.StepSkipped})
+			emit(event.Event{Type: event.StepSkipped, Message: s.Skip})
+			res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped})
 			continue
 		}
-		emit(engine.Event{Type: engine.StepStarted})
+		emit(event.Event{Type: event.StepStarted})
 		if s.Kind == plan.KindWaitValidators {
-			emit(engine.Event{Type: engine.StepProgress, Message: "1/2 GPU nodes validated", Done: 1, Total: 2, Pending: []string{"gke-gpu-1"}})
+			emit(event.Event{Type: event.StepProgress, Message: "1/2 GPU nodes validated", Done: 1, Total: 2, Pending: []string{"gke-gpu-1"}})
 		}
 		if s.ID == f.blockAt {
 			close(f.blocked)
 			<-ctx.Done()
 			state := "1/2 GPU nodes validated; gke-gpu-1 still waits"
-			emit(engine.Event{Type: engine.StepInterrupted, Message: state, Hint: engine.ResumeHint})
-			r := engine.StepResult{ID: s.ID, Title: s.Title, Outcome: engine.StepInterrupted, Message: state}
+			emit(event.Event{Type: event.StepInterrupted, Message: state, Hint: engine.ResumeHint})
+			r := engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepInterrupted, Message: state}
 			ie := &engine.InterruptedError{Count: len(p.Steps), InFlight: &r, NotStarted: []string{"wait-clusterpolicy"}}
 			for _, done := range res.Steps {
 				ie.Finished = append(ie.Finished, done)
@@ -194,8 +195,8 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		f.mu.Lock()
 		f.writes = append(f.writes, s.ID)
 		f.mu.Unlock()
-		emit(engine.Event{Type: engine.StepSucceeded, Message: "done"})
-		res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: engine.StepSucceeded, Message: "done", Changed: true})
+		emit(event.Event{Type: event.StepSucceeded, Message: "done"})
+		res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSucceeded, Message: "done", Changed: true})
 	}
 	res.GPUNodes, res.Changed = p.GPUNodes, true
 	return res, nil

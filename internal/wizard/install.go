@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -20,7 +21,7 @@ const preflightStep = "preflight"
 
 // stepInterrupted is the event type of a step stopped by Ctrl-C; its Message is the state the step
 // left behind.
-const stepInterrupted = engine.StepInterrupted
+const stepInterrupted = event.StepInterrupted
 
 // stepState is what the install screen knows of one step.
 type stepState struct {
@@ -28,7 +29,7 @@ type stepState struct {
 	kind      plan.Kind
 	skip      string
 	// state is "" until the step starts, then the last event's type.
-	state          engine.EventType
+	state          event.Type
 	started, ended time.Time
 	message        string
 	err, hint      string
@@ -39,27 +40,27 @@ type stepState struct {
 
 func (s *stepState) finished() bool {
 	switch s.state {
-	case engine.StepSucceeded, engine.StepSkipped, engine.StepFailed, stepInterrupted:
+	case event.StepSucceeded, event.StepSkipped, event.StepFailed, stepInterrupted:
 		return true
 	}
 	return false
 }
 
 func (s *stepState) interrupted() bool {
-	return s.state == stepInterrupted || (s.state == engine.StepFailed && s.err == "interrupted")
+	return s.state == stepInterrupted || (s.state == event.StepFailed && s.err == "interrupted")
 }
 
 // event folds one engine event into the steps.
-func (m *Model) event(e engine.Event) {
+func (m *Model) event(e event.Event) {
 	if e.Step == "" {
 		switch e.Type {
-		case engine.Warning:
+		case event.Warning:
 			msg := e.Message
 			if e.Hint != "" {
 				msg += " (hint: " + e.Hint + ")"
 			}
 			m.warnings = append(m.warnings, msg)
-		case engine.Info:
+		case event.Info:
 			m.warnings = append(m.warnings, e.Message)
 		}
 		return
@@ -74,9 +75,9 @@ func (m *Model) event(e engine.Event) {
 		s.title = e.Title
 	}
 	switch e.Type {
-	case engine.StepStarted:
+	case event.StepStarted:
 		s.state, s.started = e.Type, e.Time
-	case engine.StepProgress:
+	case event.StepProgress:
 		s.message, s.done, s.total, s.pending = e.Message, e.Done, e.Total, e.Pending
 	default:
 		s.state, s.ended = e.Type, e.Time
@@ -171,7 +172,7 @@ func (m *Model) summary() string {
 				} else {
 					stopped = append(stopped, s.title)
 				}
-			case s.state == engine.StepSucceeded || s.state == engine.StepSkipped:
+			case s.state == event.StepSucceeded || s.state == event.StepSkipped:
 				if s.id != preflightStep {
 					done = append(done, s.title)
 				}
@@ -191,7 +192,7 @@ func (m *Model) summary() string {
 			fmt.Fprintf(b, "Stopped in: %s.\n", strings.Join(stopped, "; "))
 		}
 		for i := range m.steps {
-			if s := &m.steps[i]; s.state == engine.StepFailed && !s.interrupted() && s.hint != "" {
+			if s := &m.steps[i]; s.state == event.StepFailed && !s.interrupted() && s.hint != "" {
 				fmt.Fprintf(b, "hint: %s\n", s.hint)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
 )
@@ -169,7 +170,7 @@ type (
 		res    *engine.CheckResult
 		err    error
 	}
-	eventMsg   struct{ e engine.Event }
+	eventMsg   struct{ e event.Event }
 	confirmMsg struct {
 		plan  *plan.Plan
 		reply chan<- bool
@@ -621,7 +622,7 @@ func (m *Model) startInstall() tea.Cmd {
 	go func() {
 		defer close(r.ended)
 		send := func(msg tea.Msg) { r.ch <- msg }
-		sink := engine.SinkFunc(func(e engine.Event) { send(eventMsg{e}) })
+		sink := event.SinkFunc(func(e event.Event) { send(eventMsg{e}) })
 		confirm := func(p *plan.Plan) bool {
 			reply := make(chan bool, 1)
 			send(confirmMsg{p, reply})

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
@@ -577,13 +577,13 @@ func (m *Model) installView() string {
 		switch {
 		case s.interrupted():
 			mk = m.st.warn.Render(markStopped)
-		case s.state == engine.StepSucceeded:
+		case s.state == event.StepSucceeded:
 			mk = m.st.ok.Render(markOK)
-		case s.state == engine.StepSkipped:
+		case s.state == event.StepSkipped:
 			mk = m.st.dim.Render(markSkip)
-		case s.state == engine.StepFailed:
+		case s.state == event.StepFailed:
 			mk = m.st.fail.Render(markFail)
-		case s.state == engine.StepStarted:
+		case s.state == event.StepStarted:
 			mk = m.spin.View()
 		default:
 			mk = m.st.dim.Render(markPending)
@@ -600,7 +600,7 @@ func (m *Model) installView() string {
 			line += m.st.dim.Render(" · " + msg)
 		}
 		b.WriteString(line + "\n")
-		if s.state == engine.StepStarted && (s.kind == plan.KindWaitValidators || s.kind == plan.KindWaitAllocatable) && s.total > 0 {
+		if s.state == event.StepStarted && (s.kind == plan.KindWaitValidators || s.kind == plan.KindWaitAllocatable) && s.total > 0 {
 			m.nodeLines(b, s)
 		}
 	}
@@ -610,7 +610,7 @@ func (m *Model) installView() string {
 	}
 	for i := range m.steps {
 		s := &m.steps[i]
-		if s.state != engine.StepFailed || s.interrupted() {
+		if s.state != event.StepFailed || s.interrupted() {
 			continue
 		}
 		b.WriteString("\n" + m.st.fail.Render(markFail+" "+s.title+": ") + "\n")

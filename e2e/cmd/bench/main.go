@@ -50,6 +50,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
@@ -470,12 +471,12 @@ func (b *bench) install(ctx context.Context, gpuNodes []string) error {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
-		var ev engine.Event
+		var ev event.Event
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
 		lastEvent = ev.Time
-		if ev.Step == "release-gpu-operator" && ev.Type == engine.StepSucceeded {
+		if ev.Step == "release-gpu-operator" && ev.Type == event.StepSucceeded {
 			releaseDone = ev.Time
 		}
 	}

@@ -1,35 +1,39 @@
-package engine
+// Package event is what a run of gpuctl reports as it goes: typed Events about the steps of a Plan
+// (started, progress, succeeded, skipped, failed, interrupted) and warnings, sent to a Sink. The
+// runner and the verbs emit them; the renderers in internal/ui and the wizard turn them into a
+// spinner, plain lines or JSON lines. Nothing here prints.
+package event
 
 import "time"
 
 // EventType says what happened to a step.
-type EventType string
+type Type string
 
 const (
 	// StepStarted: a step of the Plan began.
-	StepStarted EventType = "started"
+	StepStarted Type = "started"
 	// StepProgress: a running step made progress (Done/Total set when countable, e.g. "3/4 GPU nodes validated").
-	StepProgress EventType = "progress"
+	StepProgress Type = "progress"
 	// StepSucceeded: a step ended well (Message says what it did, e.g. "installed revision 1").
-	StepSucceeded EventType = "succeeded"
+	StepSucceeded Type = "succeeded"
 	// StepSkipped: a step had nothing to do (Message says why, e.g. "NFD already runs").
-	StepSkipped EventType = "skipped"
+	StepSkipped Type = "skipped"
 	// StepFailed: a step failed; Err is set and Detail may hold a diagnosis.
-	StepFailed EventType = "failed"
+	StepFailed Type = "failed"
 	// StepInterrupted: the run was interrupted (Ctrl-C) during the step; Message is the state the step
 	// left behind, read back from the cluster ("release gpu-operator: deployed revision 2").
-	StepInterrupted EventType = "interrupted"
+	StepInterrupted Type = "interrupted"
 	// Warning: something the user should know that does not stop the run.
-	Warning EventType = "warning"
+	Warning Type = "warning"
 	// Info: a line of information outside any step (e.g. detection results).
-	Info EventType = "info"
+	Info Type = "info"
 )
 
 // Event is one thing that happened while a Plan ran. Renderers (internal/ui) turn the stream into a
 // spinner, plain lines or JSON lines; the engine never formats output itself.
 type Event struct {
 	Time time.Time `json:"time"`
-	Type EventType `json:"type"`
+	Type Type      `json:"type"`
 	// Step is the step's ID (plan.Step.ID), "" for events outside a step.
 	Step string `json:"step,omitempty"`
 	// Title is the step's one-line title ("Install gpu-operator", …).
@@ -68,3 +72,11 @@ type SinkFunc func(Event)
 
 // Event calls f.
 func (f SinkFunc) Event(e Event) { f(e) }
+
+// Or returns s, or a Sink that drops every event when s is nil.
+func Or(s Sink) Sink {
+	if s == nil {
+		return SinkFunc(func(Event) {})
+	}
+	return s
+}
