@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // TestInstallFromAMirror installs with --registry and --image-pull-secret and checks that every
@@ -25,7 +25,7 @@ func TestInstallFromAMirror(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("gpuctl images exited %d:\n%s", code, stderr)
 	}
-	var list engine.ImageList
+	var list render.ImageList
 	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
 		t.Fatal(err)
 	}

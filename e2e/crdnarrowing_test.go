@@ -16,8 +16,8 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/bundle"
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // TestCRDsAreNeverNarrowedByAConstraint: another tool installed a CRD that differs from gpuctl's only
@@ -29,14 +29,14 @@ func TestCRDsAreNeverNarrowedByAConstraint(t *testing.T) {
 	ctx := t.Context()
 	ext := apiextensionsclient.NewForConfigOrDie(c.Config)
 	dyn := dynamicClient(t, c)
-	ours, _, err := engine.ChartCRDs("gpu-operator", "")
+	ours, _, err := render.ChartCRDs("gpu-operator", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The CRDs of every release gpuctl offers, as the install's CRD step passes them.
 	releases := map[string][]*apiextensionsv1.CustomResourceDefinition{}
 	for _, b := range bundle.List() {
-		if releases[b.Version], _, err = engine.ChartCRDs("gpu-operator", b.Version); err != nil {
+		if releases[b.Version], _, err = render.ChartCRDs("gpu-operator", b.Version); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 func ourClusterPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crds, _, err := engine.ChartCRDs("gpu-operator", "")
+	crds, _, err := render.ChartCRDs("gpu-operator", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,13 +17,14 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/profile"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // MaxValuesFileSize caps a -f values file. Helm keeps each release, values included, in one Secret,
 // and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 v0.37.2); a values
 // file ten times that cannot become a release however well it compresses, and reading it whole would
 // only cost memory.
-const MaxValuesFileSize = engine.MaxValuesFileSize
+const MaxValuesFileSize = render.MaxValuesFileSize
 
 // addInstallFlags adds every flag that changes the install Plan: the values flags, the operator
 // release, the OpenShift channel, the NVIDIA AI Enterprise inputs and --no-taint. install and check

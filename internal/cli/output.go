@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // APIVersion versions every document gpuctl prints with -o json|yaml, so a pipeline can tell when
@@ -110,5 +111,5 @@ func writeYAML(w io.Writer, v any) error {
 // describes each (internal/cli/schema_test.go keeps them current).
 func documents() []any {
 	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{},
-		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.ImageList{}, &engine.VerifyResult{}, &Version{}}
+		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{}}
 }

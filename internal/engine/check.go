@@ -1,19 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
-	helmcommon "helm.sh/helm/v4/pkg/release/common"
-	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
@@ -21,7 +13,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
-	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // ErrPreflightFailed is returned when a preflight check failed: nothing was changed.
@@ -115,7 +107,7 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 		if in.detection != nil {
 			kubeVersion = in.detection.KubernetesVersion
 		}
-		objs, sizes, err := renderPlan(ctx, in.plan, kubeVersion)
+		objs, sizes, err := render.Plan(ctx, in.plan, kubeVersion)
 		env.ReleaseSizes = sizes
 		if err != nil {
 			if ctx.Err() != nil {
@@ -222,98 +214,4 @@ func preflightError(rep preflight.Report) error {
 		return fmt.Errorf("%w: %s", ErrInput, strings.Join(msgs, "; "))
 	}
 	return fmt.Errorf("%w: %s", ErrPreflightFailed, strings.Join(failed, ", "))
-}
-
-// planObjects are the objects the Plan would write: each objects step's, then each release's chart
-// CRDs and rendered manifest, rendered for the cluster's Kubernetes version as Helm would. Skipped
-// steps write nothing. An object that appears twice (a CRD the CRD step and Helm both carry) is kept
-// once.
-func planObjects(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructured.Unstructured, error) {
-	objs, _, err := renderPlan(ctx, p, kubeVersion)
-	return objs, err
-}
-
-// renderPlan is planObjects and, for each release, its size in Helm's storage: the release record
-// Helm would store (chart, values, manifest without the crds/ files, which the chart carries)
-// encoded as Helm encodes it.
-func renderPlan(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructured.Unstructured, []preflight.ReleaseSize, error) {
-	var out []*unstructured.Unstructured
-	var sizes []preflight.ReleaseSize
-	seen := map[string]bool{}
-	add := func(o *unstructured.Unstructured) {
-		key := o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, o)
-		}
-	}
-	for _, s := range p.Steps {
-		if s.Skip != "" {
-			continue
-		}
-		switch s.Kind {
-		case plan.KindObjects:
-			for _, o := range s.Objects {
-				// The checks only read the objects, so the Plan's maps are shared, not copied.
-				add(&unstructured.Unstructured{Object: o})
-			}
-		case plan.KindRelease:
-			if s.Release == nil {
-				continue
-			}
-			ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
-			if err != nil {
-				return out, sizes, err
-			}
-			manifest, err := (&release.Render{Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Values: s.Release.Values, KubeVersion: kubeVersion}).Run(ctx)
-			if err != nil {
-				return out, sizes, err
-			}
-			size, err := preflight.EncodedSize(&helmrelease.Release{
-				Name: s.Release.Name, Namespace: p.Namespace, Chart: ch, Config: s.Release.Values, Manifest: manifest,
-				Version: 1, Info: &helmrelease.Info{Status: helmcommon.StatusDeployed, Description: "Install complete"}, ApplyMethod: "ssa",
-			})
-			if err != nil {
-				return out, sizes, fmt.Errorf("encode release %s: %w", s.Release.Name, err)
-			}
-			sizes = append(sizes, preflight.ReleaseSize{Name: s.Release.Name, Bytes: size})
-			for _, crd := range ch.CRDObjects() {
-				objs, err := decodeManifest(string(crd.File.Data))
-				if err != nil {
-					return out, sizes, fmt.Errorf("%s: %s: %w", s.Release.Name, crd.Filename, err)
-				}
-				for _, o := range objs {
-					add(o)
-				}
-			}
-			objs, err := decodeManifest(manifest)
-			if err != nil {
-				return out, sizes, fmt.Errorf("render %s: %w", s.Release.Name, err)
-			}
-			for _, o := range objs {
-				add(o)
-			}
-		}
-	}
-	return out, sizes, nil
-}
-
-// decodeManifest splits a multi-document YAML manifest into objects, dropping empty documents.
-func decodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // checkCluster is a kubeadm cluster at the sandbox's Kubernetes version: a control plane and one GPU
@@ -220,7 +221,7 @@ func TestPlanObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := planObjects(context.Background(), p, det.KubernetesVersion)
+	objs, _, err := render.Plan(context.Background(), p, det.KubernetesVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestPlanObjects(t *testing.T) {
 
 func TestOperatorChartIsLoadedWithItsReleasesKubernetesFloor(t *testing.T) {
 	for _, tc := range []struct{ version, want string }{{"", ">= 1.32.0-0"}, {"v26.7.0", ">= 1.32.0-0"}, {"v26.3.3", ">= 1.32.0-0"}, {"v25.10.1", ">= 1.30.0-0"}} {
-		ch, err := loadChart(plan.OperatorRelease, tc.version)
+		ch, err := render.LoadChart(plan.OperatorRelease, tc.version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,17 +261,17 @@ func TestOperatorChartIsLoadedWithItsReleasesKubernetesFloor(t *testing.T) {
 func TestValuesFilesAreReadUpToTheCap(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.yaml")
-	if err := os.WriteFile(big, []byte("a: \""+strings.Repeat("x", MaxValuesFileSize)+"\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(big, []byte("a: \""+strings.Repeat("x", render.MaxValuesFileSize)+"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readValuesFile(big); err == nil || !strings.Contains(err.Error(), "larger than gpuctl reads (10 MiB)") {
+	if _, err := render.ReadValuesFile(big); err == nil || !strings.Contains(err.Error(), "larger than gpuctl reads (10 MiB)") {
 		t.Errorf("a values file over the cap: %v", err)
 	}
 	small := filepath.Join(dir, "small.yaml")
 	if err := os.WriteFile(small, []byte("driver:\n  enabled: false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := readValuesFile(small); err != nil || v["driver"] == nil {
+	if v, err := render.ReadValuesFile(small); err != nil || v["driver"] == nil {
 		t.Errorf("a small values file: %v, %v", v, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -208,13 +209,13 @@ func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, erro
 func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	var total []kube.CRDResult
 	for _, name := range s.Charts {
-		crds, version, err := ChartCRDs(name, s.ChartReleases[name])
+		crds, version, err := render.ChartCRDs(name, s.ChartReleases[name])
 		if err != nil {
 			return stepOutcome{}, err
 		}
 		var known map[string][]*apiextensionsv1.CustomResourceDefinition
 		if name == plan.OperatorRelease {
-			if known, err = operatorReleaseCRDs(); err != nil {
+			if known, err = render.OperatorReleaseCRDs(); err != nil {
 				return stepOutcome{}, err
 			}
 		}
@@ -249,7 +250,7 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 }
 
 func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, error) {
-	ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
+	ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
 	if err != nil {
 		return stepOutcome{}, err
 	}

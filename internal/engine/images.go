@@ -3,20 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
-	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
-
-// DefaultNodeOS returns the node OS tags the driver images are listed for when neither a cluster nor
-// --node-os says which: the Ubuntu LTS releases NVIDIA publishes driver images for
-// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html).
-func DefaultNodeOS() []string { return []string{"ubuntu22.04", "ubuntu24.04"} }
 
 // Images lists every image an install would pull: the images of the workloads in the rendered charts,
 // and the operands the operator of the chosen release deploys for the rendered ClusterPolicy. Like
@@ -32,32 +24,8 @@ type Images struct {
 	NodeOS []string
 }
 
-// ImageList is the result of Images (printed with apiVersion and kind ImageList, as every document).
-type ImageList struct {
-	Distribution    string `json:"distribution"`
-	Profile         string `json:"profile"`
-	OperatorVersion string `json:"operatorVersion"`
-	// Registry is the --registry mirror the images were rewritten to, if any.
-	Registry string `json:"registry,omitempty"`
-	// NodeOS are the node OS tags OS-specific images are listed for; NodeOSFrom says where they came from.
-	NodeOS     []string `json:"nodeOS"`
-	NodeOSFrom string   `json:"nodeOSFrom"`
-	// Images are the images, sorted, each once.
-	Images []ListedImage `json:"images"`
-	// Notes say what is not listed, and why.
-	Notes []string `json:"notes,omitempty"`
-}
-
-// ListedImage is one image and what pulls it.
-type ListedImage struct {
-	Image string `json:"image"`
-	// UsedBy are the workloads ("DaemonSet gpu-operator/nfd-worker") or ClusterPolicy operands
-	// ("ClusterPolicy cluster-policy: driver (ubuntu22.04)") that pull it.
-	UsedBy []string `json:"usedBy"`
-}
-
 // Run renders and lists.
-func (im *Images) Run(ctx context.Context) (*ImageList, error) {
+func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 	t := &Template{Clients: im.Clients, Namespace: im.Namespace, Options: im.Options, KubeVersion: im.KubeVersion}
 	nodeOS, from := im.NodeOS, "--node-os"
 	if im.Options.Profile == "" {
@@ -75,11 +43,11 @@ func (im *Images) Run(ctx context.Context) (*ImageList, error) {
 			t.KubeVersion = det.KubernetesVersion
 		}
 		if len(nodeOS) == 0 {
-			nodeOS, from = NodeOSTags(det.GPUNodes)
+			nodeOS, from = render.NodeOSTags(det.GPUNodes)
 		}
 	}
 	if len(nodeOS) == 0 {
-		nodeOS, from = DefaultNodeOS(), "default (no cluster; choose with --node-os)"
+		nodeOS, from = render.DefaultNodeOS(), "default (no cluster; choose with --node-os)"
 	}
 	manifest, p, err := t.Run(ctx)
 	if err != nil {
@@ -94,186 +62,17 @@ func (im *Images) Run(ctx context.Context) (*ImageList, error) {
 	if s := p.Step("release-" + plan.OperatorRelease); s != nil && s.Release != nil {
 		version = s.Release.AppVersion
 	}
-	list := &ImageList{Distribution: p.Distribution, Profile: p.Profile,
+	list := &render.ImageList{Distribution: p.Distribution, Profile: p.Profile,
 		OperatorVersion: version, Registry: im.Options.Registry, NodeOS: nodeOS, NodeOSFrom: from}
 	if p.Distribution == "openshift" {
 		// On OpenShift the operator, and the images its CSV names, come from OLM's catalog: the
 		// ClusterPolicy is the CSV's alm-example, read at install time.
 		list.Notes = append(list.Notes, "OpenShift: NVIDIA's certified operator and its operand images come from OLM (the CSV's relatedImages of gpu-operator-certified "+version+"); mirror them with oc-mirror and an ImageDigestMirrorSet, not with --registry. Only the images gpuctl's own charts render are listed.")
 	}
-	found, err := ManifestImages(manifest, version, nodeOS)
+	found, err := render.ManifestImages(manifest, version, nodeOS)
 	if err != nil {
 		return nil, err
 	}
 	list.Images, list.Notes = found.Images, append(list.Notes, found.Notes...)
 	return list, nil
-}
-
-// ManifestImages lists the images of a rendered manifest: every container and init container of its
-// workloads (Pods, Deployments, DaemonSets, StatefulSets, ReplicaSets, Jobs, CronJobs), and the
-// operands the operator of release version deploys for each ClusterPolicy in it, OS-specific ones
-// for each of nodeOS. Images a pod never pulls (imagePullPolicy Never: preloaded on the node) are left
-// out with a note.
-func ManifestImages(manifest, version string, nodeOS []string) (*ImageList, error) {
-	objs, err := decodeManifest(manifest)
-	if err != nil {
-		return nil, fmt.Errorf("read rendered manifest: %w", err)
-	}
-	used := map[string][]string{}
-	var notes []string
-	add := func(img, by string) {
-		if !containsString(used[img], by) {
-			used[img] = append(used[img], by)
-		}
-	}
-	for _, u := range objs {
-		o := u.Object
-		kind, _ := o["kind"].(string)
-		md, _ := o["metadata"].(map[string]any)
-		name, _ := md["name"].(string)
-		ns, _ := md["namespace"].(string)
-		if kind == "ClusterPolicy" {
-			spec, _ := o["spec"].(map[string]any)
-			ops, n := bundle.OperandImages(version, spec, nodeOS)
-			for _, op := range ops {
-				by := "ClusterPolicy " + name + ": " + op.Component
-				if op.OS != "" {
-					by += " (" + op.OS + ")"
-				}
-				add(op.Image, by)
-			}
-			for _, s := range n {
-				notes = append(notes, "ClusterPolicy "+name+": "+s)
-			}
-			continue
-		}
-		podSpec := podSpecOf(kind, o)
-		if podSpec == nil {
-			continue
-		}
-		ref := kind + " " + name
-		if ns != "" {
-			ref = kind + " " + ns + "/" + name
-		}
-		for _, key := range []string{"initContainers", "containers"} {
-			cs, _ := podSpec[key].([]any)
-			for _, c := range cs {
-				cm, _ := c.(map[string]any)
-				img, _ := cm["image"].(string)
-				cname, _ := cm["name"].(string)
-				if img == "" {
-					continue
-				}
-				if cm["imagePullPolicy"] == "Never" {
-					notes = append(notes, fmt.Sprintf("%s: container %s runs %s with imagePullPolicy Never (preloaded on the node), so it is not listed", ref, cname, img))
-					continue
-				}
-				add(img, ref)
-			}
-		}
-	}
-	out := &ImageList{Notes: notes}
-	for img, by := range used {
-		sort.Strings(by)
-		out.Images = append(out.Images, ListedImage{Image: img, UsedBy: by})
-	}
-	sort.Slice(out.Images, func(i, j int) bool { return out.Images[i].Image < out.Images[j].Image })
-	return out, nil
-}
-
-// podSpecOf returns the pod template's spec of a workload, or nil for anything else.
-func podSpecOf(kind string, o map[string]any) map[string]any {
-	var path []string
-	switch kind {
-	case "Pod":
-		path = []string{"spec"}
-	case "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job":
-		path = []string{"spec", "template", "spec"}
-	case "CronJob":
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
-	default:
-		return nil
-	}
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	m, _ := cur.(map[string]any)
-	return m
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// osImageTag matches the node OS names (status.nodeInfo.osImage) of the OSes NVIDIA publishes driver
-// images for, whose tags the operator builds from the node's os-release ID and VERSION_ID
-// (getGPUNodeOSTag in controllers/state_manager.go, NVIDIA/gpu-operator v26.7.0: RHEL, Rocky and
-// Oracle Linux drop the minor version).
-type osImagePattern struct {
-	re *regexp.Regexp
-	id string
-}
-
-func osImagePatterns() []osImagePattern {
-	return []osImagePattern{
-		{regexp.MustCompile(`(?i)^Red Hat Enterprise Linux CoreOS (\d)(\d+)\.`), "rhcos"},
-		{regexp.MustCompile(`(?i)^Red Hat Enterprise Linux CoreOS (\d+\.\d+)`), "rhcos"},
-		{regexp.MustCompile(`(?i)^Ubuntu (\d+\.\d+)`), "ubuntu"},
-		{regexp.MustCompile(`(?i)^Red Hat Enterprise Linux (?:Server )?(\d+)`), "rhel"},
-		{regexp.MustCompile(`(?i)^Rocky Linux (\d+)`), "rocky"},
-		{regexp.MustCompile(`(?i)^Oracle Linux Server (\d+)`), "ol"},
-		{regexp.MustCompile(`(?i)^Debian GNU/Linux (\d+)`), "debian"},
-	}
-}
-
-// NodeOSTags returns the driver image OS tags of the GPU nodes, and where they came from.
-func NodeOSTags(nodes []detect.GPUNode) ([]string, string) {
-	seen := map[string]bool{}
-	var tags, unknown []string
-	for _, n := range nodes {
-		tag := osTag(n.OSImage)
-		if tag == "" {
-			if n.OSImage != "" && !containsString(unknown, n.OSImage) {
-				unknown = append(unknown, n.OSImage)
-			}
-			continue
-		}
-		if !seen[tag] {
-			seen[tag] = true
-			tags = append(tags, tag)
-		}
-	}
-	sort.Strings(tags)
-	if len(tags) == 0 {
-		return nil, ""
-	}
-	from := "the GPU nodes' OS images"
-	if len(unknown) > 0 {
-		from += fmt.Sprintf(" (not recognised: %s)", strings.Join(unknown, ", "))
-	}
-	return tags, from
-}
-
-func osTag(osImage string) string {
-	for _, m := range osImagePatterns() {
-		g := m.re.FindStringSubmatch(osImage)
-		if g == nil {
-			continue
-		}
-		if m.id == "rhcos" && len(g) == 3 {
-			return "rhcos" + g[1] + "." + g[2] // "418.94…" is RHCOS 4.18
-		}
-		return m.id + g[1]
-	}
-	return ""
 }

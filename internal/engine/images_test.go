@@ -9,13 +9,14 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // workloadImageLine matches a container's image in a rendered manifest ("image: repo/name:tag"); the
 // ClusterPolicy's image fields are bare names and CRD schemas have none.
 var workloadImageLine = regexp.MustCompile(`(?m)^\s+(?:- )?image: "?([^"\s]+/[^"\s]+)"?$`)
 
-func renderedImages(t *testing.T, o InstallOptions, nodeOS []string) (want []string, list *ImageList) {
+func renderedImages(t *testing.T, o InstallOptions, nodeOS []string) (want []string, list *render.ImageList) {
 	t.Helper()
 	ctx := context.Background()
 	manifest, _, err := (&Template{Options: o, KubeVersion: "1.33"}).Run(ctx)
@@ -26,7 +27,7 @@ func renderedImages(t *testing.T, o InstallOptions, nodeOS []string) (want []str
 	for _, m := range workloadImageLine.FindAllStringSubmatch(manifest, -1) {
 		set[m[1]] = true
 	}
-	objs, err := decodeManifest(manifest)
+	objs, err := render.DecodeManifest(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func renderedImages(t *testing.T, o InstallOptions, nodeOS []string) (want []str
 	return want, list
 }
 
-func imageRefs(l *ImageList) []string {
+func imageRefs(l *render.ImageList) []string {
 	var out []string
 	for _, i := range l.Images {
 		out = append(out, i.Image)
@@ -107,7 +108,7 @@ func TestNodeOSTags(t *testing.T) {
 		{OSImage: "Red Hat Enterprise Linux 9.4 (Plow)"}, {OSImage: "Red Hat Enterprise Linux CoreOS 418.94.202410090804-0"},
 		{OSImage: "Rocky Linux 8.10 (Green Obsidian)"}, {OSImage: "Container-Optimized OS from Google"},
 	}
-	tags, from := NodeOSTags(nodes)
+	tags, from := render.NodeOSTags(nodes)
 	if want := []string{"rhcos4.18", "rhel9", "rocky8", "ubuntu22.04"}; !slices.Equal(tags, want) {
 		t.Errorf("tags %q, want %q", tags, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // installInputs are an install's inputs as read and judged before anything touches the cluster: the
@@ -35,7 +36,7 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
-	infos, err := chartInfos(b.Version)
+	infos, err := render.ChartInfos(b.Version)
 	if err != nil {
 		return nil, err
 	}

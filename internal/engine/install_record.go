@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/render"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -45,7 +46,7 @@ func planCRDs(p *plan.Plan) ([]string, error) {
 			continue
 		}
 		for _, name := range s.Charts {
-			crds, _, err := ChartCRDs(name, s.ChartReleases[name])
+			crds, _, err := render.ChartCRDs(name, s.ChartReleases[name])
 			if err != nil {
 				return nil, err
 			}
@@ -378,7 +379,7 @@ func (i *Install) verb() string {
 func parseValueLayers(o InstallOptions) ([]plan.Layer, error) {
 	files := slices.Clone(o.ValueLayers)
 	for _, f := range o.ValuesFiles {
-		v, err := readValuesFile(f)
+		v, err := render.ReadValuesFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInput, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // ResumeHint is what an interrupted run tells the user to do.
@@ -122,7 +123,7 @@ func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) 
 	case plan.KindCRDs:
 		var names []string
 		for _, name := range s.Charts {
-			crds, _, err := ChartCRDs(name, s.ChartReleases[name])
+			crds, _, err := render.ChartCRDs(name, s.ChartReleases[name])
 			if err != nil {
 				return "", err
 			}

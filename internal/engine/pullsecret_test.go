@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // specMapsWithImages walks a ClusterPolicy spec and calls f for every map naming an image repository.
@@ -30,7 +31,7 @@ func TestImagePullSecret(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := decodeManifest(manifest)
+		objs, err := render.DecodeManifest(manifest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func TestImagePullSecret(t *testing.T) {
 				policy, _ = u.Object["spec"].(map[string]any)
 				continue
 			}
-			if ps := podSpecOf(u.GetKind(), u.Object); ps != nil {
+			if ps := render.PodSpecOf(u.GetKind(), u.Object); ps != nil {
 				s, _ := ps["imagePullSecrets"].([]any)
 				pods[u.GetKind()+" "+u.GetName()] = s
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // addImageLayers adds the layers of --registry and --image-pull-secret to every Helm release of the plan, among the detected
@@ -28,7 +29,7 @@ func addImageLayers(p *plan.Plan, o InstallOptions) error {
 		if r == nil || p.Steps[i].Kind != plan.KindRelease || r.Chart == plan.MonitoringRelease {
 			continue
 		}
-		ch, err := loadChart(r.Chart, r.AppVersion)
+		ch, err := render.LoadChart(r.Chart, r.AppVersion)
 		if err != nil {
 			return fmt.Errorf("release %s: %w", r.Name, err)
 		}
@@ -69,7 +70,7 @@ func renderedPolicySpec(ch *chart.Chart, r *plan.Release, values map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", r.Name, err)
 	}
-	objs, err := decodeManifest(out)
+	objs, err := render.DecodeManifest(out)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", r.Name, err)
 	}

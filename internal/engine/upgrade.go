@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // UpgradeOptions are the choices of `gpuctl upgrade`.
@@ -74,7 +75,7 @@ type UpgradePreview struct {
 	Notes    []string        `json:"notes,omitempty"`
 	Releases []ReleaseChange `json:"releases"`
 	// Diffs are the rendered objects that change, the ClusterPolicy first.
-	Diffs []ObjectDiff `json:"diffs,omitempty"`
+	Diffs []render.ObjectDiff `json:"diffs,omitempty"`
 }
 
 // ReleaseChange is one release's move.
@@ -292,7 +293,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 			}
 			clients[ns] = rc
 		}
-		ch, err := loadChart(r.Chart, r.AppVersion)
+		ch, err := render.LoadChart(r.Chart, r.AppVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -321,7 +322,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 		if dry.Outcome == release.Unchanged {
 			continue
 		}
-		diffs, err := DiffManifests(r.Name, dry.Deployed, dry.Manifest)
+		diffs, err := render.DiffManifests(r.Name, dry.Deployed, dry.Manifest)
 		if err != nil {
 			return nil, err
 		}

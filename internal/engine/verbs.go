@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -134,14 +135,14 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 		switch s.Kind {
 		case plan.KindObjects:
 			for _, o := range s.Objects {
-				y, err := yamlDoc(o)
+				y, err := render.YAMLDoc(o)
 				if err != nil {
 					return "", nil, err
 				}
 				fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
 			}
 		case plan.KindRelease:
-			ch, err := loadChart(s.Release.Chart, s.Release.AppVersion)
+			ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
 			if err != nil {
 				return "", nil, err
 			}

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // PrintImages prints an image list for people: one image per line with what pulls it, then the
 // release, the node OSes the OS-specific images are listed for, and what is not listed.
-func PrintImages(w io.Writer, l *engine.ImageList) error {
+func PrintImages(w io.Writer, l *render.ImageList) error {
 	b := &strings.Builder{}
 	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IMAGE\tUSED BY")

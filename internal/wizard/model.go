@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // screen is one step of the wizard.
@@ -726,7 +727,7 @@ func reviewValues(res *engine.CheckResult) map[string][]string {
 			continue
 		}
 		// A chart that cannot be loaded (a fake's) has no defaults to compare with.
-		defaults, _ := engine.ChartDefaults(s.Release.Chart, s.Release.AppVersion)
+		defaults, _ := render.ChartDefaults(s.Release.Chart, s.Release.AppVersion)
 		out[s.ID] = valueLines(s.Release, defaults)
 	}
 	return out

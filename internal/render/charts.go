@@ -1,4 +1,4 @@
-package engine
+package render
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 
 // loadChart loads one of the embedded charts for an upstream release (appVersion; "" = the chart's
 // own): the gpu-operator chart carries the templates and CRDs of every operator release gpuctl offers.
-func loadChart(name, appVersion string) (*chart.Chart, error) {
+func LoadChart(name, appVersion string) (*chart.Chart, error) {
 	ch, err := release.LoadChartRelease(charts.FS, name, appVersion)
 	if err != nil || name != plan.OperatorRelease || appVersion == "" {
 		return ch, err
@@ -36,14 +36,14 @@ func loadChart(name, appVersion string) (*chart.Chart, error) {
 
 // chartInfos describes the embedded charts for the plan, the gpu-operator chart loaded for the
 // operator release operatorVersion.
-func chartInfos(operatorVersion string) (map[string]plan.ChartInfo, error) {
+func ChartInfos(operatorVersion string) (map[string]plan.ChartInfo, error) {
 	out := map[string]plan.ChartInfo{}
 	for _, name := range append(charts.Names(), charts.Optional()...) {
 		v := ""
 		if name == plan.OperatorRelease {
 			v = operatorVersion
 		}
-		ch, err := loadChart(name, v)
+		ch, err := LoadChart(name, v)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +55,7 @@ func chartInfos(operatorVersion string) (map[string]plan.ChartInfo, error) {
 // ChartCRDs decodes the CRDs in a chart's crds/ directory for an upstream release (appVersion; "" = the
 // chart's own), and returns the release, which stamps them (kube.CRDVersionAnnotation).
 func ChartCRDs(name, appVersion string) ([]*apiextensionsv1.CustomResourceDefinition, string, error) {
-	ch, err := loadChart(name, appVersion)
+	ch, err := LoadChart(name, appVersion)
 	if err != nil {
 		return nil, "", err
 	}
@@ -82,7 +82,7 @@ func ChartCRDs(name, appVersion string) ([]*apiextensionsv1.CustomResourceDefini
 
 // operatorReleaseCRDs are the CRDs of every operator release gpuctl offers, by version, so that a CRD
 // another tool installed can be recognised as a newer release's and kept (kube.ApplyCRDs.Releases).
-func operatorReleaseCRDs() (map[string][]*apiextensionsv1.CustomResourceDefinition, error) {
+func OperatorReleaseCRDs() (map[string][]*apiextensionsv1.CustomResourceDefinition, error) {
 	out := map[string][]*apiextensionsv1.CustomResourceDefinition{}
 	for _, b := range bundle.List() {
 		crds, _, err := ChartCRDs(plan.OperatorRelease, b.Version)
@@ -94,7 +94,7 @@ func operatorReleaseCRDs() (map[string][]*apiextensionsv1.CustomResourceDefiniti
 	return out, nil
 }
 
-func yamlDoc(obj map[string]any) (string, error) {
+func YAMLDoc(obj map[string]any) (string, error) {
 	b, err := sigsyaml.Marshal(obj)
 	if err != nil {
 		return "", err
@@ -106,7 +106,7 @@ func yamlDoc(obj map[string]any) (string, error) {
 // (appVersion; "" = the chart's own): what a front end compares a Plan's values with to show only
 // what differs.
 func ChartDefaults(name, appVersion string) (map[string]any, error) {
-	ch, err := loadChart(name, appVersion)
+	ch, err := LoadChart(name, appVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,38 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxValuesFileSize caps what gpuctl reads of one -f values file (standard input and pipes too): Helm
+// keeps each release, values included, in one Secret of at most 1 MiB, so anything near this size
+// cannot be installed, and reading a huge file whole would exhaust memory first.
+const MaxValuesFileSize = 10 << 20
+
+func ReadValuesFile(path string) (map[string]any, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("values file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, MaxValuesFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("values file: %w", err)
+	}
+	if len(b) > MaxValuesFileSize {
+		return nil, fmt.Errorf("values file %s is larger than gpuctl reads (%d MiB): Helm stores a release in one Secret of at most 1 MiB", path, MaxValuesFileSize>>20)
+	}
+	v := map[string]any{}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("values file %s: %w", path, err)
+	}
+	return v, nil
+}
