@@ -25,6 +25,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -128,7 +129,7 @@ func TestDay2(t *testing.T) {
 				t.Errorf("node %+v", n)
 			}
 		}
-		if len(engine.CreatedNames(res.Record.Namespaces)) != 1 || len(engine.CreatedNames(res.Record.CRDs)) == 0 {
+		if len(record.CreatedNames(res.Record.Namespaces)) != 1 || len(record.CreatedNames(res.Record.CRDs)) == 0 {
 			t.Errorf("record says gpuctl created namespaces %v and CRDs %v", res.Record.Namespaces, res.Record.CRDs)
 		}
 	})
@@ -334,7 +335,7 @@ func TestDay2(t *testing.T) {
 		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
 			t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
 		}
-		if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
+		if rec, err := record.Read(ctx, c.Kube); err != nil || rec != nil {
 			t.Errorf("install record after --purge: %+v, %v", rec, err)
 		}
 		if _, err := c.Kube.CoordinationV1().Leases("kube-system").Get(ctx, "gpuctl", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -487,14 +488,14 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 			for _, name := range tc.installed {
 				helmRelease(t, c, name)
 			}
-			rec, err := engine.ReadRecord(ctx, c.Kube)
+			rec, err := record.Read(ctx, c.Kube)
 			if err != nil || rec == nil {
 				t.Fatalf("install record: %+v, %v", rec, err)
 			}
-			if tc.found != "" && slices.Contains(engine.CreatedNames(rec.Namespaces), tc.found) {
+			if tc.found != "" && slices.Contains(record.CreatedNames(rec.Namespaces), tc.found) {
 				t.Errorf("the record says gpuctl created namespace %s, which it found", tc.found)
 			}
-			if got := engine.CreatedNames(rec.Objects); !slices.Equal(got, tc.objects) {
+			if got := record.CreatedNames(rec.Objects); !slices.Equal(got, tc.objects) {
 				t.Errorf("the record says gpuctl created objects %v, want %v", got, tc.objects)
 			}
 
@@ -508,12 +509,12 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 			}
 			// What is left is only what --purge removes: in the namespaces gpuctl created, in the objects
 			// and CRDs it created, and the found namespace's labels.
-			rec, err = engine.ReadRecord(ctx, c.Kube)
+			rec, err = record.Read(ctx, c.Kube)
 			if err != nil || rec == nil || !rec.Uninstalled {
 				t.Fatalf("install record after uninstall: %+v, %v", rec, err)
 			}
 			purgeable := map[string]bool{}
-			for _, name := range engine.CreatedNames(rec.CRDs) {
+			for _, name := range record.CreatedNames(rec.CRDs) {
 				purgeable["customresourcedefinitions//"+name] = true
 			}
 			for _, o := range rec.Objects {
@@ -521,7 +522,7 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 					purgeable[strings.ToLower(o.Kind)+"s/"+o.Namespace+"/"+o.Name] = true
 				}
 			}
-			created := engine.CreatedNames(rec.Namespaces)
+			created := record.CreatedNames(rec.Namespaces)
 			if tc.found != "" {
 				purgeable["namespaces//"+tc.found] = true // its Pod Security labels
 			}
@@ -577,7 +578,7 @@ func TestUninstallOnGKEAndTKGS(t *testing.T) {
 			if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
 				t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
 			}
-			if rec, err := engine.ReadRecord(ctx, c.Kube); err != nil || rec != nil {
+			if rec, err := record.Read(ctx, c.Kube); err != nil || rec != nil {
 				t.Errorf("install record after --purge: %+v, %v", rec, err)
 			}
 		})
@@ -609,7 +610,7 @@ func uninstallOnATerminal(t *testing.T, c *sandbox.Cluster) {
 	term.waitFor(time.Minute, "Uninstall the GPU stack gpuctl installed? [y/N]")
 	term.keys("n", "Enter")
 	term.waitFor(time.Minute, "first-uninstall-exit=1")
-	if rec, err := engine.ReadRecord(t.Context(), c.Kube); err != nil || rec == nil || rec.Uninstalled {
+	if rec, err := record.Read(t.Context(), c.Kube); err != nil || rec == nil || rec.Uninstalled {
 		t.Fatalf("the install record after a declined uninstall: %+v, %v", rec, err)
 	}
 	helmRelease(t, c, "gpu-operator")

@@ -30,6 +30,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -229,7 +230,7 @@ func TestLockTaintUntaintVerify(t *testing.T) {
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.WriteRecord(ctx, c.Kube, &engine.Record{Command: "install", Namespace: "gpu-operator"}); err != nil {
+	if err := record.Write(ctx, c.Kube, &record.Record{Command: "install", Namespace: "gpu-operator"}); err != nil {
 		t.Fatal(err)
 	}
 	patch := []byte(`{"metadata":{"labels":{"` + engine.GPUPresentLabel + `":"true"}}}`)

@@ -12,12 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/render"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -27,87 +27,19 @@ import (
 // recordBefore is what existed before a run's first write: the record is written from it and from
 // what exists after, so "created" means created by gpuctl.
 type recordBefore struct {
-	prev       *Record
+	prev       *record.Record
 	crds       map[string]bool
 	namespaces map[string]bool
 	releases   map[string]bool // namespace/name
-	objects    map[RecordedObject]bool
-	nodes      map[string]NodeMetadata
+	objects    map[record.Object]bool
+	nodes      map[string]record.NodeMetadata
 	// customResources are the UIDs of the stack's custom resources (ClusterPolicy, NVIDIADriver,
 	// NodeFeatureDiscovery) that existed before the run: none of them is the run's.
 	customResources map[types.UID]bool
 }
 
-// planCRDs names the CRDs the plan's CRD step applies.
-func planCRDs(p *plan.Plan) ([]string, error) {
-	var out []string
-	for _, s := range p.Steps {
-		if s.Kind != plan.KindCRDs || s.Skip != "" {
-			continue
-		}
-		for _, name := range s.Charts {
-			crds, _, err := render.ChartCRDs(name, s.ChartReleases[name])
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range crds {
-				out = append(out, c.Name)
-			}
-		}
-	}
-	return out, nil
-}
-
-// planNamespaces names the Namespaces the plan applies.
-func planNamespaces(p *plan.Plan) []string {
-	var out []string
-	for _, s := range p.Steps {
-		if s.Kind != plan.KindObjects || s.Skip != "" {
-			continue
-		}
-		for _, o := range s.Objects {
-			if o["kind"] == "Namespace" && o["apiVersion"] == "v1" {
-				if md, ok := o["metadata"].(map[string]any); ok {
-					if name, ok := md["name"].(string); ok {
-						out = append(out, name)
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// recordObjects are the objects the plan applies outside releases, CRDs and namespaces, as the record
-// names them (Created unset).
-func recordObjects(p *plan.Plan) []RecordedObject {
-	var out []RecordedObject
-	for _, s := range p.Steps {
-		if s.Skip != "" {
-			continue
-		}
-		switch s.Kind {
-		case plan.KindObjects:
-			for _, o := range s.Objects {
-				u := unstructured.Unstructured{Object: o}
-				if u.GetKind() == "Namespace" && u.GetAPIVersion() == "v1" {
-					continue
-				}
-				out = append(out, RecordedObject{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace()})
-			}
-		case plan.KindSecrets:
-			for _, sec := range s.Secrets {
-				out = append(out, RecordedObject{APIVersion: "v1", Kind: "Secret", Name: sec.Name, Namespace: sec.Namespace})
-			}
-		case plan.KindPSP:
-			out = append(out, RecordedObject{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Name: pspBindingName, Namespace: s.Target})
-		}
-	}
-	return out
-}
-
 // objectExists reads an object the record names; a kind the cluster does not serve has none.
-func objectExists(ctx context.Context, clients *kube.Clients, o RecordedObject) (bool, error) {
+func objectExists(ctx context.Context, clients *kube.Clients, o record.Object) (bool, error) {
 	ri, err := recordedResource(clients, o)
 	if err != nil {
 		if absent(err) {
@@ -123,7 +55,7 @@ func objectExists(ctx context.Context, clients *kube.Clients, o RecordedObject) 
 }
 
 // recordedResource is the dynamic client of a recorded object.
-func recordedResource(clients *kube.Clients, o RecordedObject) (dynamic.ResourceInterface, error) {
+func recordedResource(clients *kube.Clients, o record.Object) (dynamic.ResourceInterface, error) {
 	gv, err := schema.ParseGroupVersion(o.APIVersion)
 	if err != nil {
 		return nil, err
@@ -138,33 +70,15 @@ func recordedResource(clients *kube.Clients, o RecordedObject) (dynamic.Resource
 	return clients.Dynamic.Resource(m.Resource), nil
 }
 
-// planReleases lists the plan's release steps that run.
-func planReleases(p *plan.Plan) []*plan.Release {
-	var out []*plan.Release
-	for _, s := range p.Steps {
-		if s.Kind == plan.KindRelease && s.Skip == "" && s.Release != nil {
-			out = append(out, s.Release)
-		}
-	}
-	return out
-}
-
-func releaseNamespace(r *plan.Release, p *plan.Plan) string {
-	if r.Namespace != "" {
-		return r.Namespace
-	}
-	return p.Namespace
-}
-
 // snapshotBefore reads what the record needs to know of the cluster before the first write.
 func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 	kc := x.clients.Kube
-	prev, err := ReadRecord(ctx, kc)
+	prev, err := record.Read(ctx, kc)
 	if err != nil {
 		return nil, err
 	}
-	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}, objects: map[RecordedObject]bool{}}
-	crds, err := planCRDs(x.plan)
+	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}, objects: map[record.Object]bool{}}
+	crds, err := record.PlanCRDs(x.plan)
 	if err != nil {
 		return nil, err
 	}
@@ -175,15 +89,15 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		}
 		b.crds[name] = err == nil
 	}
-	for _, ns := range planNamespaces(x.plan) {
+	for _, ns := range record.PlanNamespaces(x.plan) {
 		_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read namespace %s: %w", ns, err)
 		}
 		b.namespaces[ns] = err == nil
 	}
-	for _, r := range planReleases(x.plan) {
-		ns := releaseNamespace(r, x.plan)
+	for _, r := range x.plan.RunningReleases() {
+		ns := x.plan.ReleaseNamespace(r)
 		rc, err := x.releaseClient(ns)
 		if err != nil {
 			return nil, err
@@ -194,7 +108,7 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		}
 		b.releases[ns+"/"+r.Name] = last != nil
 	}
-	for _, o := range recordObjects(x.plan) {
+	for _, o := range record.PlanObjects(x.plan) {
 		found, err := objectExists(ctx, x.clients, o)
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
@@ -215,9 +129,9 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
-		b.nodes = map[string]NodeMetadata{}
+		b.nodes = map[string]record.NodeMetadata{}
 		for i := range nodes.Items {
-			if md := stackMetadata(&nodes.Items[i]); md != nil {
+			if md := record.StackMetadata(&nodes.Items[i]); md != nil {
 				b.nodes[nodes.Items[i].Name] = *md
 			}
 		}
@@ -228,8 +142,8 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 }
 
 // recordInputs are the user's inputs as the record keeps them.
-func recordInputs(o InstallOptions, files []plan.Layer) RecordInputs {
-	return RecordInputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
+func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
+	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
 		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
 }
 
@@ -246,12 +160,12 @@ func gpuctlVersion(v string) string {
 
 // writeRecord writes the install record after a run that reached the executor, whether it ended well
 // or not: uninstall must know what was created even when the waits failed.
-func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs RecordInputs, version, command string, runErr error) error {
+func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs record.Inputs, version, command string, runErr error) error {
 	// An interrupted run still records what it did.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	kc := x.clients.Kube
-	r := &Record{
+	r := &record.Record{
 		GpuctlVersion: gpuctlVersion(version), Command: command, Updated: time.Now().UTC(), Result: "succeeded",
 		Distribution: x.plan.Distribution, Profile: x.plan.Profile, Namespace: x.plan.Namespace,
 		Inputs: inputs, NodeMetadataBefore: b.nodes,
@@ -262,7 +176,7 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 			r.Result = "interrupted"
 		}
 	}
-	for _, rel := range planReleases(x.plan) {
+	for _, rel := range x.plan.RunningReleases() {
 		if rel.Name == plan.OperatorRelease || rel.Name == plan.OperatorPackage {
 			r.OperatorVersion = rel.AppVersion
 		}
@@ -270,7 +184,7 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 			// On OpenShift the release subscribes to the CSV of the operator release.
 			r.OperatorVersion = strings.TrimPrefix(csv, plan.OperatorPackage+".")
 		}
-		ns := releaseNamespace(rel, x.plan)
+		ns := x.plan.ReleaseNamespace(rel)
 		rc, err := x.releaseClient(ns)
 		if err != nil {
 			return err
@@ -279,7 +193,7 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 			if rel.Name == plan.OperatorRelease && last.AppVersion != "" {
 				r.OperatorVersion = last.AppVersion
 			}
-			r.Releases = append(r.Releases, RecordedObject{Name: rel.Name, Namespace: ns, Created: !b.releases[ns+"/"+rel.Name]})
+			r.Releases = append(r.Releases, record.Object{Name: rel.Name, Namespace: ns, Created: !b.releases[ns+"/"+rel.Name]})
 		}
 	}
 	if r.OperatorVersion == "" {
@@ -291,12 +205,12 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 	}
 	for name, existed := range b.crds {
 		if _, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			r.CRDs = append(r.CRDs, RecordedObject{Name: name, Created: !existed})
+			r.CRDs = append(r.CRDs, record.Object{Name: name, Created: !existed})
 		}
 	}
 	for name, existed := range b.namespaces {
 		if _, err := kc.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			r.Namespaces = append(r.Namespaces, RecordedObject{Name: name, Created: !existed})
+			r.Namespaces = append(r.Namespaces, record.Object{Name: name, Created: !existed})
 		}
 	}
 	for o, existed := range b.objects {
@@ -324,29 +238,29 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs Reco
 		if p.Uninstalled {
 			prevReleases = nil // uninstalled: what runs now is all this run's
 		}
-		r.Releases = mergeObjects(prevReleases, r.Releases)
-		r.CRDs = mergeObjects(p.CRDs, r.CRDs)
-		r.Namespaces = mergeObjects(p.Namespaces, r.Namespaces)
-		r.Objects = mergeObjects(p.Objects, r.Objects)
+		r.Releases = record.MergeObjects(prevReleases, r.Releases)
+		r.CRDs = record.MergeObjects(p.CRDs, r.CRDs)
+		r.Namespaces = record.MergeObjects(p.Namespaces, r.Namespaces)
+		r.Objects = record.MergeObjects(p.Objects, r.Objects)
 	} else {
-		r.Releases, r.CRDs, r.Namespaces = mergeObjects(nil, r.Releases), mergeObjects(nil, r.CRDs), mergeObjects(nil, r.Namespaces)
-		r.Objects = mergeObjects(nil, r.Objects)
+		r.Releases, r.CRDs, r.Namespaces = record.MergeObjects(nil, r.Releases), record.MergeObjects(nil, r.CRDs), record.MergeObjects(nil, r.Namespaces)
+		r.Objects = record.MergeObjects(nil, r.Objects)
 	}
-	return WriteRecord(ctx, kc, r)
+	return record.Write(ctx, kc, r)
 }
 
 // recordCustomResources are the stack's custom resources gpuctl created, by UID: the ones an earlier
 // run recorded that still exist, and the ones this run made, which did not exist before it and are
 // provably its own (an object of its releases, or applied by gpuctl: a ClusterPolicy someone else
 // created meanwhile is neither).
-func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) ([]RecordedObject, error) {
+func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) ([]record.Object, error) {
 	now, objs, err := listStackResources(ctx, x.clients.Dynamic)
 	if err != nil {
 		return nil, err
 	}
 	var rels []uninstallRelease
-	for _, r := range planReleases(x.plan) {
-		rels = append(rels, uninstallRelease{r.Name, releaseNamespace(r, x.plan)})
+	for _, r := range x.plan.RunningReleases() {
+		rels = append(rels, uninstallRelease{r.Name, x.plan.ReleaseNamespace(r)})
 	}
 	var prev map[types.UID]bool
 	if b.prev != nil {
@@ -358,7 +272,7 @@ func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) (
 	// A record of an older gpuctl has no UIDs: what existed before this run and is provably gpuctl's
 	// is taken as its own, as uninstall would have.
 	legacy := b.prev != nil && !b.prev.TracksCustomResources && !b.prev.Uninstalled
-	var out []RecordedObject
+	var out []record.Object
 	for i, o := range now {
 		if prev[o.UID] || ((!b.customResources[o.UID] || legacy) && provenance(&objs[i], rels) != "") {
 			out = append(out, o)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // stackResource is a kind of custom resource gpuctl may create for the stack, and uninstall deletes:
@@ -34,8 +35,8 @@ func stackResources() []stackResource {
 
 // listStackResources lists every object of the stack's custom resource kinds, in every namespace; a
 // kind the cluster does not serve has none.
-func listStackResources(ctx context.Context, dyn dynamic.Interface) ([]RecordedObject, []unstructured.Unstructured, error) {
-	var refs []RecordedObject
+func listStackResources(ctx context.Context, dyn dynamic.Interface) ([]record.Object, []unstructured.Unstructured, error) {
+	var refs []record.Object
 	var objs []unstructured.Unstructured
 	for _, r := range stackResources() {
 		list, err := dyn.Resource(r.gvr).List(ctx, metav1.ListOptions{})
@@ -46,7 +47,7 @@ func listStackResources(ctx context.Context, dyn dynamic.Interface) ([]RecordedO
 			return nil, nil, fmt.Errorf("list %s: %w", r.gvr.Resource, err)
 		}
 		for _, o := range list.Items {
-			refs = append(refs, RecordedObject{APIVersion: r.gvr.GroupVersion().String(), Kind: r.kind,
+			refs = append(refs, record.Object{APIVersion: r.gvr.GroupVersion().String(), Kind: r.kind,
 				Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Created: true})
 			objs = append(objs, o)
 		}

@@ -8,9 +8,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
-// pspBindingName is the RoleBinding psp applies.
-const pspBindingName = "gpuctl-psp-privileged"
-
 // psp binds VMware's privileged PodSecurityPolicy to the namespace's service accounts on clusters
 // that still serve PodSecurityPolicy (removed in Kubernetes 1.25;
 // https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml):
@@ -42,7 +39,7 @@ func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 	ns := s.Target
 	binding := map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-		"metadata": map[string]any{"name": pspBindingName, "namespace": ns},
+		"metadata": map[string]any{"name": plan.PSPBindingName, "namespace": ns},
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "psp:vmware-system-privileged"},
 		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:" + ns}},
 	}

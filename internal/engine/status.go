@@ -20,6 +20,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -81,10 +82,10 @@ type StatusResult struct {
 	// Installed is false when gpuctl finds nothing it installed.
 	Installed bool `json:"installed"`
 	// Healthy is true when every check passed.
-	Healthy bool          `json:"healthy"`
-	Record  *Record       `json:"record,omitempty"`
-	Checks  []StatusCheck `json:"checks"`
-	Nodes   []NodeStatus  `json:"nodes"`
+	Healthy bool           `json:"healthy"`
+	Record  *record.Record `json:"record,omitempty"`
+	Checks  []StatusCheck  `json:"checks"`
+	Nodes   []NodeStatus   `json:"nodes"`
 	// Monitoring is what the monitoring check found (--monitoring).
 	Monitoring *MonitoringStatus `json:"monitoring,omitempty"`
 }
@@ -99,7 +100,7 @@ const (
 
 // Run reads the stack's state; with Wait it first waits for it to become healthy.
 func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
-	rec, err := ReadRecord(ctx, s.Clients.Kube)
+	rec, err := record.Read(ctx, s.Clients.Kube)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
 	}
 	if !installed {
 		return &StatusResult{Record: rec, Checks: []StatusCheck{{Name: "install", State: CheckFailed,
-			Message: "gpuctl has not installed the GPU stack on this cluster (no install record " + RecordNamespace + "/" + RecordName + ")",
+			Message: "gpuctl has not installed the GPU stack on this cluster (no install record " + record.Namespace + "/" + record.Name + ")",
 			Hint:    "run gpuctl install"}}}, ErrNotInstalled
 	}
 	if s.Wait > 0 {
@@ -157,7 +158,7 @@ func (s *Status) wait(ctx context.Context, ns, policy string) {
 
 // statusInputs is everything the verdict is computed from (read from the cluster, or given by tests).
 type statusInputs struct {
-	record     *Record
+	record     *record.Record
 	namespace  string
 	operator   *appsv1.Deployment
 	nfdRelease *release.Release
@@ -169,7 +170,7 @@ type statusInputs struct {
 	monitoring *MonitoringStatus
 }
 
-func (s *Status) read(ctx context.Context, rec *Record, ns, policyName string) (*StatusResult, error) {
+func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName string) (*StatusResult, error) {
 	in := statusInputs{record: rec, namespace: ns, policyName: policyName}
 	kc := s.Clients.Kube
 	d, err := kc.AppsV1().Deployments(ns).Get(ctx, plan.OperatorDeployment, metav1.GetOptions{})

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -68,7 +69,7 @@ type prometheusRef struct {
 // readMonitoring reads what the monitoring check needs: the operator's ServiceMonitors, the
 // gpu-monitoring release and the Prometheus objects. Reads the caller may not do, or of an API the
 // cluster no longer serves, make the answer less certain rather than failing status.
-func (s *Status) readMonitoring(ctx context.Context, rec *Record, ns string) *MonitoringStatus {
+func (s *Status) readMonitoring(ctx context.Context, rec *record.Record, ns string) *MonitoringStatus {
 	m := &MonitoringStatus{On: rec != nil && rec.Inputs.Monitoring, Scraped: ScrapedUnknown}
 	if !m.On {
 		return m

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/support"
 )
@@ -105,21 +106,21 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 	}
 
 	rctx, rcancel := context.WithTimeout(ctx, callTimeout(s.CallTimeout))
-	rec, err := ReadRecord(rctx, s.Clients.Kube)
+	rec, err := record.Read(rctx, s.Clients.Kube)
 	rcancel()
 	ns, nfdNS := s.Clients.Namespace, s.Clients.Namespace
 	switch {
 	case err != nil:
-		b.Fail("install record "+RecordNamespace+"/"+RecordName, err)
+		b.Fail("install record "+record.Namespace+"/"+record.Name, err)
 	case rec == nil:
-		b.Note("no install record %s/%s: gpuctl has not installed on this cluster, or it was purged", RecordNamespace, RecordName)
+		b.Note("no install record %s/%s: gpuctl has not installed on this cluster, or it was purged", record.Namespace, record.Name)
 	default:
 		ns, nfdNS = rec.Namespace, rec.Namespace
 		if rec.Distribution == "openshift" {
 			nfdNS = openShiftNFDNamespace
 		}
 		v.Operator = rec.OperatorVersion
-		if err := b.AddObject("install-record.json", "the install record "+RecordNamespace+"/"+RecordName+": inputs, releases and objects gpuctl applied", rec); err != nil {
+		if err := b.AddObject("install-record.json", "the install record "+record.Namespace+"/"+record.Name+": inputs, releases and objects gpuctl applied", rec); err != nil {
 			b.Fail("install-record.json", err)
 		}
 	}
@@ -183,7 +184,7 @@ func callTimeout(d time.Duration) time.Duration {
 // helmHistory stores, per release gpuctl knows of in the operator namespace, its revisions
 // (status, chart, app version) and each revision's values, redacted. Helm keeps releases in
 // Secrets: a caller who may not read them gets a forbidden note.
-func (s *Support) helmHistory(b *support.Bundle, ns string, rec *Record, latest map[string]string) {
+func (s *Support) helmHistory(b *support.Bundle, ns string, rec *record.Record, latest map[string]string) {
 	names := []string{plan.NFDRelease, plan.OperatorRelease}
 	if rec != nil {
 		for _, r := range rec.Releases {
@@ -302,7 +303,7 @@ func (s *Support) status(ctx context.Context, b *support.Bundle) {
 
 // check stores what `gpuctl check --pre` reports for the recorded install's profile and release
 // (the defaults without a record). No licensing input is given, so none is read.
-func (s *Support) check(ctx context.Context, b *support.Bundle, rec *Record) {
+func (s *Support) check(ctx context.Context, b *support.Bundle, rec *record.Record) {
 	var o InstallOptions
 	if rec != nil {
 		o.Profile, o.OperatorVersion = rec.Inputs.Profile, rec.OperatorVersion

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -64,9 +65,9 @@ func TestSupportCollectsABundleWithoutSecrets(t *testing.T) {
 		health.ClusterPolicyResource(): "ClusterPolicyList", nvidiaDriversGVR: "NVIDIADriverList"},
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "cluster-policy"},
 			"status": map[string]any{"state": "ready"}}})
-	rec := &Record{GpuctlVersion: "v1.0.0", Command: "install", Result: "succeeded", Distribution: "kubeadm", Profile: "kubeadm",
-		Namespace: "gpu-operator", OperatorVersion: "v26.7.0", Inputs: RecordInputs{Set: []string{"ngc.apiKey=" + supportKey}}}
-	if err := WriteRecord(ctx, clients.Kube, rec); err != nil {
+	rec := &record.Record{GpuctlVersion: "v1.0.0", Command: "install", Result: "succeeded", Distribution: "kubeadm", Profile: "kubeadm",
+		Namespace: "gpu-operator", OperatorVersion: "v26.7.0", Inputs: record.Inputs{Set: []string{"ngc.apiKey=" + supportKey}}}
+	if err := record.Write(ctx, clients.Kube, rec); err != nil {
 		t.Fatal(err)
 	}
 	s := &Support{

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -106,7 +107,7 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	defer cancel()
 	sink := event.Or(u.Sink)
 	if o.DryRun {
-		rec, err := ReadRecord(ctx, u.Clients.Kube)
+		rec, err := record.Read(ctx, u.Clients.Kube)
 		if err != nil {
 			return &UninstallResult{DryRun: true}, err
 		}
@@ -130,7 +131,7 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		err = lk.lost(err)
 	}()
 
-	rec, err := ReadRecord(ctx, u.Clients.Kube)
+	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
 		return &UninstallResult{}, err
 	}
@@ -190,7 +191,7 @@ func finalizerHint(fe *FinalizerError) string {
 // uninstaller holds what the steps share.
 type uninstaller struct {
 	clients  *kube.Clients
-	rec      *Record
+	rec      *record.Record
 	opts     UninstallOptions
 	sink     event.Sink
 	releases map[string]*release.Client
@@ -324,7 +325,7 @@ func (u *uninstaller) steps() []uninstallStep {
 		steps = append(steps, uninstallStep{id: "purge-crds", title: "Delete the CRDs gpuctl created", run: u.purgeCRDs})
 		steps = append(steps, uninstallStep{id: "purge-namespaces", title: "Delete the namespaces gpuctl created", run: u.purgeNamespaces})
 	}
-	steps = append(steps, uninstallStep{id: "record", title: "Install record " + RecordNamespace + "/" + RecordName, run: u.updateRecord})
+	steps = append(steps, uninstallStep{id: "record", title: "Install record " + record.Namespace + "/" + record.Name, run: u.updateRecord})
 	return steps
 }
 
@@ -629,7 +630,7 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 	if !nfd && !operator {
 		return stepOutcome{skipped: true, message: "gpuctl installed neither NFD nor the operator"}, nil
 	}
-	var before map[string]NodeMetadata
+	var before map[string]record.NodeMetadata
 	if u.rec != nil {
 		before = u.rec.NodeMetadataBefore
 	}
@@ -707,7 +708,7 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 	}
 	type gone struct {
 		ri   dynamic.ResourceInterface
-		o    RecordedObject
+		o    record.Object
 		desc string
 	}
 	var deleted []gone
@@ -755,7 +756,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	}
 	nss := u.clients.Kube.CoreV1().Namespaces()
 	var deleted []string
-	for _, name := range CreatedNames(u.rec.Namespaces) {
+	for _, name := range record.CreatedNames(u.rec.Namespaces) {
 		err := nss.Delete(ctx, name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -817,7 +818,7 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 	case u.rec == nil:
 		return stepOutcome{skipped: true, message: "none"}, nil
 	case u.opts.Purge:
-		if err := DeleteRecord(ctx, u.clients.Kube); err != nil {
+		if err := record.Delete(ctx, u.clients.Kube); err != nil {
 			return stepOutcome{}, err
 		}
 		return stepOutcome{changed: true, message: "deleted"}, nil
@@ -828,10 +829,10 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 	r.Uninstalled, r.Command, r.Result, r.Updated = true, "uninstall", "succeeded", time.Now().UTC()
 	// Every custom resource gpuctl created is gone (the plan deleted them by UID).
 	r.Releases, r.TaintedNodes, r.CustomResources, r.TracksCustomResources = nil, nil, nil, true
-	if err := WriteRecord(ctx, u.clients.Kube, &r); err != nil {
+	if err := record.Write(ctx, u.clients.Kube, &r); err != nil {
 		return stepOutcome{}, err
 	}
-	kept := len(CreatedNames(r.CRDs)) + len(CreatedNames(r.Namespaces)) + len(CreatedNames(r.Objects))
+	kept := len(record.CreatedNames(r.CRDs)) + len(record.CreatedNames(r.Namespaces)) + len(record.CreatedNames(r.Objects))
 	msg := "marked uninstalled"
 	if kept > 0 {
 		msg += fmt.Sprintf("; it keeps the %d CRDs, namespaces and other objects gpuctl created, for uninstall --purge", kept)

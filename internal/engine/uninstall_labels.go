@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // Who writes node labels in the stack's prefixes, as the API server records them in managedFields. A
@@ -107,12 +108,12 @@ func (p NodeLabelPlan) empty() bool {
 // gpuctl may touch at all (a stack gpuctl did not install keeps its labels). A key of the stack that
 // was there before the install gets its earlier value back; one that was not goes. A key that was
 // there before and is gone now comes back. Every other key stays.
-func planNodeMetadata(n *corev1.Node, before NodeMetadata, nfd, operator bool) NodeLabelPlan {
+func planNodeMetadata(n *corev1.Node, before record.NodeMetadata, nfd, operator bool) NodeLabelPlan {
 	mine := func(k string) bool {
-		if !inStackPrefix(k) {
+		if !record.InStackPrefix(k) {
 			return false
 		}
-		if isNFDKey(k) {
+		if record.IsNFDKey(k) {
 			return nfd
 		}
 		return operator

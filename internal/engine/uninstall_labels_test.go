@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 func TestStackWritten(t *testing.T) {
@@ -63,7 +65,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		node          *corev1.Node
-		before        NodeMetadata
+		before        record.NodeMetadata
 		nfd, operator bool
 		want          NodeLabelPlan
 		patch         map[string]any
@@ -98,7 +100,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 			name: "a label the stack changed gets its value from before the install back; one it removed comes back",
 			node: node(map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "A100"}, nil,
 				managed("gpu-operator", []string{"nvidia.com/gpu.product"}, nil), managed("sandbox", []string{"nvidia.com/gpu.present"}, nil)),
-			before: NodeMetadata{Labels: map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}},
+			before: record.NodeMetadata{Labels: map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}},
 			nfd:    true, operator: true,
 			want:  NodeLabelPlan{Node: "gpu-1", RestoreLabels: map[string]string{"nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}},
 			patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}}},
@@ -106,7 +108,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 		{
 			name:   "a label that was there before and that an admin changed since keeps the admin's value",
 			node:   node(map[string]string{"nvidia.com/mig.config": "all-1g.10gb"}, nil, managed("kubectl-label", []string{"nvidia.com/mig.config"}, nil)),
-			before: NodeMetadata{Labels: map[string]string{"nvidia.com/mig.config": "all-disabled"}},
+			before: record.NodeMetadata{Labels: map[string]string{"nvidia.com/mig.config": "all-disabled"}},
 			nfd:    true, operator: true,
 			want: NodeLabelPlan{Node: "gpu-1", Kept: []KeptKey{{Key: "nvidia.com/mig.config", Managers: []string{"kubectl-label"}}}},
 		},
@@ -140,7 +142,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 func TestPlannedLabelChangeSomeoneTookOverIsLeft(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"nvidia.com/gpu.present": "true"},
 		ManagedFields: []metav1.ManagedFieldsEntry{managed("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)}}}
-	p := planNodeMetadata(n, NodeMetadata{}, true, true)
+	p := planNodeMetadata(n, record.NodeMetadata{}, true, true)
 	// Between the plan and its execution an admin sets the label themselves.
 	n.ManagedFields = []metav1.ManagedFieldsEntry{managed("kubectl-label", []string{"nvidia.com/gpu.present"}, nil)}
 	if patch := p.patch(n); patch != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // UninstallPlan is every decision of an uninstall, made before its first write: the releases it
@@ -187,7 +188,7 @@ func (u *uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 	if !nfd && !operator {
 		return nil, nil
 	}
-	var before map[string]NodeMetadata
+	var before map[string]record.NodeMetadata
 	if u.rec != nil {
 		before = u.rec.NodeMetadataBefore
 	}
@@ -218,7 +219,7 @@ func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []un
 		planned[d.UID] = true
 	}
 	crds := u.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
-	for _, name := range CreatedNames(u.rec.CRDs) {
+	for _, name := range record.CreatedNames(u.rec.CRDs) {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue

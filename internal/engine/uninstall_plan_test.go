@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // customResource is a ClusterPolicy or NVIDIADriver (cluster-scoped) as the API server returns it.
@@ -53,20 +54,20 @@ func TestUninstallDeletesOnlyTheCustomResourcesGpuctlCreated(t *testing.T) {
 	rels := []uninstallRelease{{"gpu-operator", "gpu-operator"}}
 	for _, tc := range []struct {
 		name       string
-		rec        *Record
+		rec        *record.Record
 		wantDelete []string
 		wantKept   []string
 	}{
 		{
 			name: "by the record's UIDs: a same-named object someone re-created is another UID and stays",
-			rec: &Record{TracksCustomResources: true, CustomResources: []RecordedObject{
+			rec: &record.Record{TracksCustomResources: true, CustomResources: []record.Object{
 				{Kind: "ClusterPolicy", Name: "cluster-policy", UID: "cp-1"}, {Kind: "NVIDIADriver", Name: "default", UID: "drv-old"}}},
 			wantDelete: []string{"ClusterPolicy cluster-policy"},
 			wantKept:   []string{"NVIDIADriver default (not created by gpuctl)", "NVIDIADriver team-a (not created by gpuctl)", "ClusterPolicy applied (not created by gpuctl)"},
 		},
 		{
 			name:       "a record without UIDs: what gpuctl's release or its field manager made goes, the rest stays",
-			rec:        &Record{},
+			rec:        &record.Record{},
 			wantDelete: []string{"ClusterPolicy cluster-policy", "ClusterPolicy applied", "NVIDIADriver default"},
 			wantKept:   []string{"NVIDIADriver team-a"},
 		},
@@ -114,7 +115,7 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "nvidia.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "nvidiadrivers", Kind: "NVIDIADriver"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true}}}}
 	objs := []runtime.Object{customResource("NVIDIADriver", "default", "drv-1", nil), customResource("NVIDIADriver", "team-a", "drv-2", nil)}
-	rec := &Record{CRDs: []RecordedObject{{Name: "nvidiadrivers.nvidia.com", Created: true}, {Name: "gone.nvidia.com", Created: true}}}
+	rec := &record.Record{CRDs: []record.Object{{Name: "nvidiadrivers.nvidia.com", Created: true}, {Name: "gone.nvidia.com", Created: true}}}
 	planned := &UninstallPlan{Delete: []PlannedDeletion{{Kind: "NVIDIADriver", Name: "default", UID: "drv-1"}}}
 	for _, force := range []bool{false, true} {
 		u := &uninstaller{clients: &kube.Clients{Dynamic: stackDynamicClient(objs...), Extensions: apiextensionsfake.NewClientset(crd)},
@@ -145,14 +146,14 @@ func TestTheRecordKeepsTheUIDsOfTheCustomResourcesGpuctlCreated(t *testing.T) {
 	p := &plan.Plan{Namespace: "gpu-operator", Steps: []plan.Step{{Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator"}}}}
 	for _, tc := range []struct {
 		name string
-		prev *Record
+		prev *record.Record
 		want []types.UID
 	}{
 		{"a first install records what it created and its releases made, not what was there or someone else made", nil, []types.UID{"cp-new"}},
 		{"a later run keeps what an earlier one recorded",
-			&Record{TracksCustomResources: true, CustomResources: []RecordedObject{{UID: "drv-earlier"}, {UID: "gone"}}}, []types.UID{"cp-new", "drv-earlier"}},
+			&record.Record{TracksCustomResources: true, CustomResources: []record.Object{{UID: "drv-earlier"}, {UID: "gone"}}}, []types.UID{"cp-new", "drv-earlier"}},
 		{"over a record of an older gpuctl, what its releases made counts even if it was there before",
-			&Record{}, []types.UID{"cp-new", "cp-found"}},
+			&record.Record{}, []types.UID{"cp-new", "cp-found"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := &executor{clients: &kube.Clients{Dynamic: stackDynamicClient(now...)}, plan: p}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 )
@@ -133,12 +134,12 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 			return nil, err
 		}
 	}
-	rec, err := ReadRecord(ctx, u.Clients.Kube)
+	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
 		return nil, err
 	}
 	if rec == nil || rec.Uninstalled {
-		return nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, RecordNamespace, RecordName)
+		return nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
 	}
 	change, err := CheckVersions(rec.OperatorVersion, b.Version, o.Force)
 	if err != nil {
@@ -238,7 +239,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 // driver's only when the upgrade controller has replaced every driver pod) and
 // the validators are Ready on every GPU node: install's waits alone can pass on the old release's
 // still-Ready validators.
-func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, timeout time.Duration, sink event.Sink) error {
+func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []string, timeout time.Duration, sink event.Sink) error {
 	ns := rec.Namespace
 	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
 	sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: step, Title: title})
@@ -270,7 +271,7 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *Record, nodes []string, t
 
 // preview renders every release of the plan (a Helm dry run: nothing is written) and compares it with
 // its deployed revision.
-func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to string, change VersionChange) (*UpgradePreview, error) {
+func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change VersionChange) (*UpgradePreview, error) {
 	pv := &UpgradePreview{From: rec.OperatorVersion, To: to, Change: change}
 	driverEnabled := true
 	clients := map[string]*release.Client{}
@@ -284,7 +285,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 				driverEnabled = false
 			}
 		}
-		ns := releaseNamespace(r, p)
+		ns := p.ReleaseNamespace(r)
 		rc, ok := clients[ns]
 		if !ok {
 			var err error
@@ -343,7 +344,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *Record, to str
 }
 
 // recordedPolicyName is the name of the ClusterPolicy of a recorded install.
-func recordedPolicyName(rec *Record) string {
+func recordedPolicyName(rec *record.Record) string {
 	if rec.Distribution == "openshift" {
 		return plan.OpenShiftPolicyName
 	}

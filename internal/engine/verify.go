@@ -27,6 +27,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -468,7 +469,7 @@ func podListWatch(client kubernetes.Interface, pods typedcorev1.PodInterface, se
 // namespace finds the operator's namespace from the install record (or -n for an install that
 // predates the record); ErrNotInstalled when there is no GPU stack.
 func (v *Verify) namespace(ctx context.Context) (string, error) {
-	rec, err := ReadRecord(ctx, v.Clients.Kube)
+	rec, err := record.Read(ctx, v.Clients.Kube)
 	if err != nil {
 		return "", err
 	}
@@ -483,7 +484,7 @@ func (v *Verify) namespace(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("%w: no install record %s/%s and no %s release in %s", ErrNotInstalled, RecordNamespace, RecordName, plan.OperatorRelease, ns)
+	return "", fmt.Errorf("%w: no install record %s/%s and no %s release in %s", ErrNotInstalled, record.Namespace, record.Name, plan.OperatorRelease, ns)
 }
 
 // gpuNodes lists the nodes labelled nvidia.com/gpu.present=true that sel selects, sorted.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // kubelet is what the fake cluster's scheduler and kubelet do with a verify pod created for a node.
@@ -57,7 +58,7 @@ func gpuNode(name string, extra map[string]string) *corev1.Node {
 func verifyCluster(t *testing.T, behaviour map[string]kubelet, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
 	kc := fake.NewClientset(objs...)
-	if err := WriteRecord(t.Context(), kc, &Record{Namespace: "gpu-operator"}); err != nil {
+	if err := record.Write(t.Context(), kc, &record.Record{Namespace: "gpu-operator"}); err != nil {
 		t.Fatal(err)
 	}
 	kc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 // what --purge needs to know), it names cluster-scoped objects (CRDs, node labels), and kube-system
 // exists before gpuctl creates anything.
 const (
-	RecordNamespace = "kube-system"
-	RecordName      = "gpuctl-install"
+	Namespace = "kube-system"
+	Name      = "gpuctl-install"
 	// recordKey is the ConfigMap data key holding the JSON record.
 	recordKey = "record.json"
 )
@@ -50,24 +50,24 @@ type Record struct {
 	OperatorVersion string `json:"operatorVersion"`
 	// Inputs are the user's own choices, as given (-f files by content, so upgrade can reuse them when
 	// the files are gone).
-	Inputs RecordInputs `json:"inputs"`
+	Inputs Inputs `json:"inputs"`
 
 	// Releases are the Helm releases gpuctl applied; Created says whether gpuctl installed them (as
 	// opposed to finding them).
-	Releases []RecordedObject `json:"releases,omitempty"`
+	Releases []Object `json:"releases,omitempty"`
 	// CRDs and Namespaces gpuctl applied, by name, with whether it created them.
-	CRDs       []RecordedObject `json:"crds,omitempty"`
-	Namespaces []RecordedObject `json:"namespaces,omitempty"`
+	CRDs       []Object `json:"crds,omitempty"`
+	Namespaces []Object `json:"namespaces,omitempty"`
 	// Objects are the other objects gpuctl applied outside its releases (profile prerequisites, the
 	// NVIDIA AI Enterprise Secrets, the PodSecurityPolicy RoleBinding, OpenShift's NFD instance), with
 	// their apiVersion and kind: uninstall --purge deletes the ones gpuctl created, also in a namespace
 	// it found.
-	Objects []RecordedObject `json:"objects,omitempty"`
+	Objects []Object `json:"objects,omitempty"`
 	// CustomResources are the ClusterPolicy, NVIDIADriver and NodeFeatureDiscovery objects gpuctl's runs
 	// created (through its Helm releases, its OLM path or its own applies), each with its UID:
 	// uninstall deletes these and no others, with the UID as a precondition, so an object of the same
 	// name that someone else made is never deleted.
-	CustomResources []RecordedObject `json:"customResources,omitempty"`
+	CustomResources []Object `json:"customResources,omitempty"`
 	// TracksCustomResources says the record keeps CustomResources (a record of an older gpuctl does
 	// not: uninstall then deletes only objects provably gpuctl's by other means).
 	TracksCustomResources bool `json:"tracksCustomResources,omitempty"`
@@ -82,7 +82,7 @@ type Record struct {
 }
 
 // RecordInputs are the inputs a user gave install or upgrade.
-type RecordInputs struct {
+type Inputs struct {
 	// Profile is --profile ("" = chosen from the distribution).
 	Profile string `json:"profile,omitempty"`
 	// Files are the -f values files: their name and parsed content, in order.
@@ -102,7 +102,7 @@ type RecordInputs struct {
 }
 
 // RecordedObject names something gpuctl applied.
-type RecordedObject struct {
+type Object struct {
 	// APIVersion and Kind are set for Objects (releases, CRDs and namespaces have their own lists).
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
@@ -130,11 +130,11 @@ type NodeMetadata struct {
 var stackPrefixes = []string{"feature.node.kubernetes.io/", "nfd.node.kubernetes.io/", "nvidia.com/"}
 
 // isNFDKey: a key in the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
-func isNFDKey(k string) bool {
+func IsNFDKey(k string) bool {
 	return strings.HasPrefix(k, "feature.node.kubernetes.io/") || strings.HasPrefix(k, "nfd.node.kubernetes.io/")
 }
 
-func inStackPrefix(k string) bool {
+func InStackPrefix(k string) bool {
 	for _, p := range stackPrefixes {
 		if strings.HasPrefix(k, p) {
 			return true
@@ -144,11 +144,11 @@ func inStackPrefix(k string) bool {
 }
 
 // stackMetadata returns the node's labels and annotations in stackPrefixes (nil when it has none).
-func stackMetadata(n *corev1.Node) *NodeMetadata {
+func StackMetadata(n *corev1.Node) *NodeMetadata {
 	pick := func(m map[string]string) map[string]string {
 		var out map[string]string
 		for k, v := range m {
-			if inStackPrefix(k) {
+			if InStackPrefix(k) {
 				if out == nil {
 					out = map[string]string{}
 				}
@@ -174,36 +174,36 @@ func (r *Record) Encode() (string, error) {
 }
 
 // DecodeRecord parses a record written by Encode.
-func DecodeRecord(s string) (*Record, error) {
+func Decode(s string) (*Record, error) {
 	r := &Record{}
 	if err := json.Unmarshal([]byte(s), r); err != nil {
-		return nil, fmt.Errorf("install record %s/%s: %w", RecordNamespace, RecordName, err)
+		return nil, fmt.Errorf("install record %s/%s: %w", Namespace, Name, err)
 	}
 	return r, nil
 }
 
 // ReadRecord reads the install record, or returns nil when there is none.
-func ReadRecord(ctx context.Context, kc kubernetes.Interface) (*Record, error) {
-	cm, err := kc.CoreV1().ConfigMaps(RecordNamespace).Get(ctx, RecordName, metav1.GetOptions{})
+func Read(ctx context.Context, kc kubernetes.Interface) (*Record, error) {
+	cm, err := kc.CoreV1().ConfigMaps(Namespace).Get(ctx, Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read install record %s/%s: %w", RecordNamespace, RecordName, err)
+		return nil, fmt.Errorf("read install record %s/%s: %w", Namespace, Name, err)
 	}
-	return DecodeRecord(cm.Data[recordKey])
+	return Decode(cm.Data[recordKey])
 }
 
 // WriteRecord creates or replaces the install record.
-func WriteRecord(ctx context.Context, kc kubernetes.Interface, r *Record) error {
+func Write(ctx context.Context, kc kubernetes.Interface, r *Record) error {
 	data, err := r.Encode()
 	if err != nil {
 		return err
 	}
-	cms := kc.CoreV1().ConfigMaps(RecordNamespace)
-	cm, err := cms.Get(ctx, RecordName, metav1.GetOptions{})
+	cms := kc.CoreV1().ConfigMaps(Namespace)
+	cm, err := cms.Get(ctx, Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordName, Namespace: RecordNamespace,
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: Namespace,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuctl"}}, Data: map[string]string{recordKey: data}}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "gpuctl"})
 	} else if err == nil {
@@ -211,24 +211,24 @@ func WriteRecord(ctx context.Context, kc kubernetes.Interface, r *Record) error 
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "gpuctl"})
 	}
 	if err != nil {
-		return fmt.Errorf("write install record %s/%s: %w", RecordNamespace, RecordName, err)
+		return fmt.Errorf("write install record %s/%s: %w", Namespace, Name, err)
 	}
 	return nil
 }
 
 // DeleteRecord removes the install record (uninstall --purge).
-func DeleteRecord(ctx context.Context, kc kubernetes.Interface) error {
-	err := kc.CoreV1().ConfigMaps(RecordNamespace).Delete(ctx, RecordName, metav1.DeleteOptions{})
+func Delete(ctx context.Context, kc kubernetes.Interface) error {
+	err := kc.CoreV1().ConfigMaps(Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete install record %s/%s: %w", RecordNamespace, RecordName, err)
+		return fmt.Errorf("delete install record %s/%s: %w", Namespace, Name, err)
 	}
 	return nil
 }
 
 // mergeObjects adds now's objects to before's; an object created by either run stays created.
-func mergeObjects(before, now []RecordedObject) []RecordedObject {
-	key := func(o RecordedObject) string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
-	byKey := map[string]RecordedObject{}
+func MergeObjects(before, now []Object) []Object {
+	key := func(o Object) string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
+	byKey := map[string]Object{}
 	for _, o := range before {
 		byKey[key(o)] = o
 	}
@@ -238,7 +238,7 @@ func mergeObjects(before, now []RecordedObject) []RecordedObject {
 		}
 		byKey[key(o)] = o
 	}
-	out := make([]RecordedObject, 0, len(byKey))
+	out := make([]Object, 0, len(byKey))
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		out = append(out, byKey[k])
 	}
@@ -246,7 +246,7 @@ func mergeObjects(before, now []RecordedObject) []RecordedObject {
 }
 
 // CreatedNames returns the names of the objects gpuctl created.
-func CreatedNames(objs []RecordedObject) []string {
+func CreatedNames(objs []Object) []string {
 	var out []string
 	for _, o := range objs {
 		if o.Created {
@@ -257,7 +257,7 @@ func CreatedNames(objs []RecordedObject) []string {
 }
 
 // Release returns the recorded release of that name, or nil.
-func (r *Record) Release(name string) *RecordedObject {
+func (r *Record) Release(name string) *Object {
 	for i := range r.Releases {
 		if r.Releases[i].Name == name {
 			return &r.Releases[i]
