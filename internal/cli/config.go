@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -74,63 +75,81 @@ func newConfigCmd(streams Streams, g *globals, getenv func(string) string) *cobr
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
-			name := "install"
-			if len(args) == 1 {
-				name = args[0]
-			}
-			target, _, err := c.Root().Find(strings.Fields(name))
-			if err != nil || target == c.Root() || target.Name() != name {
-				return usageError{fmt.Errorf("config view: no command %q", name)}
-			}
-			// The settings the target would run with: its flags filled from GPUCTL_* and the file
-			// exactly as when it runs. The global flags were parsed with this command's line.
-			sources := map[string]string{}
-			if err := applySettingsFrom(target, g.config, getenv, sources); err != nil {
+			res, err := viewSettings(c, args, g.config, getenv)
+			if err != nil {
 				return err
 			}
-			res := Settings{Command: target.CommandPath(), ConfigFile: configFileIn(sources)}
-			add := func(f *pflag.Flag) {
-				source := sources[f.Name]
-				switch {
-				case source != "":
-				case f.Changed:
-					source = "flag"
-				default:
-					source = "default"
-				}
-				value := f.Value.String()
-				if secretFlags[f.Name] && value != "" {
-					value = "(hidden)"
-				}
-				res.Settings = append(res.Settings, setting{Name: f.Name, Value: value, Source: source})
-			}
-			target.LocalFlags().VisitAll(func(f *pflag.Flag) {
-				if f.Name != "help" && !connection(c.Root(), f.Name) {
-					add(f)
-				}
-			})
-			target.InheritedFlags().VisitAll(func(f *pflag.Flag) {
-				if !connection(c.Root(), f.Name) || slices.Contains(connectionShown, f.Name) {
-					add(f)
-				}
-			})
-			switch output {
-			case "json":
-				return writeJSON(streams.Out, &res)
-			case "yaml":
-				return writeYAML(streams.Out, &res)
-			}
-			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "SETTING\tVALUE\tSOURCE\n")
-			for _, s := range res.Settings {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Value, s.Source)
-			}
-			return tw.Flush()
+			return writeSettings(streams.Out, output, res)
 		},
 	}
 	view.Flags().StringVarP(&output, "output", "o", "text", "text, json or yaml")
 	cmd.AddCommand(view)
 	return cmd
+}
+
+// viewSettings are the settings the command args name (default install) would run with: its flags
+// filled from GPUCTL_* and the config file exactly as when it runs, each with where it came from.
+// Connection flags are left out but for the few config view shows.
+func viewSettings(c *cobra.Command, args []string, configFile string, getenv func(string) string) (*Settings, error) {
+	name := "install"
+	if len(args) == 1 {
+		name = args[0]
+	}
+	target, _, err := c.Root().Find(strings.Fields(name))
+	if err != nil || target == c.Root() || target.Name() != name {
+		return nil, usageError{fmt.Errorf("config view: no command %q", name)}
+	}
+	// The global flags were parsed with this command's line.
+	sources := map[string]string{}
+	if err := applySettingsFrom(target, configFile, getenv, sources); err != nil {
+		return nil, err
+	}
+	res := &Settings{Command: target.CommandPath(), ConfigFile: configFileIn(sources)}
+	add := func(f *pflag.Flag) { res.Settings = append(res.Settings, settingOf(f, sources[f.Name])) }
+	target.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && !connection(c.Root(), f.Name) {
+			add(f)
+		}
+	})
+	target.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if !connection(c.Root(), f.Name) || slices.Contains(connectionShown, f.Name) {
+			add(f)
+		}
+	})
+	return res, nil
+}
+
+// settingOf is a flag's setting: its value (hidden for credentials) and its source, the one
+// applySettingsFrom recorded or else "flag" or "default".
+func settingOf(f *pflag.Flag, source string) setting {
+	switch {
+	case source != "":
+	case f.Changed:
+		source = "flag"
+	default:
+		source = "default"
+	}
+	value := f.Value.String()
+	if secretFlags[f.Name] && value != "" {
+		value = "(hidden)"
+	}
+	return setting{Name: f.Name, Value: value, Source: source}
+}
+
+// writeSettings writes the settings as -o asks: a table as text.
+func writeSettings(w io.Writer, output string, res *Settings) error {
+	switch output {
+	case "json":
+		return writeJSON(w, res)
+	case "yaml":
+		return writeYAML(w, res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SETTING\tVALUE\tSOURCE\n")
+	for _, s := range res.Settings {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Value, s.Source)
+	}
+	return tw.Flush()
 }
 
 // connection: the flag is one of kubectl's connection flags (root persistent flags other than
@@ -139,6 +158,7 @@ func connection(root *cobra.Command, name string) bool {
 	return root.PersistentFlags().Lookup(name) != nil && name != "config" && name != "progress"
 }
 
+// configFileIn is the config file a setting came from, if any did.
 func configFileIn(sources map[string]string) string {
 	for _, s := range sources {
 		if f, ok := strings.CutPrefix(s, "config file "); ok {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/support"
 	"github.com/gpuctl/gpuctl/internal/ui"
@@ -37,53 +39,76 @@ What you may not read is noted in the manifest and the rest is collected: the bu
   gpuctl diagnose -o - | tar -tzf -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateTimeout(timeout); err != nil {
-				return err
-			}
-			now := time.Now().UTC()
-			dir := "gpuctl-diagnose-" + now.Format("20060102T150405Z")
-			if output == "" {
-				output = dir + ".tar.gz"
-			}
-			if output != "-" {
-				if !strings.HasSuffix(output, ".tar.gz") && !strings.HasSuffix(output, ".tgz") {
-					return usageError{fmt.Errorf("-o %s: the bundle is a .tar.gz (or - for standard output)", output)}
-				}
-				dir = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(output), ".tar.gz"), ".tgz")
-			}
-			clients, err := g.clients()
-			if err != nil {
-				return err
-			}
-			v, _, _ := buildVersion()
-			plain := ui.Style{}
-			res, err := (&engine.Support{
-				Clients: clients, APIVersion: APIVersion, GpuctlVersion: v, Timeout: timeout,
-				StatusText: func(w io.Writer, r *engine.StatusResult) error { return ui.PrintStatus(w, r, plain) },
-				CheckText:  func(w io.Writer, r preflight.Report) error { return ui.PrintPreflight(w, r, false) },
-				Now:        func() time.Time { return now },
-			}).Run(cmd.Context())
-			if err != nil {
-				return err
-			}
-			summary := streams.Out
-			var m support.Manifest
-			if output == "-" {
-				summary = streams.Err
-				if m, err = res.Bundle.Write(streams.Out, dir, now); err != nil {
-					return fmt.Errorf("write the bundle to standard output: %w", err)
-				}
-			} else if m, err = writeBundleFile(res.Bundle, output, dir, now); err != nil {
-				return err
-			}
-			printBundleSummary(summary, output, m)
-			return nil
+			return runDiagnose(cmd.Context(), streams, g, output, timeout)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "", "the bundle's file, a .tar.gz (default gpuctl-diagnose-<UTC time>.tar.gz here); - writes it to standard output")
 	f.DurationVar(&timeout, "timeout", engine.DefaultSupportTimeout, "how long the whole collection may take; what is not read by then is noted in the manifest")
 	return cmd
+}
+
+// runDiagnose collects the support bundle and writes it to output (a .tar.gz file, or - for standard
+// output, when the summary goes to standard error), then prints what is in it and what is not.
+func runDiagnose(ctx context.Context, streams Streams, g *globals, output string, timeout time.Duration) error {
+	if err := validateTimeout(timeout); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	output, dir, err := bundleNames(output, now)
+	if err != nil {
+		return err
+	}
+	clients, err := g.clients()
+	if err != nil {
+		return err
+	}
+	res, err := collectSupport(ctx, clients, timeout, now)
+	if err != nil {
+		return err
+	}
+	summary := streams.Out
+	var m support.Manifest
+	if output == "-" {
+		summary = streams.Err
+		if m, err = res.Bundle.Write(streams.Out, dir, now); err != nil {
+			return fmt.Errorf("write the bundle to standard output: %w", err)
+		}
+	} else if m, err = writeBundleFile(res.Bundle, output, dir, now); err != nil {
+		return err
+	}
+	printBundleSummary(summary, output, m)
+	return nil
+}
+
+// bundleNames are the bundle's file (-o, default gpuctl-diagnose-<UTC time>.tar.gz) and the directory
+// its files sit under in the archive (the file's name without .tar.gz). A file that is not a .tar.gz
+// or .tgz is refused.
+func bundleNames(output string, now time.Time) (file, dir string, err error) {
+	dir = "gpuctl-diagnose-" + now.Format("20060102T150405Z")
+	if output == "" {
+		output = dir + ".tar.gz"
+	}
+	if output != "-" {
+		if !strings.HasSuffix(output, ".tar.gz") && !strings.HasSuffix(output, ".tgz") {
+			return "", "", usageError{fmt.Errorf("-o %s: the bundle is a .tar.gz (or - for standard output)", output)}
+		}
+		dir = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(output), ".tar.gz"), ".tgz")
+	}
+	return output, dir, nil
+}
+
+// collectSupport reads the bundle's contents from the cluster, with status and check --pre as their
+// plain text.
+func collectSupport(ctx context.Context, clients *kube.Clients, timeout time.Duration, now time.Time) (*engine.SupportResult, error) {
+	v, _, _ := buildVersion()
+	plain := ui.Style{}
+	return (&engine.Support{
+		Clients: clients, APIVersion: APIVersion, GpuctlVersion: v, Timeout: timeout,
+		StatusText: func(w io.Writer, r *engine.StatusResult) error { return ui.PrintStatus(w, r, plain) },
+		CheckText:  func(w io.Writer, r preflight.Report) error { return ui.PrintPreflight(w, r, false) },
+		Now:        func() time.Time { return now },
+	}).Run(ctx)
 }
 
 // writeBundleFile writes the bundle beside its destination and renames it into place, so a failed
@@ -110,6 +135,7 @@ func writeBundleFile(b *support.Bundle, output, dir string, now time.Time) (supp
 	return m, nil
 }
 
+// printBundleSummary says where the bundle went, how much was redacted, and what is missing from it.
 func printBundleSummary(w io.Writer, output string, m support.Manifest) {
 	if output == "-" {
 		output = "standard output"

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,10 +12,18 @@ import (
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
+// installCmd is gpuctl install: its flags and what it runs with.
+type installCmd struct {
+	streams     Streams
+	g           *globals
+	getenv      func(string) string
+	o           engine.InstallOptions
+	output      string
+	interactive bool
+}
+
 func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
-	var o engine.InstallOptions
-	var output string
-	var interactive bool
+	in := &installCmd{streams: streams, g: g, getenv: getenv}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Detect, taint GPU nodes, install NFD and the GPU Operator, and wait until every GPU node is validated",
@@ -24,65 +31,84 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
   gpuctl install --profile gke -f my-values.yaml --set driver.enabled=false
   gpuctl install --dry-run -o json        # the plan, for review in CI`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interactive {
-				return runWizard(cmd.Context(), streams, g, getenv, o, wizardFlags{save: "gpuctl-install.yaml"})
-			}
-			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if err := validateInstallInputs(&o); err != nil {
-				return err
-			}
-			clients, err := g.clientsReachedLater()
-			if err != nil {
-				return err
-			}
-			progress, err := g.progressRenderer(streams.Err, getenv)
-			if err != nil {
-				return err
-			}
-			defer progress.Close()
-			res, err := (&engine.Install{Clients: clients, Reach: clients.Reach, Options: o, Sink: progress, Stdin: streams.In, Getenv: getenv, Version: gpuctlVersion()}).Run(cmd.Context())
-			progress.Close()
-			if o.DryRun && res != nil && res.Plan != nil && err == nil {
-				return writeResult(streams.Out, output, res.Plan, func() error {
-					return ui.PrintPlan(streams.Out, res.Plan, ui.DetectStyle(streams.Out, getenv))
-				})
-			}
-			if res != nil && (res.Plan != nil || res.Preflight != nil) {
-				werr := writeResult(streams.Out, output, res, func() error {
-					if err != nil {
-						return nil
-					}
-					return ui.PrintInstallResult(streams.Out, res, clients.Namespace, ui.DetectStyle(streams.Out, getenv))
-				})
-				if werr != nil {
-					return werr
-				}
-			}
-			var stuck *health.StuckError
-			if errors.As(err, &stuck) {
-				return notReadyError{err}
-			}
-			if err != nil && res == nil {
-				// Detection is the only thing before the plan; it failing changed nothing, and the
-				// reason it failed is what check --pre reports as a failed check.
-				return detectionFailed(err)
-			}
-			return err
-		},
+		RunE: in.run,
 	}
-	f := cmd.Flags()
-	addInstallFlags(f, &o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
+	in.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags declares install's flags.
+func (in *installCmd) addFlags(f *pflag.FlagSet) {
+	o := &in.o
+	addInstallFlags(f, o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
-	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long the whole install may take")
+	f.DurationVar(&o.Timeout, "timeout", plan.DefaultTimeout, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
-	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
-	f.BoolVar(&interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")
-	return cmd
+	f.StringVarP(&in.output, "output", "o", "text", "result format: text, json, yaml")
+	f.BoolVar(&in.interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")
+}
+
+// run hands over to the wizard with --interactive; else it judges the inputs, runs the install and
+// prints the plan (--dry-run) or the result, and turns the install's error into the command's exit.
+func (in *installCmd) run(cmd *cobra.Command, _ []string) error {
+	if in.interactive {
+		return runWizard(cmd.Context(), in.streams, in.g, in.getenv, in.o, wizardFlags{save: "gpuctl-install.yaml"})
+	}
+	if err := outputFlag(in.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if err := validateInstallInputs(&in.o); err != nil {
+		return err
+	}
+	clients, err := in.g.clientsReachedLater()
+	if err != nil {
+		return err
+	}
+	progress, err := in.g.progressRenderer(in.streams.Err, in.getenv)
+	if err != nil {
+		return err
+	}
+	defer progress.Close()
+	res, err := (&engine.Install{Clients: clients, Reach: clients.Reach, Options: in.o, Sink: progress, Stdin: in.streams.In, Getenv: in.getenv, Version: gpuctlVersion()}).Run(cmd.Context())
+	progress.Close()
+	if in.o.DryRun && res != nil && res.Plan != nil && err == nil {
+		return writeResult(in.streams.Out, in.output, res.Plan, func() error {
+			return ui.PrintPlan(in.streams.Out, res.Plan, ui.DetectStyle(in.streams.Out, in.getenv))
+		})
+	}
+	if res != nil && (res.Plan != nil || res.Preflight != nil) {
+		if werr := in.writeResult(res, clients.Namespace, err); werr != nil {
+			return werr
+		}
+	}
+	return installExit(res, err)
+}
+
+// writeResult writes the install's result as -o asks; as text, only a finished install's summary.
+func (in *installCmd) writeResult(res *engine.InstallResult, namespace string, runErr error) error {
+	return writeResult(in.streams.Out, in.output, res, func() error {
+		if runErr != nil {
+			return nil
+		}
+		return ui.PrintInstallResult(in.streams.Out, res, namespace, ui.DetectStyle(in.streams.Out, in.getenv))
+	})
+}
+
+// installExit turns the install's error into the command's: a stack that did not settle is not
+// ready, and a failure before there was any result is detection's.
+func installExit(res *engine.InstallResult, err error) error {
+	var stuck *health.StuckError
+	if errors.As(err, &stuck) {
+		return notReadyError{err}
+	}
+	if err != nil && res == nil {
+		// Detection is the only thing before the plan; it failing changed nothing, and the
+		// reason it failed is what check --pre reports as a failed check.
+		return detectionFailed(err)
+	}
+	return err
 }
 
 // addLicensingFlags adds the NVIDIA AI Enterprise inputs. The NGC API key is taken from a file,

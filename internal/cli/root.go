@@ -74,7 +74,7 @@ func Run(ctx context.Context, streams Streams, args []string, getenv func(string
 // kubectl plugin `kubectl gpu` and its help and examples say so.
 func RunAs(ctx context.Context, program string, streams Streams, args []string, getenv func(string) string) int {
 	g := &globals{kube: genericclioptions.NewConfigFlags(true), ctx: ctx}
-	ns := "gpu-operator"
+	ns := plan.DefaultNamespace
 	g.kube.Namespace = &ns
 	root := newRoot(ctx, streams, g, getenv)
 	if name, ok := strings.CutPrefix(program, "kubectl-"); ok && name != "" {
@@ -153,6 +153,29 @@ func applySettingsFrom(cmd *cobra.Command, configFile string, getenv func(string
 	v := viper.New()
 	v.SetEnvPrefix("GPUCTL")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	configFile = findConfigFile(configFile, getenv)
+	if configFile != "" {
+		if err := readConfigFile(cmd.Root(), v, configFile); err != nil {
+			return err
+		}
+	}
+	var ferr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || ferr != nil {
+			return
+		}
+		source, err := applySetting(cmd.Flags(), f, v, configFile, getenv)
+		if source != "" && sources != nil {
+			sources[f.Name] = source
+		}
+		ferr = err
+	})
+	return ferr
+}
+
+// findConfigFile is the config file to read: --config, else GPUCTL_CONFIG, else
+// $XDG_CONFIG_HOME/gpuctl/config.yaml (or ~/.config/gpuctl/config.yaml) where it exists; "" for none.
+func findConfigFile(configFile string, getenv func(string) string) string {
 	if configFile == "" {
 		// GPUCTL_CONFIG names the file as the other GPUCTL_* variables set flags: it must be read
 		// before the file it names is.
@@ -168,64 +191,62 @@ func applySettingsFrom(cmd *cobra.Command, configFile string, getenv func(string
 			configFile = ""
 		}
 	}
-	if configFile != "" {
-		v.SetConfigFile(configFile)
-		if err := v.ReadInConfig(); err != nil {
-			return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
-		}
-		if err := checkConfigVersion(v, configFile); err != nil {
-			return err
-		}
-		if err := checkConfigKeys(cmd.Root(), v, configFile); err != nil {
-			return err
-		}
+	return configFile
+}
+
+// readConfigFile reads the config file into v, refusing one that does not parse, has another version,
+// or has a key that is no gpuctl flag.
+func readConfigFile(root *cobra.Command, v *viper.Viper, configFile string) error {
+	v.SetConfigFile(configFile)
+	if err := v.ReadInConfig(); err != nil {
+		return usageError{fmt.Errorf("config file %s: %w", configFile, err)}
 	}
-	var ferr error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || ferr != nil {
-			return
-		}
-		envName := "GPUCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		env := getenv(envName)
-		var val string
-		source := envName
-		switch {
-		case env != "":
-			val = env
-		case v.IsSet(f.Name):
-			source = "config file " + configFile
-			if s, ok := v.Get(f.Name).([]any); ok {
-				// A YAML list stays a list: each item is one value of a repeatable flag (-f, --set,
-				// --skip-check), never items joined into one value with commas.
-				items := make([]string, 0, len(s))
-				for _, x := range s {
-					items = append(items, fmt.Sprint(x))
-				}
-				if sv, ok := f.Value.(pflag.SliceValue); ok {
-					if err := sv.Replace(items); err != nil {
-						ferr = usageError{fmt.Errorf("%s: %s: %w", source, f.Name, err)}
-					}
-					f.Changed = true
-					if sources != nil {
-						sources[f.Name] = source
-					}
-					return
-				}
-				ferr = usageError{fmt.Errorf("%s: %s takes one value, not a list", source, f.Name)}
-				return
-			}
-			val = v.GetString(f.Name)
-		default:
-			return
-		}
-		if err := cmd.Flags().Set(f.Name, val); err != nil {
-			ferr = usageError{fmt.Errorf("%s=%s: %w", source, val, err)}
-		}
-		if sources != nil {
-			sources[f.Name] = source
-		}
-	})
-	return ferr
+	if err := checkConfigVersion(v, configFile); err != nil {
+		return err
+	}
+	return checkConfigKeys(root, v, configFile)
+}
+
+// applySetting sets a flag the user did not set from GPUCTL_<FLAG>, else from the config file, and
+// says where its value came from ("GPUCTL_TIMEOUT", "config file F"; "" when from neither, or when a
+// list in the file meets a flag that takes one value).
+func applySetting(flags *pflag.FlagSet, f *pflag.Flag, v *viper.Viper, configFile string, getenv func(string) string) (source string, err error) {
+	envName := "GPUCTL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+	if env := getenv(envName); env != "" {
+		return envName, setFlag(flags, f.Name, envName, env)
+	}
+	if !v.IsSet(f.Name) {
+		return "", nil
+	}
+	source = "config file " + configFile
+	list, ok := v.Get(f.Name).([]any)
+	if !ok {
+		return source, setFlag(flags, f.Name, source, v.GetString(f.Name))
+	}
+	// A YAML list stays a list: each item is one value of a repeatable flag (-f, --set,
+	// --skip-check), never items joined into one value with commas.
+	sv, ok := f.Value.(pflag.SliceValue)
+	if !ok {
+		return "", usageError{fmt.Errorf("%s: %s takes one value, not a list", source, f.Name)}
+	}
+	items := make([]string, 0, len(list))
+	for _, x := range list {
+		items = append(items, fmt.Sprint(x))
+	}
+	err = sv.Replace(items)
+	f.Changed = true
+	if err != nil {
+		return source, usageError{fmt.Errorf("%s: %s: %w", source, f.Name, err)}
+	}
+	return source, nil
+}
+
+// setFlag sets a flag to a value from source, a usage error naming both where it does not parse.
+func setFlag(flags *pflag.FlagSet, name, source, val string) error {
+	if err := flags.Set(name, val); err != nil {
+		return usageError{fmt.Errorf("%s=%s: %w", source, val, err)}
+	}
+	return nil
 }
 
 // clients builds the Kubernetes clients from the kubectl flags and makes sure the API server answers

@@ -8,14 +8,23 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 )
 
+// uninstallCmd is gpuctl uninstall: its flags and what it runs with.
+type uninstallCmd struct {
+	streams Streams
+	g       *globals
+	getenv  func(string) string
+	o       engine.UninstallOptions
+	yes     bool
+	output  string
+}
+
 func newUninstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
-	var o engine.UninstallOptions
-	var yes bool
-	var output string
+	u := &uninstallCmd{streams: streams, g: g, getenv: getenv}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the GPU stack gpuctl installed, its taints and the node labels NFD and the operator left",
@@ -34,80 +43,108 @@ A second uninstall does nothing.`,
   gpuctl uninstall
   gpuctl uninstall --purge --yes       # in CI: no prompt`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if err := validateTimeout(o.Timeout); err != nil {
-				return err
-			}
-			if err := validateWaitForLock(o.WaitForLock); err != nil {
-				return err
-			}
-			if o.FinalizerWait <= 0 {
-				return usageError{fmt.Errorf("--finalizer-wait %s: must be positive", o.FinalizerWait)}
-			}
-			if o.Force && !o.Purge {
-				return usageError{fmt.Errorf("--force only overrides --purge's refusal: pass it with --purge")}
-			}
-			what := "Uninstall the GPU stack gpuctl installed"
-			if o.Purge {
-				what += ", and delete the CRDs and namespaces it created (with every object in them)"
-				if o.Force {
-					what += ", custom resources gpuctl did not create included"
-				}
-			}
-			if !o.DryRun {
-				if err := confirm(streams, getenv, yes, "gpuctl uninstall", what+"?"); err != nil {
-					return err
-				}
-			}
-			clients, err := g.clients()
-			if err != nil {
-				return err
-			}
-			progress, err := g.progressRenderer(streams.Err, getenv)
-			if err != nil {
-				return err
-			}
-			defer progress.Close()
-			res, err := (&engine.Uninstall{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
-			progress.Close()
-			if res != nil {
-				werr := writeResult(streams.Out, output, res, func() error {
-					switch {
-					case o.DryRun:
-						printUninstallPlan(streams.Out, res.Plan)
-					case err != nil:
-					case !res.Changed:
-						fmt.Fprintln(streams.Out, "Nothing to uninstall: gpuctl's GPU stack is not installed.")
-					default:
-						fmt.Fprintln(streams.Out, "Uninstalled.")
-					}
-					if !o.DryRun && err == nil && res.Plan != nil {
-						for _, k := range res.Plan.Kept {
-							fmt.Fprintf(streams.Out, "Kept %s.\n", k)
-						}
-					}
-					return nil
-				})
-				if werr != nil {
-					return werr
-				}
-			}
-			return err
-		},
+		RunE: u.run,
 	}
-	f := cmd.Flags()
+	u.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags declares uninstall's flags.
+func (u *uninstallCmd) addFlags(f *pflag.FlagSet) {
+	o := &u.o
 	f.BoolVar(&o.Purge, "purge", false, "also delete the CRDs and namespaces gpuctl created (never ones it found) and its install record")
 	f.BoolVar(&o.Force, "force", false, "with --purge: delete the CRDs gpuctl created even when they have custom resources gpuctl did not create, deleting those resources too (without it such a purge stops before any change, exit 5)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing: print what uninstall would delete (with UIDs), keep and why, and each node's label changes")
-	f.BoolVarP(&yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
+	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long the whole uninstall may take")
 	f.DurationVar(&o.FinalizerWait, "finalizer-wait", 2*time.Minute, "how long a deleted object may stay before uninstall stops and names the finalizer holding it")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
-	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
-	return cmd
+	f.StringVarP(&u.output, "output", "o", "text", "result format: text, json, yaml")
+}
+
+// run judges the flags, asks first (unless --dry-run or --yes), runs the uninstall and prints what it
+// did or, with --dry-run, would do.
+func (u *uninstallCmd) run(cmd *cobra.Command, _ []string) error {
+	if err := u.validate(); err != nil {
+		return err
+	}
+	if !u.o.DryRun {
+		if err := confirm(u.streams, u.getenv, u.yes, "gpuctl uninstall", u.question()); err != nil {
+			return err
+		}
+	}
+	clients, err := u.g.clients()
+	if err != nil {
+		return err
+	}
+	progress, err := u.g.progressRenderer(u.streams.Err, u.getenv)
+	if err != nil {
+		return err
+	}
+	defer progress.Close()
+	res, err := (&engine.Uninstall{Clients: clients, Options: u.o, Sink: progress}).Run(cmd.Context())
+	progress.Close()
+	if res != nil {
+		if werr := u.writeResult(res, err); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// validate refuses a mistake in uninstall's flags before anything is read from the cluster.
+func (u *uninstallCmd) validate() error {
+	if err := outputFlag(u.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if err := validateTimeout(u.o.Timeout); err != nil {
+		return err
+	}
+	if err := validateWaitForLock(u.o.WaitForLock); err != nil {
+		return err
+	}
+	if u.o.FinalizerWait <= 0 {
+		return usageError{fmt.Errorf("--finalizer-wait %s: must be positive", u.o.FinalizerWait)}
+	}
+	if u.o.Force && !u.o.Purge {
+		return usageError{fmt.Errorf("--force only overrides --purge's refusal: pass it with --purge")}
+	}
+	return nil
+}
+
+// question is what uninstall asks before it writes: what --purge and --force add to it included.
+func (u *uninstallCmd) question() string {
+	what := "Uninstall the GPU stack gpuctl installed"
+	if u.o.Purge {
+		what += ", and delete the CRDs and namespaces it created (with every object in them)"
+		if u.o.Force {
+			what += ", custom resources gpuctl did not create included"
+		}
+	}
+	return what + "?"
+}
+
+// writeResult writes the uninstall's result as -o asks; as text, the plan with --dry-run, else
+// whether anything was uninstalled and what was kept.
+func (u *uninstallCmd) writeResult(res *engine.UninstallResult, runErr error) error {
+	out := u.streams.Out
+	return writeResult(out, u.output, res, func() error {
+		switch {
+		case u.o.DryRun:
+			printUninstallPlan(out, res.Plan)
+		case runErr != nil:
+		case !res.Changed:
+			fmt.Fprintln(out, "Nothing to uninstall: gpuctl's GPU stack is not installed.")
+		default:
+			fmt.Fprintln(out, "Uninstalled.")
+		}
+		if !u.o.DryRun && runErr == nil && res.Plan != nil {
+			for _, k := range res.Plan.Kept {
+				fmt.Fprintf(out, "Kept %s.\n", k)
+			}
+		}
+		return nil
+	})
 }
 
 // printUninstallPlan writes an uninstall's decisions for a person.

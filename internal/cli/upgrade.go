@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
@@ -13,10 +14,18 @@ import (
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
+// upgradeCmd is gpuctl upgrade: its flags and what it runs with.
+type upgradeCmd struct {
+	streams         Streams
+	g               *globals
+	getenv          func(string) string
+	o               engine.UpgradeOptions
+	yes, monitoring bool
+	output          string
+}
+
 func newUpgradeCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
-	var o engine.UpgradeOptions
-	var yes, monitoring bool
-	var output string
+	u := &upgradeCmd{streams: streams, g: g, getenv: getenv}
 	cmd := &cobra.Command{
 		Use:   "upgrade",
 		Short: "Move the installed GPU stack to another operator release, keeping the recorded inputs",
@@ -30,100 +39,138 @@ terminal; without one, or with CI set, it needs --yes. A downgrade needs --force
   gpuctl upgrade --operator-version v26.7.0 --yes
   gpuctl upgrade --set driver.version=580.95.05 --yes  # same release, new values`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if err := (&preflight.Runner{Skip: o.SkipChecks}).Validate(); err != nil {
-				return usageError{err}
-			}
-			if err := validateTimeout(o.Timeout); err != nil {
-				return err
-			}
-			if err := validateWaitForLock(o.WaitForLock); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("monitoring") {
-				o.Monitoring = &monitoring
-			}
-			vo := engine.InstallOptions{ValuesFiles: o.ValuesFiles, Set: o.Set, OperatorVersion: o.OperatorVersion,
-				Registry: o.Registry, ImagePullSecrets: o.ImagePullSecrets}
-			if err := validateValuesOptions(&vo); err != nil {
-				return err
-			}
-			clients, err := g.clientsReachedLater()
-			if err != nil {
-				return err
-			}
-			progress, err := g.progressRenderer(streams.Err, getenv)
-			if err != nil {
-				return err
-			}
-			defer progress.Close()
-			ask := interactive(streams, getenv) && !yes
-			refused := false
-			confirmFn := func(p *engine.UpgradePreview) bool {
-				progress.Close()
-				_ = ui.PrintUpgradePreview(streams.Err, p, ui.DetectStyle(streams.Err, getenv))
-				if yes || !p.Changed() {
-					return true
-				}
-				if !ask {
-					refused = true
-					return false
-				}
-				return confirm(streams, getenv, false, "gpuctl upgrade", "Upgrade?") == nil
-			}
-			res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: o, Sink: progress, Confirm: confirmFn, Version: gpuctlVersion(),
-				Stdin: streams.In, Getenv: getenv}).Run(cmd.Context())
-			progress.Close()
-			if res != nil {
-				werr := writeResult(streams.Out, output, res, func() error {
-					if err != nil || res.Install == nil {
-						return nil
-					}
-					if werr := ui.PrintInstallResult(streams.Out, res.Install, clients.Namespace, ui.DetectStyle(streams.Out, getenv)); werr != nil {
-						return werr
-					}
-					for _, n := range res.Install.GPUNodes {
-						state := res.DriverUpgrades[n]
-						if state == "" {
-							state = "no driver upgrade"
-						}
-						fmt.Fprintf(streams.Out, "node %s: %s\n", n, state)
-					}
-					return nil
-				})
-				if werr != nil {
-					return werr
-				}
-			}
-			var stuck *health.StuckError
-			switch {
-			case errors.Is(err, engine.ErrNotConfirmed) && refused:
-				return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes. Nothing was changed")}
-			case errors.Is(err, engine.ErrNotConfirmed):
-				return fmt.Errorf("not confirmed: nothing was changed")
-			case errors.Is(err, engine.ErrNotInstalled):
-				return notInstalledError{err}
-			case errors.As(err, &stuck):
-				return notReadyError{err}
-			}
-			return err
-		},
+		RunE: u.run,
 	}
-	f := cmd.Flags()
+	u.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags declares upgrade's flags.
+func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
+	o := &u.o
 	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU Operator release to move to (default: gpuctl's default release; see gpuctl version)")
 	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file merged over the recorded inputs; repeatable, later wins")
 	f.StringArrayVar(&o.Set, "set", nil, "set a value over the recorded inputs (Helm syntax); repeatable")
-	f.BoolVarP(&yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
+	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
-	f.BoolVar(&monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
+	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long the whole upgrade may take, driver upgrades included")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
-	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
-	return cmd
+	f.StringVarP(&u.output, "output", "o", "text", "result format: text, json, yaml")
+}
+
+// run judges the inputs, runs the upgrade (asking first where it must), prints its result, and
+// turns the upgrade's error into the command's exit.
+func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
+	if err := u.validate(cmd); err != nil {
+		return err
+	}
+	clients, err := u.g.clientsReachedLater()
+	if err != nil {
+		return err
+	}
+	progress, err := u.g.progressRenderer(u.streams.Err, u.getenv)
+	if err != nil {
+		return err
+	}
+	defer progress.Close()
+	c := &upgradeConfirmer{streams: u.streams, getenv: u.getenv, progress: progress, yes: u.yes,
+		ask: interactive(u.streams, u.getenv) && !u.yes}
+	res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: u.o, Sink: progress, Confirm: c.confirm, Version: gpuctlVersion(),
+		Stdin: u.streams.In, Getenv: u.getenv}).Run(cmd.Context())
+	progress.Close()
+	if res != nil {
+		if werr := u.writeResult(res, clients.Namespace, err); werr != nil {
+			return werr
+		}
+	}
+	return upgradeExit(err, c.refused)
+}
+
+// validate refuses a mistake in upgrade's flags before anything is read from the cluster, and takes
+// --monitoring only when it was given (unset keeps what the install recorded).
+func (u *upgradeCmd) validate(cmd *cobra.Command) error {
+	if err := outputFlag(u.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if err := (&preflight.Runner{Skip: u.o.SkipChecks}).Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := validateTimeout(u.o.Timeout); err != nil {
+		return err
+	}
+	if err := validateWaitForLock(u.o.WaitForLock); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("monitoring") {
+		u.o.Monitoring = &u.monitoring
+	}
+	vo := engine.InstallOptions{ValuesFiles: u.o.ValuesFiles, Set: u.o.Set, OperatorVersion: u.o.OperatorVersion,
+		Registry: u.o.Registry, ImagePullSecrets: u.o.ImagePullSecrets}
+	return validateValuesOptions(&vo)
+}
+
+// writeResult writes the upgrade's result as -o asks; as text, only a finished install's summary and
+// each GPU node's driver upgrade.
+func (u *upgradeCmd) writeResult(res *engine.UpgradeResult, namespace string, runErr error) error {
+	return writeResult(u.streams.Out, u.output, res, func() error {
+		if runErr != nil || res.Install == nil {
+			return nil
+		}
+		if err := ui.PrintInstallResult(u.streams.Out, res.Install, namespace, ui.DetectStyle(u.streams.Out, u.getenv)); err != nil {
+			return err
+		}
+		for _, n := range res.Install.GPUNodes {
+			state := res.DriverUpgrades[n]
+			if state == "" {
+				state = "no driver upgrade"
+			}
+			fmt.Fprintf(u.streams.Out, "node %s: %s\n", n, state)
+		}
+		return nil
+	})
+}
+
+// upgradeConfirmer shows the upgrade's preview and decides whether it goes on: at once with --yes or
+// when nothing changes, by asking on a terminal, and never without one (refused records that).
+type upgradeConfirmer struct {
+	streams  Streams
+	getenv   func(string) string
+	progress *ui.Progress
+	yes, ask bool
+	refused  bool
+}
+
+// confirm is engine.Upgrade's Confirm.
+func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
+	c.progress.Close()
+	_ = ui.PrintUpgradePreview(c.streams.Err, p, ui.DetectStyle(c.streams.Err, c.getenv))
+	if c.yes || !p.Changed() {
+		return true
+	}
+	if !c.ask {
+		c.refused = true
+		return false
+	}
+	return confirm(c.streams, c.getenv, false, "gpuctl upgrade", "Upgrade?") == nil
+}
+
+// upgradeExit turns the upgrade's error into the command's: a refusal without a terminal is a usage
+// error, nothing installed and a stack that did not settle have their own exit codes.
+func upgradeExit(err error, refused bool) error {
+	var stuck *health.StuckError
+	switch {
+	case errors.Is(err, engine.ErrNotConfirmed) && refused:
+		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes. Nothing was changed")}
+	case errors.Is(err, engine.ErrNotConfirmed):
+		return fmt.Errorf("not confirmed: nothing was changed")
+	case errors.Is(err, engine.ErrNotInstalled):
+		return notInstalledError{err}
+	case errors.As(err, &stuck):
+		return notReadyError{err}
+	}
+	return err
 }

@@ -160,90 +160,116 @@ func (w *Waiter) until(ctx context.Context, spec waitSpec) error {
 		cancel()
 		wg.Wait() // informers must be gone before we return, so nothing outlives the call
 	}()
-
-	changed := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case changed <- struct{}{}:
-		default: // an evaluation is already pending; it will see this change too
+	r := &waitRun{w: w, spec: spec, cancel: cancel, changed: make(chan struct{}, 1), fatal: make(chan error, 1)}
+	for _, s := range spec.sources {
+		if err := r.start(runCtx, &wg, s); err != nil {
+			return fmt.Errorf("wait for %s: %w", spec.what, err)
 		}
 	}
-	fatal := make(chan error, 1)
-	var (
-		errMu   sync.Mutex
-		lastErr error
-	)
+	if err := r.synced(ctx); err != nil {
+		return err
+	}
+	return r.evaluate(ctx)
+}
+
+// waitRun is one call of Waiter.until: its informers tell the evaluation loop about changes and API
+// errors through it.
+type waitRun struct {
+	w    *Waiter
+	spec waitSpec
+	// cancel stops the informers.
+	cancel context.CancelFunc
+	// changed holds a value when a cache changed since the last evaluation.
+	changed chan struct{}
+	// fatal receives an API error that waiting will not resolve (forbidden, unauthorized).
+	fatal chan error
+	// lastErr is the last API error any informer saw; a wait that times out names it.
+	errMu   sync.Mutex
+	lastErr error
+}
+
+// start runs one informer: its cache slimmed, every change notifying the loop, its API errors recorded.
+func (r *waitRun) start(ctx context.Context, wg *sync.WaitGroup, s *source) error {
+	if err := s.informer.SetTransform(s.slim); err != nil {
+		return err
+	}
+	if err := s.informer.SetWatchErrorHandlerWithContext(r.watchErrorHandler(s.what)); err != nil {
+		return err
+	}
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
+		AddFunc:    func(any) { r.notify() },
+		UpdateFunc: func(any, any) { r.notify() },
+		DeleteFunc: func(any) { r.notify() },
 	}
-	for _, s := range spec.sources {
-		if err := s.informer.SetTransform(s.slim); err != nil {
-			return fmt.Errorf("wait for %s: %w", spec.what, err)
-		}
-		what := s.what
-		err := s.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, context.Canceled) ||
-				errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return // an expired or closed watch: the reflector re-lists and re-watches; nothing is wrong
-			}
-			errMu.Lock()
-			lastErr = fmt.Errorf("list and watch %s: %w", what, err)
-			errMu.Unlock()
-			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-				// RBAC will not change while we wait: fail now instead of at the deadline.
-				select {
-				case fatal <- fmt.Errorf("list and watch %s: %w", what, err):
-				default:
-				}
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("wait for %s: %w", spec.what, err)
-		}
-		if _, err := s.informer.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("wait for %s: %w", spec.what, err)
-		}
-		wg.Go(func() { s.informer.RunWithContext(runCtx) })
+	if _, err := s.informer.AddEventHandler(handler); err != nil {
+		return err
 	}
+	wg.Go(func() { s.informer.RunWithContext(ctx) })
+	return nil
+}
 
-	var last verdict
-	ended := func(cause error) error {
-		cancel() // stop watching before the diagnosis lists things
-		errMu.Lock()
-		apiErr := lastErr
-		errMu.Unlock()
-		if apiErr != nil && errors.Is(cause, context.DeadlineExceeded) {
-			cause = fmt.Errorf("%w; last API error: %w", cause, apiErr)
-		}
-		return w.stuck(ctx, spec, last, cause, "")
+// notify asks for another evaluation.
+func (r *waitRun) notify() {
+	select {
+	case r.changed <- struct{}{}:
+	default: // an evaluation is already pending; it will see this change too
 	}
+}
 
-	for _, s := range spec.sources {
+// watchErrorHandler decides what a list or watch error of the informer of what means: an expired or
+// closed watch is routine, RBAC refusing it ends the wait now, anything else is remembered for the
+// error at the deadline.
+func (r *waitRun) watchErrorHandler(what string) cache.WatchErrorHandlerWithContext {
+	return func(_ context.Context, _ *cache.Reflector, err error) {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, context.Canceled) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return // an expired or closed watch: the reflector re-lists and re-watches; nothing is wrong
+		}
+		r.errMu.Lock()
+		r.lastErr = fmt.Errorf("list and watch %s: %w", what, err)
+		r.errMu.Unlock()
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			// RBAC will not change while we wait: fail now instead of at the deadline.
+			select {
+			case r.fatal <- fmt.Errorf("list and watch %s: %w", what, err):
+			default:
+			}
+		}
+	}
+}
+
+// synced waits for every informer's first list; a fatal API error or the end of ctx ends the wait.
+func (r *waitRun) synced(ctx context.Context) error {
+	for _, s := range r.spec.sources {
 		select {
 		case <-s.informer.HasSyncedChecker().Done():
-		case err := <-fatal:
-			return ended(err)
+		case err := <-r.fatal:
+			return r.ended(ctx, verdict{}, err)
 		case <-ctx.Done():
-			last.progress.Message = "waiting for the first list of " + s.what
-			return ended(ctx.Err())
+			return r.ended(ctx, verdict{progress: Progress{Message: "waiting for the first list of " + s.what}}, ctx.Err())
 		}
 	}
+	return nil
+}
 
+// evaluate evaluates the condition now, after every change and when a verdict asks to look again,
+// reporting progress when it changes, until the condition holds or fails, an API error is fatal, or
+// ctx ends.
+func (r *waitRun) evaluate(ctx context.Context) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
+	var last verdict
 	reported := false
 	for {
-		v := spec.eval(time.Now())
+		v := r.spec.eval(time.Now())
 		if !reported || !v.progress.equal(last.progress) {
 			reported = true
-			if w.OnProgress != nil {
-				w.OnProgress(v.progress)
+			if r.w.OnProgress != nil {
+				r.w.OnProgress(v.progress)
 			}
 		}
 		last = v
@@ -251,8 +277,8 @@ func (w *Waiter) until(ctx context.Context, spec waitSpec) error {
 			return nil
 		}
 		if v.fail != nil {
-			cancel()
-			return w.stuck(ctx, spec, v, v.fail, v.hint)
+			r.cancel()
+			return r.w.stuck(ctx, r.spec, v, v.fail, v.hint)
 		}
 		var recheck <-chan time.Time
 		if v.recheck > 0 {
@@ -264,18 +290,31 @@ func (w *Waiter) until(ctx context.Context, spec waitSpec) error {
 			recheck = timer.C
 		}
 		select {
-		case <-changed:
+		case <-r.changed:
 		case <-recheck:
-		case err := <-fatal:
-			return ended(err)
+		case err := <-r.fatal:
+			return r.ended(ctx, last, err)
 		case <-ctx.Done():
 			// One last look: the change that completes the wait may have raced with the deadline.
-			if v := spec.eval(time.Now()); v.done {
+			if v := r.spec.eval(time.Now()); v.done {
 				return nil
 			}
-			return ended(ctx.Err())
+			return r.ended(ctx, last, ctx.Err())
 		}
 	}
+}
+
+// ended stops the informers and builds the error of a wait that ended without its condition: at the
+// deadline, with the last API error where there was one.
+func (r *waitRun) ended(ctx context.Context, last verdict, cause error) error {
+	r.cancel() // stop watching before the diagnosis lists things
+	r.errMu.Lock()
+	apiErr := r.lastErr
+	r.errMu.Unlock()
+	if apiErr != nil && errors.Is(cause, context.DeadlineExceeded) {
+		cause = fmt.Errorf("%w; last API error: %w", cause, apiErr)
+	}
+	return r.w.stuck(ctx, r.spec, last, cause, "")
 }
 
 // stuck builds the error a failed wait returns. A cancelled context (Ctrl-C) is not a diagnosis-worthy failure:
@@ -308,6 +347,7 @@ func (w *Waiter) stuck(ctx context.Context, spec waitSpec, last verdict, cause e
 	return e
 }
 
+// gracePeriod is GracePeriod or its default.
 func (w *Waiter) gracePeriod() time.Duration {
 	if w.GracePeriod > 0 {
 		return w.GracePeriod

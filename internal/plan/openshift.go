@@ -5,10 +5,8 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"time"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
-	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
 // On OpenShift NVIDIA supports only OLM (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst): Red Hat's NFD
@@ -38,117 +36,137 @@ var clusterPolicySections = []string{
 // holds the Deployment's image and scheduling, which OLM owns here.
 var operatorSpecKeys = []string{"defaultRuntime", "runtimeClass", "use_ocp_driver_toolkit", "initContainer", "annotations", "labels"}
 
-// buildOpenShift plans the OLM path.
-func buildOpenShift(in Input, p *Plan, prof profile.Profile, o Options) (*Plan, error) {
-	det := in.Detection
-	p.Namespace = OpenShiftOperatorNS
-	olm := in.Charts[OLMChart]
+// openShift plans NVIDIA's OLM path: namespaces, Red Hat's NFD Operator and its NodeFeatureDiscovery
+// instance, the taint, NVIDIA's certified operator subscribed to the release's channel with Manual
+// approval, the ClusterPolicy from its CSV with the profile's and the user's values, then the waits.
+func (b *builder) openShift() (*Plan, error) {
+	op := b.det.Existing.GPUOperator
+	if err := refuseSecondOperator(op, ownSubscription(op.OLM, OpenShiftOperatorNS, OperatorPackage)); err != nil {
+		return nil, err
+	}
+	if b.o.Monitoring {
+		b.warn("--monitoring: not used on OpenShift, where gpuctl labels the operator namespace openshift.io/cluster-monitoring=true for OpenShift's own monitoring stack instead")
+	}
+	b.p.Namespace = OpenShiftOperatorNS
+	overrides := b.policyValues()
 
-	// The ClusterPolicy takes the profile's and the user's values over the CSV's alm-example.
-	overrides := policyOverrides(prof.Values)
-	if o.TolerateExistingTaints {
+	b.add(openShiftNamespacesStep())
+	if err := b.addLicensing(overrides, OpenShiftOperatorNS); err != nil {
+		return nil, err
+	}
+	b.addNFDOperator()
+	b.add(waitNFDStep())
+	b.addOpenShiftTaint()
+	subscription, err := b.operatorSubscriptionStep()
+	if err != nil {
+		return nil, err
+	}
+	b.add(subscription,
+		Step{ID: "approve", Kind: KindApprove, Title: "Approve the GPU Operator's InstallPlan", Target: OpenShiftOperatorNS + "/" + OperatorPackage},
+		Step{ID: "wait-csv-gpu-operator", Kind: KindWaitCSV, Title: "Wait for the GPU Operator's CSV to succeed", Target: OpenShiftOperatorNS + "/" + OperatorPackage},
+		Step{ID: "clusterpolicy", Kind: KindClusterPolicy, Title: "ClusterPolicy " + OpenShiftPolicyName,
+			Why:    "from the CSV's alm-examples, with the profile's and your values over it (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst)",
+			Target: OpenShiftOperatorNS + "/" + OperatorPackage, PolicyName: OpenShiftPolicyName, PolicySpec: normalized(overrides)})
+	b.addWaits(OpenShiftPolicyName)
+	return b.p, nil
+}
+
+// policyValues are what the ClusterPolicy takes over the CSV's alm-example: the ClusterPolicy sections
+// of the profile, of tolerations of the GPU nodes' own taints (--tolerate-existing-taints), of the -f
+// files and of --set, in that order.
+func (b *builder) policyValues() map[string]any {
+	overrides := policyOverrides(b.prof.Values)
+	if b.o.TolerateExistingTaints {
 		// Where the Helm path adds them (the detected layer): the operands tolerate the GPU nodes' own
 		// taints. The NodeFeatureDiscovery instance stays as NVIDIA's guide writes it; the worker Red
 		// Hat's NFD Operator runs is that operator's to configure.
-		opTols, _ := existingTaintLayers(det, overrides, map[string]any{})
+		opTols, _ := existingTaintLayers(b.det, overrides, map[string]any{})
 		overrides = merge(overrides, policyOverrides(opTols.Values))
 	}
-	for _, f := range o.Files {
+	for _, f := range b.o.Files {
 		op, _ := split(f.Values)
 		overrides = merge(overrides, policyOverrides(op))
 	}
-	if len(o.Set) > 0 {
-		op, _ := split(o.Set)
+	if len(b.o.Set) > 0 {
+		op, _ := split(b.o.Set)
 		overrides = merge(overrides, policyOverrides(op))
 	}
+	return overrides
+}
 
-	nfdForeign := det.Existing.NFD.Present && !ownSubscription(det.Existing.NFD.OLM, OpenShiftNFDNS, NFDPackage)
-	add := func(s Step) { p.Steps = append(p.Steps, s) }
-	add(Step{ID: "namespace", Kind: KindObjects, Title: "Namespaces " + OpenShiftNFDNS + " and " + OpenShiftOperatorNS,
+// openShiftNamespacesStep creates NFD's and the operator's namespaces; the operator's is monitored.
+func openShiftNamespacesStep() Step {
+	return Step{ID: "namespace", Kind: KindObjects, Title: "Namespaces " + OpenShiftNFDNS + " and " + OpenShiftOperatorNS,
 		Why: "NVIDIA's OpenShift install puts NFD and the operator in their own namespaces; the operator's is monitored",
 		Objects: []map[string]any{
 			{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": OpenShiftNFDNS}},
 			{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": OpenShiftOperatorNS,
 				"labels": map[string]any{"openshift.io/cluster-monitoring": "true"}}},
-		}})
-	licensing, notes, err := licensingStep(overrides, OpenShiftOperatorNS, o.Licensing, det.Existing)
-	if err != nil {
-		return nil, err
-	}
-	p.Warnings = append(p.Warnings, notes...)
-	add(licensing)
+		}}
+}
 
-	nfdSub := Step{ID: "release-" + nfdOperatorRelease, Kind: KindRelease, Title: "Subscribe to Red Hat's NFD Operator",
+// addNFDOperator subscribes to Red Hat's NFD Operator, waits for its CSV and creates the
+// NodeFeatureDiscovery instance; all three are skipped where NFD already runs from another install.
+func (b *builder) addNFDOperator() {
+	olm := b.in.Charts[OLMChart]
+	values := map[string]any{"package": NFDPackage, "source": "redhat-operators", "installPlanApproval": "Automatic"}
+	subscription := Step{ID: "release-" + nfdOperatorRelease, Kind: KindRelease, Title: "Subscribe to Red Hat's NFD Operator",
 		Why: "on OpenShift NFD comes from Red Hat's catalog (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst)",
 		Release: &Release{Name: nfdOperatorRelease, Namespace: OpenShiftNFDNS, Chart: olm.Name, ChartVersion: olm.Version,
-			Values: map[string]any{"package": NFDPackage, "source": "redhat-operators", "installPlanApproval": "Automatic"}}}
-	nfdSub.Release.Layers = []Layer{{Source: "OpenShift: Red Hat's NFD Operator", Values: nfdSub.Release.Values}}
-	nfdCSV := Step{ID: "wait-csv-nfd", Kind: KindWaitCSV, Title: "Wait for the NFD Operator's CSV to succeed", Target: OpenShiftNFDNS + "/" + NFDPackage}
+			Values: values, Layers: []Layer{{Source: "OpenShift: Red Hat's NFD Operator", Values: values}}}}
+	csv := Step{ID: "wait-csv-nfd", Kind: KindWaitCSV, Title: "Wait for the NFD Operator's CSV to succeed", Target: OpenShiftNFDNS + "/" + NFDPackage}
 	instance := Step{ID: "nfd-instance", Kind: KindObjects, Title: "NodeFeatureDiscovery nfd-instance",
 		Why:     "the NFD Operator runs nfd-master and nfd-worker for this instance; its worker config labels NVIDIA devices by vendor",
 		Objects: []map[string]any{nfdInstance()}}
-	if nfdForeign {
-		reason := "NFD already runs (" + describeNFD(det.Existing.NFD) + ")"
-		nfdSub.Skip, nfdSub.Release, nfdCSV.Skip, instance.Skip = reason, nil, reason, reason
+	if nfd := b.det.Existing.NFD; nfd.Present && !ownSubscription(nfd.OLM, OpenShiftNFDNS, NFDPackage) {
+		reason := "NFD already runs (" + describeNFD(nfd) + ")"
+		subscription.Skip, subscription.Release, csv.Skip, instance.Skip = reason, nil, reason, reason
 	}
-	add(nfdSub)
-	add(nfdCSV)
-	add(instance)
-	add(Step{ID: "wait-nfd", Kind: KindWaitNFD, Title: "Wait for NFD to label the GPU nodes",
-		Why: "feature.node.kubernetes.io/pci-10de.present=true marks a node with an NVIDIA PCI device"})
+	b.add(subscription, csv, instance)
+}
+
+// addOpenShiftTaint adds the safety check and the taint, both skipped when the nodes are not tainted.
+// OLM installs the operator here, so gpuctl has no chart to carry its MutatingAdmissionPolicy: only
+// the API server's own ExtendedResourceToleration can give GPU pods the toleration.
+func (b *builder) addOpenShiftTaint() {
 	safety := Step{ID: "safety", Kind: KindSafety, Title: "Check what the taint would strand",
 		Why: "every GPU DaemonSet must tolerate the taint", Safety: &Safety{}}
-	// OLM installs the operator here, so gpuctl has no chart to carry its MutatingAdmissionPolicy: only
-	// the API server's own ExtendedResourceToleration can give GPU pods the toleration.
-	decision := DecideTaint(det, TaintOptions{Force: o.Taint, NoTaint: o.NoTaint, Own: []string{OpenShiftNFDNS, OpenShiftOperatorNS}})
-	taintStep := Step{ID: "taint", Kind: KindTaint, Title: "Taint GPU nodes " + TaintKey + "=" + TaintValue + ":" + TaintEffect,
-		Why: "keeps pods that do not ask for GPUs off GPU nodes (" + decision.Why + "); gpuctl records what it added so untaint removes only that" + workloadsWhy(decision.Workloads),
-		Taint: &Taint{Key: TaintKey, Value: TaintValue, Effect: TaintEffect, Nodes: p.GPUNodes, Forced: o.Taint,
-			Toleration: decision.Toleration, Workloads: decision.Workloads}}
+	decision := DecideTaint(b.det, TaintOptions{Force: b.o.Taint, NoTaint: b.o.NoTaint, Own: []string{OpenShiftNFDNS, OpenShiftOperatorNS}})
+	taint := b.taintStep(decision)
 	switch {
-	case o.NoTaint:
-		safety.Skip, taintStep.Skip, taintStep.Why = "--no-taint: GPU nodes are not tainted", "--no-taint", ""
+	case b.o.NoTaint:
+		safety.Skip, taint.Skip, taint.Why = "--no-taint: GPU nodes are not tainted", "--no-taint", ""
 	case !decision.Taint:
-		safety.Skip, taintStep.Skip, taintStep.Why = "GPU nodes are not tainted: "+decision.Skip, decision.Skip, ""
+		safety.Skip, taint.Skip, taint.Why = "GPU nodes are not tainted: "+decision.Skip, decision.Skip, ""
 	}
-	add(safety)
-	add(taintStep)
+	b.add(safety, taint)
+}
 
+// operatorSubscriptionStep subscribes to NVIDIA's certified operator for the operator release the
+// charts are loaded for. It refuses a --channel of another release line.
+func (b *builder) operatorSubscriptionStep() (Step, error) {
 	// The operator release follows --operator-version here too: NVIDIA's OpenShift guide subscribes to
 	// the release's own channel (v26.7) with startingCSV gpu-operator-certified.v26.7.0 and Manual
 	// approval (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-gpu-ocp.html).
-	version := in.Charts[OperatorRelease].AppVersion
+	version := b.in.Charts[OperatorRelease].AppVersion
 	channel, csv, err := operatorChannel(version)
 	if err != nil {
-		return nil, err
+		return Step{}, err
 	}
-	if o.Channel != "" {
+	if c := b.o.Channel; c != "" {
 		// A release line's channel (vX.Y) offers only that line: refuse a mismatch before anything is written.
-		if strings.HasPrefix(o.Channel, "v") && strings.Count(o.Channel, ".") == 1 && o.Channel != channel {
-			return nil, fmt.Errorf("%w: --channel %s offers only %s.x releases, not operator release %s; use --channel %s or stable, or --operator-version %s.N", ErrInput, o.Channel, o.Channel, version, channel, o.Channel)
+		if strings.HasPrefix(c, "v") && strings.Count(c, ".") == 1 && c != channel {
+			return Step{}, fmt.Errorf("%w: --channel %s offers only %s.x releases, not operator release %s; use --channel %s or stable, or --operator-version %s.N", ErrInput, c, c, version, channel, c)
 		}
-		channel = o.Channel
+		channel = c
 	}
-	opValues := map[string]any{"package": OperatorPackage, "source": "certified-operators", "installPlanApproval": "Manual",
+	olm := b.in.Charts[OLMChart]
+	values := map[string]any{"package": OperatorPackage, "source": "certified-operators", "installPlanApproval": "Manual",
 		"channel": channel, "startingCSV": csv}
-	add(Step{ID: "release-" + nvidiaOperatorRelase, Kind: KindRelease, Title: "Subscribe to NVIDIA's certified GPU Operator " + version,
+	return Step{ID: "release-" + nvidiaOperatorRelase, Kind: KindRelease, Title: "Subscribe to NVIDIA's certified GPU Operator " + version,
 		Why: "Manual approval, as NVIDIA documents: gpuctl approves exactly the InstallPlan for " + csv,
 		Release: &Release{Name: nvidiaOperatorRelase, Namespace: OpenShiftOperatorNS, Chart: olm.Name, ChartVersion: olm.Version,
-			Values: opValues, Layers: []Layer{{Source: "OpenShift: NVIDIA's certified operator", Values: opValues}}}})
-	add(Step{ID: "approve", Kind: KindApprove, Title: "Approve the GPU Operator's InstallPlan", Target: OpenShiftOperatorNS + "/" + OperatorPackage})
-	add(Step{ID: "wait-csv-gpu-operator", Kind: KindWaitCSV, Title: "Wait for the GPU Operator's CSV to succeed", Target: OpenShiftOperatorNS + "/" + OperatorPackage})
-	add(Step{ID: "clusterpolicy", Kind: KindClusterPolicy, Title: "ClusterPolicy " + OpenShiftPolicyName,
-		Why:    "from the CSV's alm-examples, with the profile's and your values over it (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst)",
-		Target: OpenShiftOperatorNS + "/" + OperatorPackage, PolicyName: OpenShiftPolicyName, PolicySpec: normalized(overrides)})
-	add(Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment})
-	add(Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",
-		Why: "nvidia-operator-validator is Ready once driver, toolkit, CUDA and device plugin checks passed on its node"})
-	add(Step{ID: "wait-allocatable", Kind: KindWaitAllocatable, Title: "Wait for nvidia.com/gpu to be allocatable"})
-	add(Step{ID: "wait-clusterpolicy", Kind: KindWaitPolicy, Title: "Wait for ClusterPolicy " + OpenShiftPolicyName + " to be ready", Target: OpenShiftPolicyName})
-	if p.Timeout == 0 {
-		p.Timeout = Duration(20 * time.Minute)
-	}
-	return p, nil
+			Values: values, Layers: []Layer{{Source: "OpenShift: NVIDIA's certified operator", Values: values}}}}, nil
 }
 
 // operatorChannel is the OLM channel and CSV of an operator release ("v26.3.3" → "v26.3",

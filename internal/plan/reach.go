@@ -64,16 +64,13 @@ func daemonSetTolerates(t corev1.Taint) bool {
 // defaultOperandTolerations is daemonsets.tolerations in charts/gpu-operator/values.yaml, as in NVIDIA's
 // deployments/gpu-operator/values.yaml at v26.7.0: the operand DaemonSets tolerate only the GPU taint.
 func defaultOperandTolerations() []any {
-	return []any{map[string]any{"key": TaintKey, "operator": "Exists", "effect": TaintEffect}}
+	return []any{gpuToleration()}
 }
 
 // defaultNFDWorkerTolerations is worker.tolerations in charts/node-feature-discovery/values.yaml: the
 // control-plane taint and the GPU taint.
 func defaultNFDWorkerTolerations() []any {
-	return []any{
-		map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
-		map[string]any{"key": TaintKey, "operator": "Exists", "effect": TaintEffect},
-	}
+	return []any{controlPlaneToleration(), gpuToleration()}
 }
 
 // OperandTolerations and NFDWorkerTolerations are the tolerations release values give the GPU

@@ -2,18 +2,36 @@ package ui
 
 import (
 	"fmt"
-	"github.com/gpuctl/gpuctl/internal/detect"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
 // PrintDetection writes a detection result for people: the distribution and why, the GPU nodes and why each counts,
 // the node pools, what is already installed, whether tainting GPU nodes is safe, and warnings.
 func PrintDetection(w io.Writer, r *detect.Result) error {
+	for _, section := range []func(io.Writer, *detect.Result) error{printCluster, printGPUNodes, printPools, printInstalled} {
+		if err := section(w, r); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nTainting GPU nodes: %s\n", schedulingText(r.Scheduling))
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "  - %s\n", warn)
+		}
+	}
+	return nil
+}
+
+// printCluster writes the distribution with its evidence and the runners-up, the Kubernetes versions,
+// Autopilot where GKE was asked, and the node counts.
+func printCluster(w io.Writer, r *detect.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
-
 	d := r.Distribution
 	version := ""
 	if d.Version != "" {
@@ -50,31 +68,33 @@ func PrintDetection(w io.Writer, r *detect.Result) error {
 	}
 	n := r.Nodes
 	p("Nodes:\t%d: %d control-plane, %d workers, %d with NVIDIA GPUs, %d with NFD labels\n", n.Total, n.ControlPlane, n.Workers, n.GPU, n.NFDLabelled)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
-	if len(r.GPUNodes) > 0 {
-		fmt.Fprintln(w, "\nGPU nodes:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NODE\tPOOL\tGPUS\tPRODUCT\tTAINTED\tHOST DRIVER\tWHY")
-		for _, g := range r.GPUNodes {
-			count := "?"
-			if g.GPUs > 0 {
-				count = fmt.Sprint(g.GPUs)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Pool, count, orNone(g.Product, "-"), yesNo(g.Tainted),
-				orNone(g.HostDriver, "-"), evidenceList(g.Reasons))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	} else {
+// printGPUNodes writes a table of the GPU nodes and why each counts, or where NFD will find them.
+func printGPUNodes(w io.Writer, r *detect.Result) error {
+	if len(r.GPUNodes) == 0 {
 		fmt.Fprintln(w, "\nGPU nodes: none found yet (no nvidia.com/gpu capacity, NVIDIA PCI label, cloud GPU label or GPU instance type); NFD finds them by PCI vendor 10de")
+		return nil
 	}
+	fmt.Fprintln(w, "\nGPU nodes:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tPOOL\tGPUS\tPRODUCT\tTAINTED\tHOST DRIVER\tWHY")
+	for _, g := range r.GPUNodes {
+		count := "?"
+		if g.GPUs > 0 {
+			count = fmt.Sprint(g.GPUs)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Pool, count, orNone(g.Product, "-"), yesNo(g.Tainted),
+			orNone(g.HostDriver, "-"), evidenceList(g.Reasons))
+	}
+	return tw.Flush()
+}
 
+// printPools writes a table of the node pools, then each pool's notes.
+func printPools(w io.Writer, r *detect.Result) error {
 	fmt.Fprintln(w, "\nNode pools:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  POOL\tNODES\tGPU NODES\tINSTANCE\tOS IMAGE\tKERNEL\tRUNTIME")
 	for _, pl := range r.Pools {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\n", pl.Name, pl.Count, pl.GPUNodes, orNone(pl.InstanceType, "-"),
@@ -88,25 +108,24 @@ func PrintDetection(w io.Writer, r *detect.Result) error {
 			fmt.Fprintf(w, "  %s: %s\n", pl.Name, note)
 		}
 	}
+	return nil
+}
 
+// printInstalled writes what of the GPU stack is already there: NFD, the operator, ClusterPolicies
+// (and which one the operator honours), device plugins, Google's driver installer, DCGM exporters,
+// operands, and nodes with a host driver.
+func printInstalled(w io.Writer, r *detect.Result) error {
 	fmt.Fprintln(w, "\nAlready installed:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	e := r.Existing
-	p = func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("  NFD:\t%s\n", nfdText(e.NFD))
 	p("  GPU operator:\t%s\n", operatorText(e.GPUOperator))
 	if len(e.ClusterPolicies) == 0 {
 		p("  ClusterPolicy:\tnone\n")
 	}
 	for _, cp := range e.ClusterPolicies {
-		state := orNone(cp.State, "no status")
-		if cp.ReadyReason != "" {
-			state += " (" + cp.ReadyReason + ")"
-		}
-		if cp.Name != e.ActiveClusterPolicy {
-			state += ", not honoured"
-		}
-		p("  ClusterPolicy:\t%s: %s\n", cp.Name, state)
+		p("  ClusterPolicy:\t%s: %s\n", cp.Name, clusterPolicyText(cp, e.ActiveClusterPolicy))
 	}
 	if len(e.DevicePlugins) == 0 {
 		p("  Device plugins:\tnone\n")
@@ -128,19 +147,20 @@ func PrintDetection(w io.Writer, r *detect.Result) error {
 		p("  Operands:\t%s\n", strings.Join(names, ", "))
 	}
 	p("  Host driver:\t%s\n", orNone(strings.Join(e.HostDriverNodes, ", "), "no node labelled nvidia.com/gpu.deploy.driver=pre-installed"))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
-	fmt.Fprintf(w, "\nTainting GPU nodes: %s\n", schedulingText(r.Scheduling))
-
-	if len(r.Warnings) > 0 {
-		fmt.Fprintln(w, "\nWarnings:")
-		for _, warn := range r.Warnings {
-			fmt.Fprintf(w, "  - %s\n", warn)
-		}
+// clusterPolicyText is a ClusterPolicy's state and ready reason, and whether the operator honours it
+// (only the active one).
+func clusterPolicyText(cp detect.ClusterPolicy, active string) string {
+	state := orNone(cp.State, "no status")
+	if cp.ReadyReason != "" {
+		state += " (" + cp.ReadyReason + ")"
 	}
-	return nil
+	if cp.Name != active {
+		state += ", not honoured"
+	}
+	return state
 }
 
 func evidenceText(e detect.Evidence) string {
