@@ -216,7 +216,7 @@ func (v *Verify) plan(ctx context.Context, o VerifyOptions, sel labels.Selector)
 }
 
 // earlierSelector selects the pods of every verify run.
-var earlierSelector = labels.Set{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl"}.String()
+const earlierSelector = managedByLabel + "=gpuctl," + VerifyNameLabel + "=" + VerifyName
 
 // earlierPods are the verify pods in ns: under the lock, none is a running verify's, so an earlier
 // run left them (one killed with SIGKILL cannot clean up).
