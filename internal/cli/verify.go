@@ -3,12 +3,15 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -27,28 +30,19 @@ func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobr
 --nodes) that requests one nvidia.com/gpu and runs CUDA's vectorAdd sample, waits for each to finish,
 and reports per node: passed, failed (with the pod's last log lines and events), unschedulable (with
 the scheduler's reason) or timeout. It removes the pods it created on every way out, Ctrl-C included,
-and first removes pods an earlier verify run left behind. It runs under gpuctl's install lock, as
+and first removes pods an earlier verify run left behind (by UID: a pod made meanwhile under the same
+name stays). Every write is planned before the first; --dry-run prints the plan and writes nothing,
+and -o json reports what the run did in the plan's shape. It runs under gpuctl's install lock, as
 install does: while another gpuctl run writes, verify waits (--wait-for-lock) or exits 6 naming it.
 Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 6 another gpuctl
 run holds the lock, 7 nothing installed.`,
 		Example: `  gpuctl verify
+  gpuctl verify --dry-run -o json   # the pods it would delete (with UIDs) and create
   gpuctl verify --nodes nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 -o json
   gpuctl verify --image registry.example.com/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0 --image-pull-secret mirror`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if err := validateTimeout(o.Timeout); err != nil {
-				return err
-			}
-			if _, err := labels.Parse(o.Nodes); err != nil {
-				return usageError{fmt.Errorf("--nodes %q is not a label selector: %w", o.Nodes, err)}
-			}
-			if err := validateImageOptions(&engine.InstallOptions{ImagePullSecrets: o.ImagePullSecrets}); err != nil {
-				return err
-			}
-			if err := validateWaitForLock(o.WaitForLock); err != nil {
+			if err := validateVerify(o, output); err != nil {
 				return err
 			}
 			clients, err := g.clients()
@@ -62,22 +56,7 @@ run holds the lock, 7 nothing installed.`,
 			defer progress.Close()
 			res, err := (&engine.Verify{Clients: clients, Options: o, Sink: progress}).Run(cmd.Context())
 			progress.Close()
-			if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
-				switch {
-				case errors.Is(err, engine.ErrNotInstalled):
-					return notInstalledError{err}
-				case errors.Is(err, engine.ErrNoGPUNodes):
-					return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
-				}
-				return err
-			}
-			if werr := writeResult(streams.Out, output, res, func() error { return ui.PrintVerify(streams.Out, res, ui.DetectStyle(streams.Out, getenv)) }); werr != nil {
-				return werr
-			}
-			if err != nil {
-				return verifyFailedError{err}
-			}
-			return nil
+			return writeVerify(streams.Out, output, res, err, ui.DetectStyle(streams.Out, getenv))
 		},
 	}
 	f := cmd.Flags()
@@ -86,6 +65,72 @@ run holds the lock, 7 nothing installed.`,
 	f.StringVar(&o.Nodes, "nodes", "", "label selector that narrows the GPU nodes to verify (e.g. nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB)")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the workloads to finish")
 	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the operator's namespace to pull --image with (repeatable)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing, take no lock: print the pods verify would delete (with UIDs) and create")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	return cmd
+}
+
+// validateVerify refuses a mistake in verify's command line before any cluster is contacted.
+func validateVerify(o engine.VerifyOptions, output string) error {
+	if err := outputFlag(output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if err := validateTimeout(o.Timeout); err != nil {
+		return err
+	}
+	if _, err := labels.Parse(o.Nodes); err != nil {
+		return usageError{fmt.Errorf("--nodes %q is not a label selector: %w", o.Nodes, err)}
+	}
+	if err := validateImageOptions(&engine.InstallOptions{ImagePullSecrets: o.ImagePullSecrets}); err != nil {
+		return err
+	}
+	return validateWaitForLock(o.WaitForLock)
+}
+
+// writeVerify prints a verify run's result (or its plan, for a dry run) and returns the error that
+// gives its exit code.
+func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error, style ui.Style) error {
+	if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
+		switch {
+		case errors.Is(err, engine.ErrNotInstalled):
+			return notInstalledError{err}
+		case errors.Is(err, engine.ErrNoGPUNodes):
+			return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
+		}
+		return err
+	}
+	if werr := writeResult(w, output, res, func() error {
+		if res.DryRun {
+			printVerifyPlan(w, res.Plan)
+			return nil
+		}
+		return ui.PrintVerify(w, res, style)
+	}); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return verifyFailedError{err}
+	}
+	return nil
+}
+
+// printVerifyPlan writes a verify run's writes for a person.
+func printVerifyPlan(w io.Writer, p *plan.VerifyPlan) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "gpuctl verify would (run %s):\n", p.RunID)
+	for _, d := range p.Delete {
+		fmt.Fprintf(w, "  delete pod %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
+	}
+	secrets := ""
+	if len(p.ImagePullSecrets) > 0 {
+		secrets = ", pulled with " + strings.Join(p.ImagePullSecrets, ", ")
+	}
+	for _, c := range p.Create {
+		fmt.Fprintf(w, "  create pod %s/%s on node %s (image %s%s)\n", c.Namespace, c.Name, c.Node, c.Image, secrets)
+	}
+	for _, name := range p.DeleteAtEnd {
+		fmt.Fprintf(w, "  delete pod %s/%s when the run ends\n", p.Namespace, name)
+	}
 }

@@ -3,11 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // Mistakes in verify's command line are refused before any cluster is contacted.
@@ -21,6 +27,7 @@ func TestVerifyRefusesInputMistakes(t *testing.T) {
 		{"a wrong output format", []string{"-o", "xml"}, "-o must be one of"},
 		{"a timeout that is not positive", []string{"--timeout", "0s"}, "must be positive"},
 		{"an argument", []string{"gpu-1"}, "unknown command"},
+		{"a wrong output format in a dry run", []string{"--dry-run", "-o", "xml"}, "-o must be one of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, nil, append([]string{"verify", "--kubeconfig", "/nonexistent"}, tc.args...)...)
@@ -49,5 +56,82 @@ func TestVerifyExitCodes(t *testing.T) {
 				t.Errorf("exit %d, want %d (%s)", got, tc.want, b.String())
 			}
 		})
+	}
+}
+
+func verifyPlanFixture() *plan.VerifyPlan {
+	return plan.BuildVerify(plan.VerifyInput{Namespace: "gpu-operator", Image: engine.DefaultVerifyImage, ImagePullSecrets: []string{"mirror"},
+		Nodes: []string{"gpu-1", "gpu-2"}, RunID: "1a2b3c",
+		Earlier: []plan.VerifyPodRef{{Namespace: "gpu-operator", Name: "gpuctl-verify-gpu-1-ffffff", UID: "0b5e", Run: "ffffff"}}})
+}
+
+// verify --dry-run prints the plan: for a person, every pod it deletes (with UID and why) and creates;
+// as -o json and -o yaml, a VerifyResult document with dryRun and the plan, matching its schema.
+func TestVerifyDryRunOutput(t *testing.T) {
+	p := verifyPlanFixture()
+	res := &engine.VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, DryRun: true, Plan: p}
+	t.Run("as text it names every pod it deletes and creates", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := writeVerify(&b, "text", res, nil, ui.Style{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"gpuctl verify would (run 1a2b3c):",
+			"  delete pod gpu-operator/gpuctl-verify-gpu-1-ffffff (uid 0b5e; left by an earlier verify run (ffffff))",
+			"  create pod gpu-operator/gpuctl-verify-gpu-1-1a2b3c on node gpu-1 (image " + engine.DefaultVerifyImage + ", pulled with mirror)",
+			"  create pod gpu-operator/gpuctl-verify-gpu-2-1a2b3c on node gpu-2 (image ",
+			"  delete pod gpu-operator/gpuctl-verify-gpu-2-1a2b3c when the run ends",
+		} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("text lacks %q:\n%s", want, b.String())
+			}
+		}
+	})
+	for _, format := range []string{"json", "yaml"} {
+		t.Run("as "+format+" it is a VerifyResult with the plan, matching its schema", func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeVerify(&b, format, res, nil, ui.Style{}); err != nil {
+				t.Fatal(err)
+			}
+			doc := b.Bytes()
+			if format == "yaml" {
+				var err error
+				if doc, err = yaml.YAMLToJSON(doc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			validateDocument(t, doc)
+			var got struct {
+				Kind   string
+				DryRun bool             `json:"dryRun"`
+				Plan   *plan.VerifyPlan `json:"plan"`
+				Done   *plan.VerifyPlan `json:"done"`
+			}
+			if err := json.Unmarshal(doc, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Kind != "VerifyResult" || !got.DryRun || got.Done != nil || !reflect.DeepEqual(got.Plan, p) {
+				t.Errorf("document %s, want the plan %+v", doc, p)
+			}
+		})
+	}
+}
+
+// A run's -o json says what it did in the plan's shape, beside the plan, and matches the schema.
+func TestVerifyRunOutputReportsWhatItDid(t *testing.T) {
+	p := verifyPlanFixture()
+	res := &engine.VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Passed: true, Plan: p, Done: verifyPlanFixture(),
+		Nodes: []engine.NodeVerification{{Node: "gpu-1", Pod: p.Create[0].Name, Outcome: engine.VerifyPassed}, {Node: "gpu-2", Pod: p.Create[1].Name, Outcome: engine.VerifyPassed}}}
+	var b bytes.Buffer
+	if err := writeVerify(&b, "json", res, nil, ui.Style{}); err != nil {
+		t.Fatal(err)
+	}
+	validateDocument(t, b.Bytes())
+	var got engine.VerifyResult
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DryRun || !reflect.DeepEqual(got.Done, p) {
+		t.Errorf("done %+v, want %+v", got.Done, p)
 	}
 }

@@ -3,8 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -39,7 +38,7 @@ const DefaultVerifyImage = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
 // Labels on verify's pods: a later run, or the cleanup of an interrupted one, finds them by these.
 const (
 	VerifyNameLabel = "app.kubernetes.io/name"
-	VerifyName      = "gpuctl-verify"
+	VerifyName      = plan.VerifyName
 	VerifyRunLabel  = "gpuctl.io/verify-run"
 	verifyNodeAnno  = "gpuctl.io/verify-node"
 	managedByLabel  = "app.kubernetes.io/managed-by"
@@ -69,12 +68,15 @@ type VerifyOptions struct {
 	LogLines int64 `json:"-"`
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration `json:"-"`
+	// DryRun makes the plan and returns it: nothing is written, not even the lock.
+	DryRun bool `json:"-"`
 }
 
 // Verify runs one short CUDA workload on every GPU node and reports, per node, whether it ran. It
-// removes the pods it created on every way out, an interrupt included, and first removes the pods an
-// earlier verify run left behind. It creates pods, so it runs under gpuctl's install lock: the pods it
-// removes first are never those of a verify still running, and no install changes the stack under it.
+// plans every write first (plan.VerifyPlan): the pods an earlier verify run left behind, deleted
+// first, and one pod per GPU node, removed on every way out, an interrupt included; the run carries
+// out exactly that. It creates pods, so it runs under gpuctl's install lock: the pods it removes
+// first are never those of a verify still running, and no install changes the stack under it.
 type Verify struct {
 	Clients *kube.Clients
 	Options VerifyOptions
@@ -115,12 +117,20 @@ type VerifyResult struct {
 	RunID     string `json:"runID"`
 	Namespace string `json:"namespace"`
 	Image     string `json:"image"`
+	// DryRun: nothing was written; Plan is what a run would do.
+	DryRun bool `json:"dryRun,omitempty"`
 	// Passed is true when every node passed.
 	Passed bool               `json:"passed"`
 	Nodes  []NodeVerification `json:"nodes"`
-	// RemovedEarlier names the pods of earlier verify runs that this run deleted before it started.
+	// Plan is every write the run decided on before its first.
+	Plan *plan.VerifyPlan `json:"plan,omitempty"`
+	// Done is what the run did, in the plan's shape: the earlier pods it deleted, the pods it created
+	// and those of them it deleted at the end. A run that went as planned has Done equal to Plan.
+	Done *plan.VerifyPlan `json:"done,omitempty"`
+	// RemovedEarlier names the pods of earlier verify runs that this run deleted before it started
+	// (Done.Delete's names).
 	RemovedEarlier []string `json:"removedEarlier,omitempty"`
-	// Removed names the pods this run created and deleted.
+	// Removed names the pods this run created and deleted (Done.DeleteAtEnd).
 	Removed []string `json:"removed,omitempty"`
 }
 
@@ -147,19 +157,49 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
 // when there is no GPU stack, ErrNoGPUNodes when no node is labelled a GPU node, and an ErrInput error
 // for a selector that does not parse or matches no GPU node; those three before anything is written.
+// With DryRun it returns the plan and writes nothing.
 func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 	o := v.Options.withDefaults()
 	sel, err := labels.Parse(o.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --nodes %q: %v", ErrInput, o.Nodes, err)
 	}
-	// Taken before the install record and the nodes are read, and released after the pods are gone.
+	if o.DryRun {
+		p, err := v.plan(ctx, o, sel)
+		if err != nil {
+			return nil, err
+		}
+		return &VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, DryRun: true, Plan: p}, nil
+	}
+	// Taken before the install record, the nodes and the earlier pods are read, and released after
+	// the run's pods are gone.
 	ctx, lk, err := takeLock(ctx, v.Clients, o.WaitForLock, v.Sink)
 	if err != nil {
 		return nil, lockError(err)
 	}
 	defer lk.release(ctx)
 	defer func() { err = lk.lost(err) }()
+	p, err := v.plan(ctx, o, sel)
+	if err != nil {
+		return nil, err
+	}
+	r := newVerifyRun(v, o, p)
+	if err := r.deleteEarlier(ctx); err != nil {
+		return nil, err
+	}
+	defer r.deleteCreated(ctx)
+	if err := r.create(ctx); err != nil {
+		return r.res, err
+	}
+	if err := r.waitAll(ctx); err != nil {
+		return r.res, err
+	}
+	return r.res, r.verdicts(ctx)
+}
+
+// plan reads what verify's plan is made of (the operator's namespace, the GPU nodes, the pods earlier
+// runs left) and makes it.
+func (v *Verify) plan(ctx context.Context, o VerifyOptions, sel labels.Selector) (*plan.VerifyPlan, error) {
 	ns, err := v.namespace(ctx)
 	if err != nil {
 		return nil, err
@@ -168,109 +208,162 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := runID()
+	earlier, err := v.earlierPods(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	res := &VerifyResult{RunID: id, Namespace: ns, Image: o.Image}
-	pods := v.Clients.Kube.CoreV1().Pods(ns)
+	in := plan.VerifyInput{Namespace: ns, Image: o.Image, ImagePullSecrets: o.ImagePullSecrets, Nodes: nodes, Earlier: earlier}
+	in.RunID = plan.VerifyRunID(in)
+	return plan.BuildVerify(in), nil
+}
 
-	// Deletion must happen even when ctx was cancelled: it gets its own bounded context.
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	}
-	earlier := labels.Set{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl"}.String()
-	cctx, cancel := cleanupCtx()
-	res.RemovedEarlier, err = deletePods(cctx, v.Clients.Kube, pods, earlier)
-	cancel()
+// earlierSelector selects the pods of every verify run.
+const earlierSelector = managedByLabel + "=gpuctl," + VerifyNameLabel + "=" + VerifyName
+
+// earlierPods are the verify pods in ns: under the lock, none is a running verify's, so an earlier
+// run left them (one killed with SIGKILL cannot clean up).
+func (v *Verify) earlierPods(ctx context.Context, ns string) ([]plan.VerifyPodRef, error) {
+	list, err := v.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: earlierSelector})
 	if err != nil {
-		return nil, fmt.Errorf("remove the pods of an earlier verify run: %w", err)
+		return nil, fmt.Errorf("list the pods of earlier verify runs in %s: %w", ns, err)
 	}
-	if len(res.RemovedEarlier) > 0 {
-		v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s", len(res.RemovedEarlier), strings.Join(res.RemovedEarlier, ", "))})
+	var out []plan.VerifyPodRef
+	for _, p := range list.Items {
+		out = append(out, plan.VerifyPodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Run: p.Labels[VerifyRunLabel]})
 	}
+	return out, nil
+}
 
-	runSel := labels.Set{VerifyRunLabel: id}.String()
-	defer func() {
-		cctx, cancel := cleanupCtx()
-		defer cancel()
-		removed, derr := deletePods(cctx, v.Clients.Kube, pods, runSel)
-		res.Removed = removed
-		switch {
-		case derr != nil:
-			v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("could not remove every verify pod: %v", derr),
-				Hint: fmt.Sprintf("kubectl delete pods -n %s -l %s", ns, runSel)})
-		case len(removed) > 0:
-			v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(removed), ns)})
+// verifyRun carries out one verify plan and records what it did.
+type verifyRun struct {
+	v    *Verify
+	o    VerifyOptions
+	p    *plan.VerifyPlan
+	pods typedcorev1.PodInterface
+	res  *VerifyResult
+	// created are the run's pods by name: their node's verdict, UID and creation time.
+	created map[string]*createdPod
+}
+
+type createdPod struct {
+	nv      *NodeVerification
+	uid     types.UID
+	started time.Time
+}
+
+func newVerifyRun(v *Verify, o VerifyOptions, p *plan.VerifyPlan) *verifyRun {
+	done := &plan.VerifyPlan{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, ImagePullSecrets: p.ImagePullSecrets}
+	return &verifyRun{v: v, o: o, p: p, pods: v.Clients.Kube.CoreV1().Pods(p.Namespace), created: map[string]*createdPod{},
+		res: &VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Plan: p, Done: done}}
+}
+
+// cleanupContext bounds a deletion that must happen even when ctx was cancelled (Ctrl-C).
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// deleteEarlier deletes the plan's earlier pods, each only while it has the UID planned, and waits
+// until they are gone (they may hold a GPU).
+func (r *verifyRun) deleteEarlier(ctx context.Context) error {
+	if len(r.p.Delete) == 0 {
+		return nil
+	}
+	var targets []podTarget
+	for _, d := range r.p.Delete {
+		targets = append(targets, podTarget{name: d.Name, uid: d.UID})
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	deleted, err := deletePods(cctx, r.v.Clients.Kube, r.pods, earlierSelector, targets, r.skipped)
+	for _, d := range r.p.Delete {
+		if slices.Contains(deleted, d.Name) {
+			r.res.Done.Delete = append(r.res.Done.Delete, d)
+			r.res.RemovedEarlier = append(r.res.RemovedEarlier, d.Name)
 		}
-	}()
+	}
+	if err != nil {
+		return fmt.Errorf("remove the pods of an earlier verify run: %w", err)
+	}
+	if n := len(r.res.RemovedEarlier); n > 0 {
+		r.v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s", n, strings.Join(r.res.RemovedEarlier, ", "))})
+	}
+	return nil
+}
 
-	createTitle := fmt.Sprintf("Start a GPU workload on %d GPU node(s)", len(nodes))
-	v.emit(event.Event{Type: event.StepStarted, Step: "create", Title: createTitle})
-	created := map[string]*NodeVerification{}
-	started := map[string]time.Time{}
-	for _, n := range nodes {
-		p := verifyPod(ns, id, n, o)
-		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
+// skipped says that a planned deletion did not happen, and why.
+func (r *verifyRun) skipped(name, why string) {
+	r.v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("left pod %s/%s alone: %s", r.p.Namespace, name, why)})
+}
+
+// deleteCreated deletes the run's pods, on every way out: those of the plan's DeleteAtEnd that carry
+// this run's label, by the UIDs they have.
+func (r *verifyRun) deleteCreated(ctx context.Context) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	runSel := labels.Set{VerifyRunLabel: r.p.RunID}.String()
+	list, err := r.pods.List(cctx, metav1.ListOptions{LabelSelector: runSel})
+	var targets []podTarget
+	if err == nil {
+		for _, p := range list.Items {
+			if slices.Contains(r.p.DeleteAtEnd, p.Name) {
+				targets = append(targets, podTarget{name: p.Name, uid: p.UID})
 			}
-			return res, fmt.Errorf("create pod %s/%s: %w", ns, p.Name, err)
 		}
-		created[p.Name] = &NodeVerification{Node: n, Pod: p.Name}
-		started[p.Name] = time.Now()
+		var deleted []string
+		deleted, err = deletePods(cctx, r.v.Clients.Kube, r.pods, runSel, targets, r.skipped)
+		for _, name := range r.p.DeleteAtEnd {
+			if slices.Contains(deleted, name) {
+				r.res.Done.DeleteAtEnd = append(r.res.Done.DeleteAtEnd, name)
+			}
+		}
+		r.res.Removed = r.res.Done.DeleteAtEnd
 	}
-	v.emit(event.Event{Type: event.StepSucceeded, Step: "create", Title: createTitle, Message: fmt.Sprintf("created %d pod(s) in %s", len(created), ns)})
+	switch {
+	case err != nil:
+		r.v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("could not remove every verify pod: %v", err),
+			Hint: fmt.Sprintf("kubectl delete pods -n %s -l %s", r.p.Namespace, runSel)})
+	case len(r.res.Removed) > 0:
+		r.v.emit(event.Event{Type: event.Info, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(r.res.Removed), r.p.Namespace)})
+	}
+}
 
-	v.emit(event.Event{Type: event.StepStarted, Step: "wait", Title: "Wait for the GPU workloads"})
-	werr := v.wait(ctx, v.Clients.Kube, pods, runSel, o.Timeout, created, started)
+// create creates the plan's pods.
+func (r *verifyRun) create(ctx context.Context) error {
+	title := fmt.Sprintf("Start a GPU workload on %d GPU node(s)", len(r.p.Create))
+	r.v.emit(event.Event{Type: event.StepStarted, Step: "create", Title: title})
+	for _, pp := range r.p.Create {
+		made, err := r.pods.Create(ctx, verifyPod(r.p, pp), metav1.CreateOptions{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("create pod %s/%s: %w", pp.Namespace, pp.Name, err)
+		}
+		r.created[pp.Name] = &createdPod{nv: &NodeVerification{Node: pp.Node, Pod: pp.Name}, uid: made.UID, started: time.Now()}
+		r.res.Done.Create = append(r.res.Done.Create, pp)
+	}
+	r.v.emit(event.Event{Type: event.StepSucceeded, Step: "create", Title: title, Message: fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)})
+	return nil
+}
+
+const waitTitle = "Wait for the GPU workloads"
+
+// waitAll waits for every pod's verdict, up to the timeout; an interrupt ends it with ctx's error.
+func (r *verifyRun) waitAll(ctx context.Context) error {
+	r.v.emit(event.Event{Type: event.StepStarted, Step: "wait", Title: waitTitle})
+	err := r.wait(ctx)
 	if ctx.Err() != nil {
 		msg := "interrupted; removing the verify pods"
 		if !interrupted(ctx) {
 			msg = fmt.Sprintf("stopped (%v); removing the verify pods", context.Cause(ctx))
 		}
-		v.emit(event.Event{Type: event.StepInterrupted, Step: "wait", Title: "Wait for the GPU workloads", Message: msg})
-		return res, ctx.Err()
+		r.v.emit(event.Event{Type: event.StepInterrupted, Step: "wait", Title: waitTitle, Message: msg})
+		return ctx.Err()
 	}
-	if werr != nil && !errors.Is(werr, context.DeadlineExceeded) {
-		return res, werr
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	for _, nv := range created {
-		switch {
-		case nv.Outcome == "" && strings.HasPrefix(nv.Reason, unschedulablePrefix):
-			nv.Outcome = VerifyUnschedulable
-			nv.Reason = strings.TrimPrefix(nv.Reason, unschedulablePrefix)
-			nv.Duration = plan.Duration(o.Timeout)
-		case nv.Outcome == "":
-			nv.Outcome = VerifyTimeout
-			nv.Reason = strings.TrimSpace(fmt.Sprintf("not finished after %s; %s", o.Timeout, nv.Reason))
-			nv.Duration = plan.Duration(o.Timeout)
-		}
-		if nv.Outcome != VerifyPassed {
-			v.collect(ctx, pods, ns, nv, o.LogLines)
-		}
-	}
-	res.Passed = true
-	for _, n := range nodes {
-		for _, nv := range created {
-			if nv.Node == n {
-				res.Nodes = append(res.Nodes, *nv)
-				res.Passed = res.Passed && nv.Outcome == VerifyPassed
-			}
-		}
-	}
-	failed := 0
-	for _, nv := range res.Nodes {
-		if nv.Outcome != VerifyPassed {
-			failed++
-		}
-	}
-	if failed > 0 {
-		v.emit(event.Event{Type: event.StepFailed, Step: "wait", Title: "Wait for the GPU workloads", Err: fmt.Sprintf("%d/%d GPU node(s) did not pass", failed, len(res.Nodes))})
-		return res, fmt.Errorf("%w: %d of %d GPU node(s) did not pass", ErrVerifyFailed, failed, len(res.Nodes))
-	}
-	v.emit(event.Event{Type: event.StepSucceeded, Step: "wait", Title: "Wait for the GPU workloads", Message: fmt.Sprintf("%d/%d GPU node(s) passed", len(res.Nodes), len(res.Nodes))})
-	return res, nil
+	return nil
 }
 
 // unschedulablePrefix marks a pending pod's reason as the scheduler's: the outcome is unschedulable,
@@ -279,58 +372,96 @@ const unschedulablePrefix = "unschedulable: "
 
 // wait watches the run's pods until each has a verdict or the timeout passes. An unschedulable pod is
 // no verdict yet: the scheduler retries, and a GPU busy with another pod frees up.
-func (v *Verify) wait(ctx context.Context, client kubernetes.Interface, pods typedcorev1.PodInterface, sel string, timeout time.Duration, created map[string]*NodeVerification, started map[string]time.Time) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+func (r *verifyRun) wait(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
-	total := len(created)
-	done := func() (int, []string) {
-		d, pending := 0, []string{}
-		for _, nv := range created {
-			if nv.Outcome != "" {
-				d++
-			} else {
-				pending = append(pending, nv.Node)
-			}
-		}
-		slices.Sort(pending)
-		return d, pending
-	}
-	lw := podListWatch(client, pods, sel)
+	lw := podListWatch(r.v.Clients.Kube, r.pods, labels.Set{VerifyRunLabel: r.p.RunID}.String())
 	_, err := watchtools.UntilWithSync(wctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {
 			return false, nil
 		}
-		nv := created[p.Name]
-		if nv == nil || nv.Outcome != "" {
+		c := r.created[p.Name]
+		if c == nil || c.nv.Outcome != "" || p.UID != c.uid {
 			return false, nil
 		}
-		before := nv.Reason
+		nv, before := c.nv, c.nv.Reason
 		if ev.Type == watch.Deleted {
 			nv.Outcome, nv.Reason = VerifyFailed, "the pod was deleted before it finished"
 		} else {
 			nv.Outcome, nv.Reason = podVerdict(p)
 		}
 		if nv.Outcome != "" {
-			nv.Duration = plan.Duration(time.Since(started[p.Name]).Round(time.Millisecond))
+			nv.Duration = plan.Duration(time.Since(c.started).Round(time.Millisecond))
 		}
-		d, pending := done()
+		done, pending := r.progress()
 		if nv.Outcome != "" || nv.Reason != before {
-			msg := fmt.Sprintf("%s: %s", nv.Node, nv.Outcome)
-			if nv.Outcome == "" {
-				msg = fmt.Sprintf("%s: %s (waiting)", nv.Node, nv.Reason)
-			} else if nv.Reason != "" {
-				msg += ": " + nv.Reason
-			}
-			v.emit(event.Event{Type: event.StepProgress, Step: "wait", Title: "Wait for the GPU workloads", Message: msg, Done: d, Total: total, Pending: pending})
+			r.v.emit(event.Event{Type: event.StepProgress, Step: "wait", Title: waitTitle, Message: progressMessage(nv), Done: done, Total: len(r.created), Pending: pending})
 		}
-		return d == total, nil
+		return done == len(r.created), nil
 	})
 	if err != nil && wctx.Err() != nil {
 		// watchtools reports any end of its context as "timed out waiting for the condition".
 		return wctx.Err()
 	}
 	return err
+}
+
+// progress counts the pods with a verdict and names the nodes still pending.
+func (r *verifyRun) progress() (int, []string) {
+	done, pending := 0, []string{}
+	for _, c := range r.created {
+		if c.nv.Outcome != "" {
+			done++
+		} else {
+			pending = append(pending, c.nv.Node)
+		}
+	}
+	slices.Sort(pending)
+	return done, pending
+}
+
+func progressMessage(nv *NodeVerification) string {
+	switch {
+	case nv.Outcome == "":
+		return fmt.Sprintf("%s: %s (waiting)", nv.Node, nv.Reason)
+	case nv.Reason != "":
+		return fmt.Sprintf("%s: %s: %s", nv.Node, nv.Outcome, nv.Reason)
+	}
+	return fmt.Sprintf("%s: %s", nv.Node, nv.Outcome)
+}
+
+// verdicts gives each pod still without a verdict its outcome at the timeout, adds what a pod that
+// did not pass left (logs, events), and reports the nodes in plan order.
+func (r *verifyRun) verdicts(ctx context.Context) error {
+	res := r.res
+	res.Passed = true
+	failed := 0
+	for _, pp := range r.p.Create {
+		c := r.created[pp.Name]
+		nv := c.nv
+		switch {
+		case nv.Outcome == "" && strings.HasPrefix(nv.Reason, unschedulablePrefix):
+			nv.Outcome, nv.Reason = VerifyUnschedulable, strings.TrimPrefix(nv.Reason, unschedulablePrefix)
+			nv.Duration = plan.Duration(r.o.Timeout)
+		case nv.Outcome == "":
+			nv.Outcome = VerifyTimeout
+			nv.Reason = strings.TrimSpace(fmt.Sprintf("not finished after %s; %s", r.o.Timeout, nv.Reason))
+			nv.Duration = plan.Duration(r.o.Timeout)
+		}
+		if nv.Outcome != VerifyPassed {
+			r.collect(ctx, c)
+			failed++
+			res.Passed = false
+		}
+		res.Nodes = append(res.Nodes, *nv)
+	}
+	if failed > 0 {
+		r.v.emit(event.Event{Type: event.StepFailed, Step: "wait", Title: waitTitle, Err: fmt.Sprintf("%d/%d GPU node(s) did not pass", failed, len(res.Nodes))})
+		return fmt.Errorf("%w: %d of %d GPU node(s) did not pass", ErrVerifyFailed, failed, len(res.Nodes))
+	}
+	r.v.emit(event.Event{Type: event.StepSucceeded, Step: "wait", Title: waitTitle, Message: fmt.Sprintf("%d/%d GPU node(s) passed", len(res.Nodes), len(res.Nodes))})
+	return nil
 }
 
 // podVerdict reads a pod's state: an outcome when it has one, else what it waits on.
@@ -379,31 +510,41 @@ func terminatedReason(container string, t *corev1.ContainerStateTerminated) stri
 
 // collect adds a node's last log lines and its pod's events; what cannot be read is left out, since
 // a pod that never started has no logs.
-func (v *Verify) collect(ctx context.Context, pods typedcorev1.PodInterface, ns string, nv *NodeVerification, lines int64) {
-	if nv.Outcome == VerifyFailed {
-		if rc, err := pods.GetLogs(nv.Pod, &corev1.PodLogOptions{Container: verifyContainer, TailLines: &lines}).Stream(ctx); err == nil {
-			sc := bufio.NewScanner(io.LimitReader(rc, 64<<10))
-			for sc.Scan() {
-				if l := strings.TrimRight(sc.Text(), "\r"); l != "" {
-					nv.Logs = append(nv.Logs, l)
-				}
-			}
-			_ = rc.Close()
-		}
+func (r *verifyRun) collect(ctx context.Context, c *createdPod) {
+	if c.nv.Outcome == VerifyFailed {
+		c.nv.Logs = r.logs(ctx, c.nv.Pod)
 	}
-	evs, err := v.Clients.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + nv.Pod})
+	// By UID: a pod of an earlier run may have had the same name, and its events last an hour.
+	evs, err := r.v.Clients.Kube.CoreV1().Events(r.p.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.uid=" + string(c.uid)})
 	if err != nil {
 		return
 	}
 	items := evs.Items
 	slices.SortStableFunc(items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	for _, e := range items {
-		if e.InvolvedObject.Name != nv.Pod {
+		if e.InvolvedObject.Name != c.nv.Pod || e.InvolvedObject.UID != c.uid {
 			continue
 		}
-		nv.Events = append(nv.Events, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, strings.TrimSpace(e.Message)))
+		c.nv.Events = append(c.nv.Events, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, strings.TrimSpace(e.Message)))
 	}
+}
+
+// logs are a pod's last log lines (nil when they cannot be read).
+func (r *verifyRun) logs(ctx context.Context, pod string) []string {
+	rc, err := r.pods.GetLogs(pod, &corev1.PodLogOptions{Container: verifyContainer, TailLines: &r.o.LogLines}).Stream(ctx)
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	var out []string
+	sc := bufio.NewScanner(io.LimitReader(rc, 64<<10))
+	for sc.Scan() {
+		if l := strings.TrimRight(sc.Text(), "\r"); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func eventTime(e corev1.Event) time.Time {
@@ -416,38 +557,62 @@ func eventTime(e corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// deletePods deletes the pods sel selects and waits, with a watch, until they are gone; it returns
-// their names.
-func deletePods(ctx context.Context, client kubernetes.Interface, pods typedcorev1.PodInterface, sel string) ([]string, error) {
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
+// podTarget is a pod to delete: by name, only while it has this UID.
+type podTarget struct {
+	name string
+	uid  types.UID
+}
+
+// deletePods deletes the targets, each with a UID precondition, and waits, with a watch on the pods
+// sel selects, until they are gone; it returns the names it deleted. A target already gone, or
+// replaced meanwhile by another pod of the same name, is not deleted: skipped says which and why.
+func deletePods(ctx context.Context, client kubernetes.Interface, pods typedcorev1.PodInterface, sel string, targets []podTarget, skipped func(name, why string)) ([]string, error) {
 	var names []string
-	for _, p := range list.Items {
-		if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return names, fmt.Errorf("delete pod %s: %w", p.Name, err)
+	uids := map[types.UID]bool{}
+	for _, t := range targets {
+		uid := t.uid
+		err := pods.Delete(ctx, t.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case apierrors.IsNotFound(err):
+			skipped(t.name, "already gone")
+			continue
+		case apierrors.IsConflict(err):
+			skipped(t.name, fmt.Sprintf("it is no longer the pod planned (uid %s): another was made under its name", t.uid))
+			continue
+		case err != nil:
+			return names, fmt.Errorf("delete pod %s: %w", t.name, err)
 		}
-		names = append(names, p.Name)
+		names = append(names, t.name)
+		uids[t.uid] = true
 	}
 	if len(names) == 0 {
 		return nil, nil
 	}
-	slices.Sort(names)
-	lw := podListWatch(client, pods, sel)
-	gone := func(store cache.Store) bool { return len(store.ListKeys()) == 0 }
+	if err := waitGone(ctx, client, pods, sel, uids); err != nil {
+		return names, fmt.Errorf("wait for pods %s to go: %w", strings.Join(names, ", "), err)
+	}
+	return names, nil
+}
+
+// waitGone waits, with a watch on the pods sel selects, until none of them has one of uids.
+func waitGone(ctx context.Context, client kubernetes.Interface, pods typedcorev1.PodInterface, sel string, uids map[types.UID]bool) error {
+	gone := func(store cache.Store) bool {
+		for _, o := range store.List() {
+			if p, ok := o.(*corev1.Pod); ok && uids[p.UID] {
+				return false
+			}
+		}
+		return true
+	}
 	var store cache.Store
-	_, err = watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(s cache.Store) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, podListWatch(client, pods, sel), &corev1.Pod{}, func(s cache.Store) (bool, error) {
 		store = s
 		return gone(s), nil
 	}, func(watch.Event) (bool, error) {
 		// The store already reflects the event when the condition runs.
 		return gone(store), nil
 	})
-	if err != nil {
-		return names, fmt.Errorf("wait for pods %s to go: %w", strings.Join(names, ", "), err)
-	}
-	return names, nil
+	return err
 }
 
 // podListWatch lists and watches the pods sel selects. The reflector is told whether the client can
@@ -513,23 +678,23 @@ func (v *Verify) gpuNodes(ctx context.Context, sel labels.Selector, selText stri
 
 // verifyPod is the workload for one node: pinned to it by node affinity (so the scheduler, not the
 // pod, decides whether it fits, and says why when it does not), tolerating the GPU taint, one GPU.
-func verifyPod(ns, id, node string, o VerifyOptions) *corev1.Pod {
+func verifyPod(p *plan.VerifyPlan, pp plan.VerifyPod) *corev1.Pod {
 	no := false
 	grace := int64(5)
 	var secrets []corev1.LocalObjectReference
-	for _, s := range o.ImagePullSecrets {
+	for _, s := range p.ImagePullSecrets {
 		secrets = append(secrets, corev1.LocalObjectReference{Name: s})
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      verifyPodName(node, id),
-			Namespace: ns,
+			Name:      pp.Name,
+			Namespace: pp.Namespace,
 			Labels: map[string]string{
 				VerifyNameLabel: VerifyName,
 				managedByLabel:  "gpuctl",
-				VerifyRunLabel:  id,
+				VerifyRunLabel:  p.RunID,
 			},
-			Annotations: map[string]string{verifyNodeAnno: node},
+			Annotations: map[string]string{verifyNodeAnno: pp.Node},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
@@ -538,13 +703,13 @@ func verifyPod(ns, id, node string, o VerifyOptions) *corev1.Pod {
 			ImagePullSecrets:              secrets,
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{pp.Node}}},
 				}}},
 			}},
 			Tolerations: []corev1.Toleration{{Key: plan.TaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffect(plan.TaintEffect)}},
 			Containers: []corev1.Container{{
 				Name:  verifyContainer,
-				Image: o.Image,
+				Image: pp.Image,
 				Resources: corev1.ResourceRequirements{
 					Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
 				},
@@ -556,26 +721,4 @@ func verifyPod(ns, id, node string, o VerifyOptions) *corev1.Pod {
 			}},
 		},
 	}
-}
-
-// verifyPodName is gpuctl-verify-<node>-<run>, the node's name cut so the whole stays a valid
-// 63-character hostname.
-func verifyPodName(node, id string) string {
-	prefix := VerifyName + "-"
-	room := 63 - len(prefix) - 1 - len(id)
-	n := strings.ToLower(node)
-	if len(n) > room {
-		n = n[:room]
-	}
-	n = strings.TrimRight(strings.ReplaceAll(n, ".", "-"), "-")
-	return prefix + n + "-" + id
-}
-
-// runID is a short random ID for one run.
-func runID() (string, error) {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }

@@ -3,19 +3,25 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -61,17 +67,37 @@ func verifyCluster(t *testing.T, behaviour map[string]kubelet, objs ...runtime.O
 	if err := record.Write(t.Context(), kc, &record.Record{Namespace: "gpu-operator"}); err != nil {
 		t.Fatal(err)
 	}
+	uids := 0
 	kc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		// As the API server does: every object gets a UID of its own.
+		uids++
+		p.UID = types.UID(fmt.Sprintf("uid-%d-%s", uids, p.Name))
 		if b := behaviour[p.Annotations[verifyNodeAnno]]; b != nil {
 			b(p)
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
 			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: p.Name + ".1", Namespace: p.Namespace},
-				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: p.Name, Namespace: p.Namespace}, Type: "Warning", Reason: "Seen", Message: "event of " + p.Name}
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: p.Name, Namespace: p.Namespace, UID: p.UID}, Type: "Warning", Reason: "Seen", Message: "event of " + p.Name}
 			if err := kc.Tracker().Add(ev); err != nil {
 				t.Error(err)
 			}
+		}
+		return false, nil, nil
+	})
+	// The fake's tracker ignores preconditions; the API server refuses a delete whose UID differs.
+	kc.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		pre := d.GetDeleteOptions().Preconditions
+		if pre == nil || pre.UID == nil {
+			return false, nil, nil
+		}
+		o, err := kc.Tracker().Get(a.GetResource(), a.GetNamespace(), d.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if uid := o.(*corev1.Pod).UID; uid != *pre.UID {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), d.GetName(), fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, uid))
 		}
 		return false, nil, nil
 	})
@@ -92,7 +118,7 @@ func verifyPodsLeft(t *testing.T, kc *fake.Clientset) []string {
 }
 
 func TestVerify(t *testing.T) {
-	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator",
+	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
 		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
 	for _, tc := range []struct {
 		name      string
@@ -197,6 +223,9 @@ func TestVerify(t *testing.T) {
 			if len(res.Removed) != len(tc.want) || len(res.RemovedEarlier) != tc.earlier {
 				t.Errorf("removed %v and earlier %v; want %d and %d", res.Removed, res.RemovedEarlier, len(tc.want), tc.earlier)
 			}
+			if !reflect.DeepEqual(res.Done, res.Plan) {
+				t.Errorf("the run did %+v, planned %+v", res.Done, res.Plan)
+			}
 		})
 	}
 }
@@ -232,14 +261,92 @@ func TestVerifyNotInstalled(t *testing.T) {
 	}
 }
 
-func TestVerifyPodName(t *testing.T) {
-	for _, tc := range []struct{ node, want string }{
-		{"gpu-worker-1", "gpuctl-verify-gpu-worker-1-abc123"},
-		{"ip-10-0-1-23.eu-west-1.compute.internal", "gpuctl-verify-ip-10-0-1-23-eu-west-1-compute-internal-abc123"},
-		{strings.Repeat("n", 80), "gpuctl-verify-" + strings.Repeat("n", 42) + "-abc123"},
-	} {
-		if got := verifyPodName(tc.node, "abc123"); got != tc.want || len(got) > 63 {
-			t.Errorf("verifyPodName(%q) = %q (%d), want %q", tc.node, got, len(got), tc.want)
+// writes are the actions of a fake cluster that change something.
+func writes(kc *fake.Clientset) []string {
+	var out []string
+	for _, a := range kc.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace())
 		}
+	}
+	return out
+}
+
+// A dry run writes nothing, not even the lock's Lease, and lists exactly what the run then does.
+func TestVerifyDryRunIsTheRun(t *testing.T) {
+	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
+		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds, "gpu-2": succeeds}, gpuNode("gpu-1", nil), gpuNode("gpu-2", nil), leftover)
+	kc.ClearActions()
+	clients := &kube.Clients{Kube: kc, Namespace: "gpu-operator"}
+	dry, err := (&Verify{Clients: clients, Options: VerifyOptions{DryRun: true, ImagePullSecrets: []string{"mirror"}}}).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := writes(kc); len(w) > 0 {
+		t.Errorf("the dry run wrote: %v", w)
+	}
+	p := dry.Plan
+	if !dry.DryRun || p == nil || dry.Done != nil || dry.RunID != p.RunID {
+		t.Fatalf("dry run result %+v", dry)
+	}
+	want := []plan.VerifyDeletion{{Namespace: "gpu-operator", Name: leftover.Name, UID: leftover.UID, Why: "left by an earlier verify run (ffffff)"}}
+	if !reflect.DeepEqual(p.Delete, want) {
+		t.Errorf("plan deletes %+v, want %+v", p.Delete, want)
+	}
+	if len(p.Create) != 2 || p.Create[0].Node != "gpu-1" || p.Create[1].Node != "gpu-2" || !slices.Equal(p.ImagePullSecrets, []string{"mirror"}) {
+		t.Errorf("plan creates %+v with secrets %v", p.Create, p.ImagePullSecrets)
+	}
+
+	res, err := (&Verify{Clients: clients, Options: VerifyOptions{ImagePullSecrets: []string{"mirror"}}}).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Done, p) {
+		t.Errorf("the run did %+v, the dry run listed %+v", res.Done, p)
+	}
+	if !slices.Equal(res.RemovedEarlier, []string{leftover.Name}) || !slices.Equal(res.Removed, p.DeleteAtEnd) {
+		t.Errorf("removed earlier %v and at the end %v", res.RemovedEarlier, res.Removed)
+	}
+}
+
+// A pod replaced under the name of a planned one between the plan and the delete (someone else's) is
+// left alone, and the run says so: the delete carries the planned UID as a precondition.
+func TestVerifyLeavesAReplacedPodAlone(t *testing.T) {
+	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
+		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil), leftover)
+	replaced := false
+	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if replaced || a.(k8stesting.ListAction).GetListRestrictions().Labels.Empty() {
+			return false, nil, nil
+		}
+		// The plan sees the leftover; right after, someone replaces it with a pod of their own.
+		replaced = true
+		list := &corev1.PodList{Items: []corev1.Pod{*leftover.DeepCopy()}}
+		other := leftover.DeepCopy()
+		other.UID = "uid-someone-elses"
+		if err := kc.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), other, other.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		return true, list, nil
+	})
+	var msgs []string
+	res, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"},
+		Sink: event.SinkFunc(func(e event.Event) { msgs = append(msgs, e.Message) })}).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Delete) != 1 || len(res.Done.Delete) != 0 || len(res.RemovedEarlier) != 0 {
+		t.Errorf("planned %+v, deleted %+v (%v); want the replaced pod left alone", res.Plan.Delete, res.Done.Delete, res.RemovedEarlier)
+	}
+	o, err := kc.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "gpu-operator", leftover.Name)
+	if err != nil || o.(*corev1.Pod).UID != "uid-someone-elses" {
+		t.Errorf("the other pod: %v, %v", o, err)
+	}
+	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "left pod gpu-operator/"+leftover.Name+" alone") }) {
+		t.Errorf("no event says the pod was left alone: %q", msgs)
 	}
 }
