@@ -111,5 +111,5 @@ func writeYAML(w io.Writer, v any) error {
 // describes each (internal/cli/schema_test.go keeps them current).
 func documents() []any {
 	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{},
-		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{}}
+		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.TaintResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{}}
 }

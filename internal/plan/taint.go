@@ -50,6 +50,9 @@ type TaintOptions struct {
 	PolicyAvailable bool
 	// Own are the namespaces gpuctl installs into: what runs there is gpuctl's and planned separately.
 	Own []string
+	// NoPolicy, when set, says why gpuctl's policy is not available, in place of "on this platform
+	// gpuctl cannot install" (gpuctl taint installs nothing: only a policy already in force counts).
+	NoPolicy string
 }
 
 // TaintDecision is whether gpuctl taints the GPU nodes, why, and what that means for what runs.
@@ -63,6 +66,9 @@ type TaintDecision struct {
 	Policy     bool
 	// Why is the reason for the taint, when it runs.
 	Why string
+	// Default is, when Force overrode it, why gpuctl would not have tainted by default (Skip's
+	// reason without the flag that overrides it).
+	Default string
 	// Workloads are the workloads the taint concerns; Stranded lists those it would strand.
 	Workloads []TaintWorkload
 	Stranded  []TaintWorkload
@@ -99,16 +105,19 @@ func DecideTaint(det *detect.Result, o TaintOptions) TaintDecision {
 		d.Toleration, d.Policy = TolerationPolicy, true
 	}
 	switch {
+	case det.Scheduling.AllSchedulableGPU:
+		d.Default = "every schedulable node is a GPU node, so pods that do not tolerate " + TaintKey + " would have nowhere to run " +
+			"(GKE, too, taints GPU nodes only in clusters that also have nodes without GPUs)"
+	case d.Toleration == "":
+		d.Default = noTolerationReason(a, o) + ": GPU pods would need " + gpuTolerationText +
+			" in their spec to run on tainted GPU nodes"
+	}
+	switch {
 	case o.Force:
 		d.Why = "--taint"
-	case det.Scheduling.AllSchedulableGPU:
-		d.Skip = "every schedulable node is a GPU node, so pods that do not tolerate " + TaintKey + " would have nowhere to run " +
-			"(GKE, too, taints GPU nodes only in clusters that also have nodes without GPUs); --taint taints them anyway"
+	case d.Default != "":
+		d.Skip, d.Default = d.Default+"; --taint taints them anyway", ""
 		d.Toleration, d.Policy = "", false
-		return d
-	case d.Toleration == "":
-		d.Skip = noTolerationReason(a, o.PolicyAvailable) + ": GPU pods would need " + gpuTolerationText +
-			" in their spec to run on tainted GPU nodes; --taint taints them anyway"
 		return d
 	}
 	d.Taint = true
@@ -149,13 +158,15 @@ func joinWhy(a, b string) string {
 }
 
 // noTolerationReason says why nothing would add the toleration.
-func noTolerationReason(a detect.Admission, policyAvailable bool) string {
+func noTolerationReason(a detect.Admission, o TaintOptions) string {
 	plugin := "the API server does not add the GPU toleration to pods that request GPUs (ExtendedResourceToleration is off)"
 	if a.GPUToleration == nil {
 		plugin = "gpuctl could not find out whether the API server adds the GPU toleration to pods that request GPUs (its dry-run pod was refused)"
 	}
 	switch {
-	case !policyAvailable:
+	case !o.PolicyAvailable && o.NoPolicy != "":
+		return plugin + ", and " + o.NoPolicy
+	case !o.PolicyAvailable:
 		return plugin + ", and on this platform gpuctl cannot install a MutatingAdmissionPolicy in its place"
 	case a.MutatingAdmissionPolicy == nil:
 		return plugin + ", and whether the cluster serves MutatingAdmissionPolicy is not known"

@@ -206,3 +206,46 @@ func TestTaintStepNamesTheWorkloads(t *testing.T) {
 		t.Errorf("taint step's why %q does not name the workload", why)
 	}
 }
+
+// gpuctl taint asks DecideTaint with Force, as install's --taint: what install would not do by default
+// is its Default (without install's flag), and only a policy already in force counts (NoPolicy says so).
+func TestDecideTaintDefault(t *testing.T) {
+	off := &detect.Finding{}
+	served := &detect.Finding{Detected: true}
+	tests := []struct {
+		name        string
+		det         *detect.Result
+		o           TaintOptions
+		wantDefault string // a part of it; "" for none
+	}{
+		{"where install would taint there is no default to override", detection("gke", func(r *detect.Result) {
+			r.Admission = detect.Admission{GPUToleration: served}
+		}), TaintOptions{Force: true}, ""},
+		{"every schedulable node a GPU node", detection("k3s", func(r *detect.Result) {
+			r.Admission = detect.Admission{GPUToleration: served}
+			r.Scheduling.AllSchedulableGPU = true
+		}), TaintOptions{Force: true}, "every schedulable node is a GPU node"},
+		{"nothing adds the toleration: the policy is not in force", detection("kubeadm", func(r *detect.Result) {
+			r.Admission = detect.Admission{GPUToleration: off, MutatingAdmissionPolicy: served}
+		}), TaintOptions{Force: true, NoPolicy: "gpuctl's MutatingAdmissionPolicy is not in force"}, "and gpuctl's MutatingAdmissionPolicy is not in force: GPU pods would need {key: nvidia.com/gpu"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideTaint(tc.det, tc.o)
+			if !d.Taint || d.Skip != "" {
+				t.Fatalf("forced: taint %v, skip %q", d.Taint, d.Skip)
+			}
+			if (tc.wantDefault == "") != (d.Default == "") || !strings.Contains(d.Default, tc.wantDefault) {
+				t.Errorf("default %q, want it to say %q", d.Default, tc.wantDefault)
+			}
+			if strings.Contains(d.Default, "--taint") {
+				t.Errorf("default %q names install's flag", d.Default)
+			}
+			o := tc.o
+			o.Force = false
+			if u := DecideTaint(tc.det, o); d.Default != "" && u.Skip != d.Default+"; --taint taints them anyway" {
+				t.Errorf("unforced skip %q, forced default %q: not the same reason", u.Skip, d.Default)
+			}
+		})
+	}
+}

@@ -64,23 +64,27 @@ func (t *Taint) Run(ctx context.Context, nodeNames []string) (Result, error) {
 		}
 	}
 	r := runner{client: t.Client, concurrency: t.Concurrency, dryRun: t.DryRun, onNode: t.OnNode, verb: "taint"}
-	return r.run(ctx, names, nodes, func(node *corev1.Node) (change, error) {
-		return planTaint(node, want)
+	return r.run(ctx, names, nodes, func(node *corev1.Node) (Change, error) {
+		return PlanTaint(node, want)
 	})
 }
 
-func planTaint(node *corev1.Node, want corev1.Taint) (change, error) {
+// PlanTaint decides what Taint does to node (as read) to add want: add it and record it, or nothing
+// where the node already has a taint with want's key and effect (Change.Existing). It is pure.
+func PlanTaint(node *corev1.Node, want corev1.Taint) (Change, error) {
 	// Read the record first even when there is nothing to add: a broken record means someone edited it, and
 	// Untaint would refuse the node later, so say so now.
 	added, err := Added(node)
 	if err != nil {
-		return change{}, err
+		return Change{}, err
 	}
-	if indexKeyEffect(node.Spec.Taints, want) >= 0 {
-		return change{action: ActionAlreadyPresent}, nil
+	if i := indexKeyEffect(node.Spec.Taints, want); i >= 0 {
+		existing := node.Spec.Taints[i]
+		existing.TimeAdded = nil
+		return Change{Action: ActionAlreadyPresent, Existing: &existing}, nil
 	}
 	taints := append(slices.Clone(node.Spec.Taints), want)
 	// Keep earlier records: a taint we added before and someone removed since is recorded again, once.
 	added = append(added, want)
-	return change{action: ActionAdded, write: true, taints: taints, added: added}, nil
+	return Change{Action: ActionAdded, Add: []corev1.Taint{want}, write: true, taints: taints, added: added}, nil
 }

@@ -6,6 +6,10 @@
 //   - Untaint.Run removes exactly the recorded taints and the annotation, and nothing else, so that untainting
 //     restores each node's original taints. A taint that was there before gpuctl (GKE's own nvidia.com/gpu taint,
 //     a user's taint) is never recorded and therefore never removed.
+//   - PlanTaint and PlanUntaint decide, purely, what those do to one node as read (package plan lists
+//     them per node in a NodePlan); Apply carries out such a plan: on each planned node exactly the
+//     planned change, on no other node, and a node that changed since so that the change no longer
+//     holds is reported (ActionChanged, *ChangedError), not overwritten.
 //   - Tolerates and Added are pure helpers for the engine's safety checks (will the operator still schedule once
 //     the GPU nodes are tainted?) and for status output.
 //
@@ -19,5 +23,6 @@
 //     deployments/gpu-operator/values.yaml@v26.7.0).
 //   - Evict or drain anything: the taint's effect is NoSchedule, so running pods stay where they are.
 //
-// Who calls it: internal/engine, for the plan's "taint GPU nodes" step and for `gpuctl untaint` / uninstall.
+// Who calls it: internal/engine, for the plan's "taint GPU nodes" step, `gpuctl taint` / `gpuctl untaint`
+// (Apply) and uninstall; internal/plan, for the per-node decisions.
 package taint

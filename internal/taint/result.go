@@ -17,6 +17,9 @@ const (
 	ActionWouldAdd Action = "would-add"
 	// ActionWouldRemove: dry run; Run would remove recorded taints.
 	ActionWouldRemove Action = "would-remove"
+	// ActionChanged: Apply found the node changed since the plan (or gone) so that the planned change no
+	// longer holds; nothing was written; NodeResult.Err (a *ChangedError) says how.
+	ActionChanged Action = "changed-since-plan"
 	// ActionFailed: the node could not be read or written; NodeResult.Err says why.
 	ActionFailed Action = "failed"
 )

@@ -46,28 +46,38 @@ func (u *Untaint) Run(ctx context.Context, nodeNames []string) (Result, error) {
 		sort.Strings(names)
 	}
 	r := runner{client: u.Client, concurrency: u.Concurrency, dryRun: u.DryRun, onNode: u.OnNode, verb: "untaint", missingOK: true}
-	return r.run(ctx, names, nodes, planUntaint)
+	return r.run(ctx, names, nodes, PlanUntaint)
 }
 
-func planUntaint(node *corev1.Node) (change, error) {
+// PlanUntaint decides what Untaint does to node (as read): remove the taints gpuctl recorded that the
+// node still has, with the same key, value and effect, and the record. A record that names no taint
+// the node has (someone removed it, or changed its value: theirs now) is still cleared, with nothing
+// removed. A node without a record is left alone. It is pure.
+func PlanUntaint(node *corev1.Node) (Change, error) {
 	if _, ok := node.Annotations[AddedTaintsAnnotation]; !ok {
-		return change{action: ActionNothingToRemove}, nil
+		return Change{Action: ActionNothingToRemove}, nil
 	}
 	added, err := Added(node)
 	if err != nil {
 		// Refuse rather than guess: removing a taint we cannot prove is ours could expose a node a user fenced.
-		return change{}, fmt.Errorf("%w (fix or delete the annotation by hand)", err)
+		return Change{}, fmt.Errorf("%w (fix or delete the annotation by hand)", err)
 	}
+	var removed []corev1.Taint
 	keep := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
-		return slices.ContainsFunc(added, func(a corev1.Taint) bool { return sameTaint(a, t) })
+		ours := slices.ContainsFunc(added, func(a corev1.Taint) bool { return sameTaint(a, t) })
+		if ours {
+			t.TimeAdded = nil
+			removed = append(removed, t)
+		}
+		return ours
 	})
 	action := ActionNothingToRemove
-	if len(keep) < len(node.Spec.Taints) {
+	if len(removed) > 0 {
 		action = ActionRemoved
 	}
 	if len(keep) == 0 {
 		keep = nil
 	}
 	// Write even when no taint matched, to clear the stale record.
-	return change{action: action, write: true, taints: keep, added: nil}, nil
+	return Change{Action: action, Remove: removed, write: true, taints: keep, added: nil}, nil
 }

@@ -34,9 +34,15 @@ const defaultConcurrency = 64
 // fieldManager names gpuctl in the nodes' managedFields, so `kubectl get node -o yaml` shows who wrote the taint.
 const fieldManager = "gpuctl"
 
-// change is what a node should look like after the operation.
-type change struct {
-	action Action
+// Change is what Taint or Untaint does to one node, decided from the node as read (PlanTaint,
+// PlanUntaint): what a plan lists (Action, Add, Remove) and what the write sets.
+type Change struct {
+	// Action is ActionAdded, ActionAlreadyPresent, ActionRemoved or ActionNothingToRemove.
+	Action Action
+	// Add are the taints added (and recorded); Remove the recorded taints removed.
+	Add, Remove []corev1.Taint
+	// Existing is, for ActionAlreadyPresent, the node's taint with the wanted key and effect.
+	Existing *corev1.Taint
 	// write is false when the node is already as it should be.
 	write bool
 	// taints is the node's complete new spec.taints (nil removes the field).
@@ -45,8 +51,12 @@ type change struct {
 	added []corev1.Taint
 }
 
+// Writes reports whether the change writes the node: a taint to add or remove, or (untaint) a stale
+// record of gpuctl's to clear.
+func (c Change) Writes() bool { return c.write }
+
 // planFunc computes the change for a node as last read. It must not modify node.
-type planFunc func(node *corev1.Node) (change, error)
+type planFunc func(node *corev1.Node) (Change, error)
 
 // runner applies a planFunc to many nodes with bounded concurrency. Taint and Untaint differ only in their plan.
 type runner struct {
@@ -58,6 +68,8 @@ type runner struct {
 	verb string
 	// missingOK makes a node that does not exist a no-op instead of an error.
 	missingOK bool
+	// planned: the run carries out a plan (Apply), so a node that went away is ActionChanged.
+	planned bool
 }
 
 // run applies plan to each of names. nodes holds the nodes from the one LIST done up front, by name; a name not
@@ -123,12 +135,12 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 		if err != nil {
 			return err
 		}
-		res.Action = c.action
+		res.Action = c.Action
 		if !c.write {
 			return nil
 		}
 		if r.dryRun {
-			switch c.action {
+			switch c.Action {
 			case ActionAdded:
 				res.Action = ActionWouldAdd
 			case ActionRemoved:
@@ -157,7 +169,15 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 		return err
 	})
 	if err != nil {
-		if r.missingOK && apierrors.IsNotFound(err) {
+		var moved *ChangedError
+		switch {
+		case errors.As(err, &moved):
+			res.Action, res.Err = ActionChanged, moved
+			return res
+		case r.planned && apierrors.IsNotFound(err):
+			res.Action, res.Err = ActionChanged, &ChangedError{Node: name, Now: "the node is gone"}
+			return res
+		case r.missingOK && apierrors.IsNotFound(err):
 			// The node went away while we were working on it: nothing of ours is left there.
 			return NodeResult{Node: name, Action: ActionNothingToRemove}
 		}
@@ -195,7 +215,7 @@ type patchOp struct {
 var annotationPath = "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(AddedTaintsAnnotation, "~", "~0"), "/", "~1")
 
 // nodePatch is the conditional JSON patch that turns node (as read) into c.
-func nodePatch(node *corev1.Node, c change) ([]patchOp, error) {
+func nodePatch(node *corev1.Node, c Change) ([]patchOp, error) {
 	var oldTaints any
 	if len(node.Spec.Taints) > 0 {
 		oldTaints = node.Spec.Taints
@@ -236,7 +256,7 @@ func nodePatch(node *corev1.Node, c change) ([]patchOp, error) {
 	return ops, nil
 }
 
-func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.Node, c change) error {
+func patchNode(ctx context.Context, client kubernetes.Interface, node *corev1.Node, c Change) error {
 	ops, err := nodePatch(node, c)
 	if err != nil {
 		return err
@@ -314,7 +334,7 @@ func normalTaints(ts []corev1.Taint) []corev1.Taint {
 
 // listNodes lists the nodes each Run starts with (kube.ListNodes), keyed by name.
 func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*corev1.Node, error) {
-	list, err := kube.ListNodes(ctx, client, forTaint)
+	list, err := kube.ListNodes(ctx, client, Trim)
 	if err != nil {
 		return nil, err
 	}
@@ -325,11 +345,11 @@ func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*co
 	return nodes, nil
 }
 
-// forTaint keeps of a listed node what planning and patching its taints read: its name, its taints,
-// and gpuctl's annotation (with whether the node has annotations at all, which the patch tests). The
-// rest of 2,000 listed nodes (status, some 60 labels each) need not stay in memory while they are
-// patched.
-func forTaint(n *corev1.Node) *corev1.Node {
+// Trim keeps of a listed node what planning and patching its taints read (kube.ListNodes' keep): its
+// name, its taints, and gpuctl's annotation (with whether the node has annotations at all, which the
+// patch tests). The rest of 2,000 listed nodes (status, some 60 labels each) need not stay in memory
+// while they are patched.
+func Trim(n *corev1.Node) *corev1.Node {
 	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
 	out.Spec.Taints = n.Spec.Taints
 	if n.Annotations != nil {

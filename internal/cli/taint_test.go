@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+func TestTaintFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"taint takes -o json, yaml or text only", []string{"taint", "-o", "xml"}, `-o must be one of text, json, yaml, not "xml"`},
+		{"untaint takes -o json, yaml or text only", []string{"untaint", "--dry-run", "-o", "wide"}, `-o must be one of text, json, yaml, not "wide"`},
+		{"untaint has no --force: it never strands anything", []string{"untaint", "--force"}, "unknown flag: --force"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, nil, append(tc.args, "--kubeconfig", "/nonexistent")...)
+			if code != ExitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d naming %q", code, out, errOut, ExitUsage, tc.want)
+			}
+		})
+	}
+}
+
+func TestTaintRefusalIsOneLineAndExit5(t *testing.T) {
+	var b strings.Builder
+	err := &engine.StrandedError{Workloads: []plan.TaintWorkload{{Kind: "Deployment", Namespace: "web", Name: "pinned", Effect: "no schedulable node without GPUs fits its pods", Stranded: true}}}
+	if code := report(&b, err); code != ExitPreflight {
+		t.Errorf("exit %d, want %d", code, ExitPreflight)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "Deployment web/pinned") || !strings.Contains(lines[0], "--force") || lines[1] != "Nothing was changed." {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+func TestPrintTaintResult(t *testing.T) {
+	add := plan.NodeChange{Node: "gpu-1", Action: plan.ActionAdd, Taints: []plan.TaintSpec{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}}}
+	moved := plan.NodeChange{Node: "gpu-2", Action: plan.ActionAdd, Taints: add.Taints}
+	p := &plan.NodePlan{Verb: "taint", Changes: []plan.NodeChange{add, moved}, Unchanged: []plan.NodeUnchanged{{Node: "cpu-1", Reason: plan.ReasonNotGPU}}}
+
+	var b strings.Builder
+	printTaintResult(&b, &engine.TaintResult{Plan: p, DryRun: true}, nil)
+	for _, want := range []string{"gpuctl taint would:\n", "  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n", "  node/gpu-2: add", "  leave node/cpu-1: not a GPU node\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, b.String())
+		}
+	}
+
+	b.Reset()
+	printTaintResult(&b, &engine.TaintResult{Plan: p, Done: []plan.NodeChange{add},
+		NotDone: []plan.NodeUnchanged{{Node: "gpu-2", Reason: "node gpu-2 changed since the plan (now: already has nvidia.com/gpu=present:NoSchedule): not written; plan again"}}}, nil)
+	for _, want := range []string{"gpuctl taint did:\n  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n", "  not done: node/gpu-2: node gpu-2 changed since the plan"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("run lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "node/gpu-2: add") {
+		t.Errorf("the run lists a change it did not make:\n%s", b.String())
+	}
+
+	b.Reset()
+	printTaintResult(&b, &engine.TaintResult{Plan: p}, &engine.StrandedError{})
+	if b.String() != "" {
+		t.Errorf("a refused run printed %q", b.String())
+	}
+}

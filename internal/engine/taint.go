@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/taint"
+)
+
+// TaintNodes is `gpuctl taint`: it plans nvidia.com/gpu=present:NoSchedule on the GPU nodes detection
+// finds (plan.TaintNodesPlan), judged by install's rules (plan.DecideTaint), and then writes exactly
+// that plan, recording what it adds so UntaintNodes removes exactly that. It runs under gpuctl's
+// install lock, as install does (a dry run takes none and writes nothing).
+type TaintNodes struct {
+	Clients *kube.Clients
+	DryRun  bool
+	// Force taints even where that strands workloads running today (without it: *StrandedError).
+	Force bool
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	WaitForLock time.Duration
+	// Sink receives the lock's warnings (nil: discarded).
+	Sink event.Sink
+	// OnNode reports each node's outcome as it is written.
+	OnNode func(taint.NodeResult)
+}
+
+// TaintResult is what `gpuctl taint` or `gpuctl untaint` planned and did. A dry run's Plan lists what
+// the run would do; a run's Done lists what it did, in the plan's shape: equal to Plan.Changes when
+// every write landed.
+type TaintResult struct {
+	Plan   *plan.NodePlan `json:"plan"`
+	DryRun bool           `json:"dryRun,omitempty"`
+	// Done are the planned changes the run made.
+	Done []plan.NodeChange `json:"done,omitempty"`
+	// NotDone are the planned changes it did not make, with why: the node changed since the plan so
+	// that the change no longer holds (nothing written), or the write failed.
+	NotDone []plan.NodeUnchanged `json:"notDone,omitempty"`
+}
+
+// StrandedError refuses `gpuctl taint` before its first write: the taint would strand these workloads
+// running today, as install's taint-safety check judges them. It is a failed preflight (exit 5).
+type StrandedError struct {
+	Workloads []plan.TaintWorkload
+}
+
+func (e *StrandedError) Error() string {
+	return plan.StrandedMessage(e.Workloads) + "; " + plan.TaintStrandedHint
+}
+
+// Unwrap makes the refusal a failed preflight: nothing was changed.
+func (e *StrandedError) Unwrap() error { return ErrPreflightFailed }
+
+// noPolicy is why `gpuctl taint` cannot count on gpuctl's MutatingAdmissionPolicy when it is not in force.
+const noPolicy = "gpuctl's MutatingAdmissionPolicy is not in force (gpuctl install adds it with the operator where the cluster serves MutatingAdmissionPolicy)"
+
+// Run plans, refuses what install would refuse, and (without DryRun) writes the plan.
+func (t *TaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
+	if !t.DryRun {
+		// Taken before detection: the nodes it finds are the ones no other run is changing.
+		var lk *writeLock
+		if ctx, lk, err = takeLock(ctx, t.Clients, t.WaitForLock, t.Sink); err != nil {
+			return nil, lockError(err)
+		}
+		defer lk.release(ctx)
+		defer func() { err = lk.lost(err) }()
+	}
+	p, nodes, err := t.plan(ctx)
+	if p == nil {
+		return nil, err
+	}
+	res = &TaintResult{Plan: p, DryRun: t.DryRun}
+	if err != nil {
+		return res, err
+	}
+	if s := p.Stranded(); len(s) > 0 && !t.Force {
+		return res, &StrandedError{Workloads: s}
+	}
+	return res, carryOut(ctx, t.Clients, res, nodes, t.OnNode)
+}
+
+// plan detects the cluster and decides, with install's rules, what taint does.
+func (t *TaintNodes) plan(ctx context.Context) (*plan.NodePlan, []corev1.Node, error) {
+	snap, err := detect.Gather(ctx, detect.Clients{Kube: t.Clients.Kube, Discovery: t.Clients.Discovery, Dynamic: t.Clients.Dynamic})
+	if err != nil {
+		return nil, nil, fmt.Errorf("detect: %w", err)
+	}
+	det := detect.Analyze(snap)
+	own := []string{t.Clients.Namespace}
+	if rec, err := record.Read(ctx, t.Clients.Kube); err == nil && rec != nil && rec.Namespace != "" {
+		own = append(own, rec.Namespace)
+	}
+	if det.Distribution.Name == "openshift" {
+		own = append(own, plan.OpenShiftNFDNS, plan.OpenShiftOperatorNS)
+	}
+	// The user asked for the taint: install's --taint. What install would not do by default becomes
+	// the plan's warning; what it would strand is refused in Run.
+	d := plan.DecideTaint(&det, plan.TaintOptions{Force: true, PolicyAvailable: policyInForce(ctx, t.Clients, det.Admission), Own: own, NoPolicy: noPolicy})
+	var gpus []string
+	for _, n := range det.GPUNodes {
+		gpus = append(gpus, n.Name)
+	}
+	p := plan.TaintNodesPlan(snap.Nodes, gpus, taint.GPUTaint, d, t.Force)
+	if len(gpus) == 0 {
+		return p, nil, errors.New("no GPU nodes found (no nvidia.com/gpu capacity, NFD PCI label or cloud accelerator label): nothing to taint")
+	}
+	return p, snap.Nodes, nil
+}
+
+// policyInForce reports whether gpuctl's MutatingAdmissionPolicy (installed with the operator) adds the
+// GPU toleration now: where the API server does not add it itself but serves MutatingAdmissionPolicy,
+// a dry-run pod without the probe label (which the policy skips) comes back tolerating the taint. gpuctl
+// taint installs no policy, so only one in force counts; a probe that fails counts as none.
+func policyInForce(ctx context.Context, c *kube.Clients, a detect.Admission) bool {
+	if a.GPUToleration != nil && a.GPUToleration.Detected || a.MutatingAdmissionPolicy == nil || !a.MutatingAdmissionPolicy.Detected {
+		return false
+	}
+	added, err := detect.ProbeGPUToleration(ctx, c.Kube, func(p *corev1.Pod) { delete(p.Labels, detect.ProbeLabel) })
+	return err == nil && added
+}
+
+// UntaintNodes is `gpuctl untaint`: it plans the removal of the taints gpuctl recorded, and only those,
+// on every node that records any (plan.UntaintNodesPlan), and writes exactly that plan, under gpuctl's
+// install lock (a dry run takes none and writes nothing).
+type UntaintNodes struct {
+	Clients     *kube.Clients
+	DryRun      bool
+	WaitForLock time.Duration
+	Sink        event.Sink
+	OnNode      func(taint.NodeResult)
+}
+
+// Run plans and (without DryRun) writes the plan.
+func (u *UntaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
+	if !u.DryRun {
+		var lk *writeLock
+		if ctx, lk, err = takeLock(ctx, u.Clients, u.WaitForLock, u.Sink); err != nil {
+			return nil, lockError(err)
+		}
+		defer lk.release(ctx)
+		defer func() { err = lk.lost(err) }()
+	}
+	list, err := kube.ListNodes(ctx, u.Clients.Kube, taint.Trim)
+	if err != nil {
+		return nil, fmt.Errorf("untaint nodes: %w", err)
+	}
+	nodes := make([]corev1.Node, len(list))
+	for i, n := range list {
+		nodes[i] = *n
+	}
+	res = &TaintResult{Plan: plan.UntaintNodesPlan(nodes), DryRun: u.DryRun}
+	return res, carryOut(ctx, u.Clients, res, nodes, u.OnNode)
+}
+
+// carryOut writes res.Plan's changes (not in a dry run) to the nodes as the plan read them, records in
+// res what was and was not done, and fails for every change not done and every node whose record
+// gpuctl could not read.
+func carryOut(ctx context.Context, c *kube.Clients, res *TaintResult, nodes []corev1.Node, onNode func(taint.NodeResult)) error {
+	p := res.Plan
+	problems := p.Problems()
+	if res.DryRun {
+		if problems != "" {
+			return errors.New(problems)
+		}
+		return nil
+	}
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	planned := make([]taint.Planned, 0, len(p.Changes))
+	changes := make(map[string]plan.NodeChange, len(p.Changes))
+	for _, ch := range p.Changes {
+		planned = append(planned, taint.Planned{Node: byName[ch.Node], Taint: taint.GPUTaint, Untaint: p.Verb == "untaint"})
+		changes[ch.Node] = ch
+	}
+	out, err := (&taint.Apply{Client: c.Kube, OnNode: onNode}).Run(ctx, planned)
+	for _, r := range out.Nodes {
+		if r.Err != nil {
+			res.NotDone = append(res.NotDone, plan.NodeUnchanged{Node: r.Node, Reason: r.Err.Error()})
+			continue
+		}
+		res.Done = append(res.Done, changes[r.Node])
+	}
+	if problems != "" {
+		err = errors.Join(err, errors.New(problems))
+	}
+	if err != nil {
+		return fmt.Errorf("%s nodes: %w", p.Verb, err)
+	}
+	return nil
+}
