@@ -25,6 +25,7 @@ import (
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -162,7 +163,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				det, err := (&engine.Detect{Clients: clients}).Run(ctx)
+				det, err := detect.Run(ctx, detect.From(clients))
 				if err != nil {
 					t.Fatal(err)
 				}

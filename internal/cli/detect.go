@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -21,7 +21,7 @@ func newDetectCmd(streams Streams, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := (&engine.Detect{Clients: clients}).Run(cmd.Context())
+			res, err := detect.Run(cmd.Context(), detect.From(clients))
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -117,7 +118,7 @@ func detectionFailed(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrPreflightFailed) {
 		return err
 	}
-	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || strings.HasPrefix(err.Error(), "detect: ") {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || errors.As(err, new(*detect.Error)) {
 		return fmt.Errorf("%w: %w", engine.ErrPreflightFailed, err)
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
 )
 
@@ -204,10 +205,11 @@ func TestDetectionFailed(t *testing.T) {
 		err       error
 		preflight bool
 	}{
-		{"a forbidden read is a failed preflight", fmt.Errorf("detect: list nodes: %w", forbidden), true},
-		{"a detection that failed otherwise is a failed preflight", errors.New("detect: list nodes: connection refused"), true},
-		{"an interrupt stays an interrupt", fmt.Errorf("detect: %w", context.Canceled), false},
+		{"a forbidden read is a failed preflight", &detect.Error{Err: fmt.Errorf("list nodes: %w", forbidden)}, true},
+		{"a detection that failed otherwise is a failed preflight", &detect.Error{Err: errors.New("list nodes: connection refused")}, true},
+		{"an interrupt stays an interrupt", &detect.Error{Err: context.Canceled}, false},
 		{"another error keeps its meaning", errors.New("another gpuctl run holds the lock"), false},
+		{"an error that merely reads like detection's is not one", errors.New("detect: something"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := errors.Is(detectionFailed(tc.err), engine.ErrPreflightFailed); got != tc.preflight {

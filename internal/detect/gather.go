@@ -574,3 +574,27 @@ func (g *gatherer) clusterVersion(ctx context.Context) error {
 	g.s.ClusterVersion = cv
 	return nil
 }
+
+// Error is a failure to read what detection needs from the cluster (as opposed to a cluster
+// detection could read and judge). Callers tell it apart with errors.As.
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return "detect: " + e.Err.Error() }
+
+// Unwrap returns the read's error (an API status error, a context error…).
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run gathers what detection reads and analyzes it; a failed read is an *Error.
+func Run(ctx context.Context, c Clients) (*Result, error) {
+	snap, err := Gather(ctx, c)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	r := Analyze(snap)
+	return &r, nil
+}
+
+// From is the part of a kube.Clients that detection reads with.
+func From(c *kube.Clients) Clients {
+	return Clients{Kube: c.Kube, Discovery: c.Discovery, Dynamic: c.Dynamic}
+}

@@ -47,7 +47,7 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 		return nil, err
 	}
 	res := &CheckResult{}
-	det, detErr := (&Detect{Clients: c.Clients}).Run(ctx)
+	det, detErr := detect.Run(ctx, detect.From(c.Clients))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	}
 	// Skipping the api or plan check does not make a cluster that cannot be read or planned for pass.
 	if detErr != nil {
-		return res, fmt.Errorf("%w: detect: %v", ErrPreflightFailed, detErr)
+		return res, fmt.Errorf("%w: %v", ErrPreflightFailed, detErr)
 	}
 	if planErr != nil {
 		return res, fmt.Errorf("%w: plan: %v", ErrPreflightFailed, planErr)

@@ -145,7 +145,7 @@ func TestInstallPreflight(t *testing.T) {
 	ctx := context.Background()
 	prepare := func(t *testing.T, clients *kube.Clients) (*detect.Result, *plan.Plan) {
 		t.Helper()
-		det, err := (&Detect{Clients: clients}).Run(ctx)
+		det, err := detect.Run(ctx, detect.From(clients))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestInstallPreflight(t *testing.T) {
 
 func TestPlanObjects(t *testing.T) {
 	clients := checkCluster(nil)
-	det, err := (&Detect{Clients: clients}).Run(context.Background())
+	det, err := detect.Run(context.Background(), detect.From(clients))
 	if err != nil {
 		t.Fatal(err)
 	}

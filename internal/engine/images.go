@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/render"
@@ -32,7 +33,7 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 		if im.Clients == nil {
 			return nil, fmt.Errorf("without --profile, images detects the cluster: no cluster configured")
 		}
-		det, err := (&Detect{Clients: im.Clients}).Run(ctx)
+		det, err := detect.Run(ctx, detect.From(im.Clients))
 		if err != nil {
 			return nil, err
 		}

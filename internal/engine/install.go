@@ -164,7 +164,7 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 		defer lk.release(ctx)
 	}
 
-	det, err := (&Detect{Clients: i.Clients}).Run(ctx)
+	det, err := detect.Run(ctx, detect.From(i.Clients))
 	if err != nil {
 		return nil, err
 	}
@@ -277,19 +277,4 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 		return nil, err
 	}
 	return p, addImageLayers(p, o)
-}
-
-// Detect gathers what detection reads from the cluster and analyzes it.
-type Detect struct {
-	Clients *kube.Clients
-}
-
-// Run gathers and analyzes.
-func (d *Detect) Run(ctx context.Context) (*detect.Result, error) {
-	snap, err := detect.Gather(ctx, detect.Clients{Kube: d.Clients.Kube, Discovery: d.Clients.Discovery, Dynamic: d.Clients.Dynamic})
-	if err != nil {
-		return nil, fmt.Errorf("detect: %w", err)
-	}
-	r := detect.Analyze(snap)
-	return &r, nil
 }

@@ -89,9 +89,9 @@ func (t *TaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
 
 // plan detects the cluster and decides, with install's rules, what taint does.
 func (t *TaintNodes) plan(ctx context.Context) (*plan.NodePlan, []corev1.Node, error) {
-	snap, err := detect.Gather(ctx, detect.Clients{Kube: t.Clients.Kube, Discovery: t.Clients.Discovery, Dynamic: t.Clients.Dynamic})
+	snap, err := detect.Gather(ctx, detect.From(t.Clients))
 	if err != nil {
-		return nil, nil, fmt.Errorf("detect: %w", err)
+		return nil, nil, &detect.Error{Err: err}
 	}
 	det := detect.Analyze(snap)
 	own := []string{t.Clients.Namespace}

@@ -69,7 +69,7 @@ func (x *executor) retaint(ctx context.Context, s *plan.Step) (skipped string, e
 	if ts == nil || ts.Skip != "" || ts.Taint == nil || sameNodes(x.plan.GPUNodes, x.gpuNodes) {
 		return "", nil
 	}
-	det, err := (&Detect{Clients: x.clients}).Run(ctx)
+	det, err := detect.Run(ctx, detect.From(x.clients))
 	if err != nil {
 		return "", err
 	}

@@ -40,7 +40,7 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 		if t.Clients == nil {
 			return "", nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
 		}
-		d, err := (&Detect{Clients: t.Clients}).Run(ctx)
+		d, err := detect.Run(ctx, detect.From(t.Clients))
 		if err != nil {
 			return "", nil, err
 		}

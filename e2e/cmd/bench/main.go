@@ -49,7 +49,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/e2e/upstream"
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -299,7 +299,7 @@ func (b *bench) detect(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		if _, err := (&engine.Detect{Clients: clients}).Run(ctx); err != nil {
+		if _, err := detect.Run(ctx, detect.From(clients)); err != nil {
 			return err
 		}
 		times = append(times, time.Since(start))
