@@ -115,11 +115,11 @@ func validateValuesOptions(o *engine.InstallOptions) error {
 // --pre reports it: detection runs before anything is written, and fails for want of permissions
 // (--as=nobody) or of an answering API. Other errors keep their own meaning.
 func detectionFailed(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrPreflightFailed) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, preflight.ErrFailed) {
 		return err
 	}
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || errors.As(err, new(*detect.Error)) {
-		return fmt.Errorf("%w: %w", engine.ErrPreflightFailed, err)
+		return fmt.Errorf("%w: %w", preflight.ErrFailed, err)
 	}
 	return err
 }

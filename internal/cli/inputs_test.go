@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
 // badInput is a mistake gpuctl must refuse before it reads the cluster: exit 2 and one line that
@@ -212,7 +212,7 @@ func TestDetectionFailed(t *testing.T) {
 		{"an error that merely reads like detection's is not one", errors.New("detect: something"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := errors.Is(detectionFailed(tc.err), engine.ErrPreflightFailed); got != tc.preflight {
+			if got := errors.Is(detectionFailed(tc.err), preflight.ErrFailed); got != tc.preflight {
 				t.Errorf("preflight %v, want %v", got, tc.preflight)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -316,7 +317,7 @@ func report(w io.Writer, err error) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
-	case errors.Is(err, engine.ErrPreflightFailed):
+	case errors.Is(err, preflight.ErrFailed):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)
 		return ExitPreflight
 	case errors.Is(err, engine.ErrInput):

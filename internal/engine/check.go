@@ -16,9 +16,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/render"
 )
 
-// ErrPreflightFailed is returned when a preflight check failed: nothing was changed.
-var ErrPreflightFailed = errors.New("preflight checks failed")
-
 // Check runs the pre-install checks (`gpuctl check --pre`): detect, plan with the same options an
 // install would use, render what the install would write, and judge it all with package preflight.
 // It only reads.
@@ -73,10 +70,10 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	}
 	// Skipping the api or plan check does not make a cluster that cannot be read or planned for pass.
 	if detErr != nil {
-		return res, fmt.Errorf("%w: %v", ErrPreflightFailed, detErr)
+		return res, fmt.Errorf("%w: %v", preflight.ErrFailed, detErr)
 	}
 	if planErr != nil {
-		return res, fmt.Errorf("%w: plan: %v", ErrPreflightFailed, planErr)
+		return res, fmt.Errorf("%w: plan: %v", preflight.ErrFailed, planErr)
 	}
 	return res, nil
 }
@@ -167,7 +164,7 @@ func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptio
 	err = preflightError(rep)
 	if err == nil && (p == nil || planErr != nil) {
 		// The plan check was skipped, but without a Plan there is nothing to install.
-		err = fmt.Errorf("%w: plan: %v", ErrPreflightFailed, planErr)
+		err = fmt.Errorf("%w: plan: %v", preflight.ErrFailed, planErr)
 		failed = append(failed, "gpuctl can plan the install:\n"+indent(fmt.Sprint(planErr)))
 	}
 	if err != nil {
@@ -213,5 +210,5 @@ func preflightError(rep preflight.Report) error {
 		}
 		return fmt.Errorf("%w: %s", ErrInput, strings.Join(msgs, "; "))
 	}
-	return fmt.Errorf("%w: %s", ErrPreflightFailed, strings.Join(failed, ", "))
+	return fmt.Errorf("%w: %s", preflight.ErrFailed, strings.Join(failed, ", "))
 }

@@ -81,7 +81,7 @@ func TestCheck(t *testing.T) {
 			return ra.Verb == "*" || ra.Verb == "create" && ra.Resource == "clusterpolicies"
 		}
 		res, err := (&Check{Clients: checkCluster(deny)}).Run(ctx)
-		if !errors.Is(err, ErrPreflightFailed) || err.Error() != "preflight checks failed: permissions" {
+		if !errors.Is(err, preflight.ErrFailed) || err.Error() != "preflight checks failed: permissions" {
 			t.Fatalf("err %v", err)
 		}
 		if r := res.Report.Get("permissions"); r.Status != preflight.StatusFail {
@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 			}}},
 		}
 		res, err := (&Check{Clients: checkCluster(nil, foreign)}).Run(ctx)
-		if !errors.Is(err, ErrPreflightFailed) {
+		if !errors.Is(err, preflight.ErrFailed) {
 			t.Fatalf("err %v", err)
 		}
 		if res.Plan != nil || res.Report.Get("plan").Status != preflight.StatusFail || res.Report.Get("existing-operator").Status != preflight.StatusFail {
@@ -128,7 +128,7 @@ func TestCheck(t *testing.T) {
 			}}},
 		}
 		_, err := (&Check{Clients: checkCluster(nil, foreign), Skip: []string{"plan", "existing-operator", "existing-clusterpolicy"}}).Run(ctx)
-		if !errors.Is(err, ErrPreflightFailed) {
+		if !errors.Is(err, preflight.ErrFailed) {
 			t.Errorf("err %v", err)
 		}
 	})
@@ -186,7 +186,7 @@ func TestInstallPreflight(t *testing.T) {
 		det, p := prepare(t, clients)
 		var events []event.Event
 		_, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events))
-		if !errors.Is(err, ErrPreflightFailed) {
+		if !errors.Is(err, preflight.ErrFailed) {
 			t.Fatalf("err %v", err)
 		}
 		last := events[len(events)-1]
@@ -201,11 +201,11 @@ func TestInstallPreflight(t *testing.T) {
 		det, _ := prepare(t, clients)
 		var events []event.Event
 		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, nil, errors.New("a GPU operator is already installed"), record(&events))
-		if !errors.Is(err, ErrPreflightFailed) || rep.Get("plan").Status != preflight.StatusFail {
+		if !errors.Is(err, preflight.ErrFailed) || rep.Get("plan").Status != preflight.StatusFail {
 			t.Errorf("err %v: %+v", err, rep.Get("plan"))
 		}
 		_, err = installPreflight(ctx, clients, InstallOptions{}, []string{"plan"}, det, nil, errors.New("a GPU operator is already installed"), record(&events))
-		if !errors.Is(err, ErrPreflightFailed) {
+		if !errors.Is(err, preflight.ErrFailed) {
 			t.Errorf("with the plan check skipped: err %v", err)
 		}
 	})

@@ -355,3 +355,12 @@ func (x *executor) releaseClient(ns string) (*release.Client, error) {
 	x.releases[ns] = rc
 	return rc, nil
 }
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	ID      string     `json:"id"`
+	Title   string     `json:"title"`
+	Outcome event.Type `json:"outcome"`
+	Message string     `json:"message,omitempty"`
+	Changed bool       `json:"changed"`
+}

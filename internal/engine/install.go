@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +17,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/profile"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // InstallOptions are the choices of `gpuctl install` (flags, config file, or the wizard).
@@ -108,15 +111,6 @@ type InstallResult struct {
 	Interrupted *InterruptedError `json:"interrupted,omitempty"`
 }
 
-// StepResult is the outcome of one step.
-type StepResult struct {
-	ID      string     `json:"id"`
-	Title   string     `json:"title"`
-	Outcome event.Type `json:"outcome"`
-	Message string     `json:"message,omitempty"`
-	Changed bool       `json:"changed"`
-}
-
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
 // cancellation (Ctrl-C) stops the run between API calls.
 func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
@@ -194,12 +188,12 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if err != nil {
 		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
 			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
-		return res, fmt.Errorf("%w: %w", ErrPreflightFailed, err)
+		return res, fmt.Errorf("%w: %w", preflight.ErrFailed, err)
 	}
 	if lockErr != nil {
 		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
 			Hint: "nothing was changed; gpuctl needs permission to create and update Leases in " + lock.DefaultNamespace})
-		return res, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", ErrPreflightFailed, lockErr)
+		return res, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", preflight.ErrFailed, lockErr)
 	}
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
@@ -277,4 +271,31 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 		return nil, err
 	}
 	return p, addImageLayers(p, o)
+}
+
+// recordInputs are the user's inputs as the record keeps them.
+func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
+	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
+		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
+}
+
+// verb is the command the record names.
+func (i *Install) verb() string {
+	if i.command != "" {
+		return i.command
+	}
+	return "install"
+}
+
+// parseValueLayers reads the -f files below the recorded layers upgrade passes on.
+func parseValueLayers(o InstallOptions) ([]plan.Layer, error) {
+	files := slices.Clone(o.ValueLayers)
+	for _, f := range o.ValuesFiles {
+		v, err := render.ReadValuesFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		}
+		files = append(files, plan.Layer{Source: f, Values: v})
+	}
+	return files, nil
 }

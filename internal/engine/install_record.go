@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/record"
-	"github.com/gpuctl/gpuctl/internal/render"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -139,12 +137,6 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		b.nodes = prev.NodeMetadataBefore
 	}
 	return b, nil
-}
-
-// recordInputs are the user's inputs as the record keeps them.
-func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
-	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
-		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
 }
 
 // gpuctlVersion is the version of this binary as the record states it.
@@ -279,25 +271,4 @@ func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) (
 		}
 	}
 	return out, nil
-}
-
-// verb is the command the record names.
-func (i *Install) verb() string {
-	if i.command != "" {
-		return i.command
-	}
-	return "install"
-}
-
-// parseValueLayers reads the -f files below the recorded layers upgrade passes on.
-func parseValueLayers(o InstallOptions) ([]plan.Layer, error) {
-	files := slices.Clone(o.ValueLayers)
-	for _, f := range o.ValuesFiles {
-		v, err := render.ReadValuesFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
-		}
-		files = append(files, plan.Layer{Source: f, Values: v})
-	}
-	return files, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
 // releaseTimeout bounds the release of the lock at the end of a run, which has its own context: the
@@ -72,7 +73,7 @@ func (w *writeLock) lost(err error) error {
 // 5), as install reports it.
 func lockError(err error) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w: no permission to take gpuctl's install lock (gpuctl needs to create and update Leases in %s): %w", ErrPreflightFailed, lock.DefaultNamespace, err)
+		return fmt.Errorf("%w: no permission to take gpuctl's install lock (gpuctl needs to create and update Leases in %s): %w", preflight.ErrFailed, lock.DefaultNamespace, err)
 	}
 	return err
 }

@@ -309,7 +309,7 @@ func (s *Support) check(ctx context.Context, b *support.Bundle, rec *record.Reco
 		o.Profile, o.OperatorVersion = rec.Inputs.Profile, rec.OperatorVersion
 	}
 	res, err := (&Check{Clients: s.Clients, Options: o}).Run(ctx)
-	if err != nil && !errors.Is(err, ErrPreflightFailed) {
+	if err != nil && !errors.Is(err, preflight.ErrFailed) {
 		b.Fail("gpuctl check --pre", err)
 	}
 	if res == nil || len(res.Report.Results) == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
@@ -57,7 +58,7 @@ func (e *StrandedError) Error() string {
 }
 
 // Unwrap makes the refusal a failed preflight: nothing was changed.
-func (e *StrandedError) Unwrap() error { return ErrPreflightFailed }
+func (e *StrandedError) Unwrap() error { return preflight.ErrFailed }
 
 // noPolicy is why `gpuctl taint` cannot count on gpuctl's MutatingAdmissionPolicy when it is not in force.
 const noPolicy = "gpuctl's MutatingAdmissionPolicy is not in force (gpuctl install adds it with the operator where the cluster serves MutatingAdmissionPolicy)"

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -112,7 +113,7 @@ func TestTaintJudgedAsInstallJudgesIt(t *testing.T) {
 		c := checkCluster(nil, pinned)
 		res, err := (&TaintNodes{Clients: c}).Run(ctx)
 		var se *StrandedError
-		if !errors.As(err, &se) || !errors.Is(err, ErrPreflightFailed) {
+		if !errors.As(err, &se) || !errors.Is(err, preflight.ErrFailed) {
 			t.Fatalf("err = %v, want a StrandedError", err)
 		}
 		for _, want := range []string{"Deployment web/pinned", "--force", "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}"} {

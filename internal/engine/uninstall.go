@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,51 +21,11 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
-	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
-
-// UninstallOptions are the choices of `gpuctl uninstall`.
-type UninstallOptions struct {
-	// Purge also deletes the CRDs and namespaces gpuctl created (never ones it found), and the record.
-	Purge bool
-	// Timeout bounds the whole run (default 10m).
-	Timeout time.Duration
-	// FinalizerWait is how long a deleted object may stay before uninstall stops and names what holds
-	// it (default 2m).
-	FinalizerWait time.Duration
-	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
-	WaitForLock time.Duration
-	// Force lets --purge delete CRDs that have custom resources gpuctl did not create, and with them
-	// those resources; without it such a purge stops before its first write (ForeignResourcesError).
-	Force bool
-	// DryRun makes the plan and returns it: nothing is written, not even the lock.
-	DryRun bool
-}
-
-// Uninstall removes what gpuctl installed, in the reverse order of install: the ClusterPolicy and
-// NVIDIADriver objects first (the operator removes its operands while it still runs), then the
-// operator release, Google's driver installer, NFD, then the taints gpuctl added and the node labels
-// NFD and the operator left. Helm's own `helm uninstall` leaves CRDs, custom resources and node labels
-// behind (NVIDIA/gpu-operator docs: "Uninstall"), which is why this is more than a release deletion.
-type Uninstall struct {
-	Clients *kube.Clients
-	Options UninstallOptions
-	Sink    event.Sink
-}
-
-// UninstallResult is what Uninstall did.
-type UninstallResult struct {
-	// Plan is every decision the run carried out (or, with DryRun, would carry out).
-	Plan   *UninstallPlan `json:"plan,omitempty"`
-	DryRun bool           `json:"dryRun,omitempty"`
-	Steps  []StepResult   `json:"steps"`
-	// Changed is false when there was nothing to uninstall.
-	Changed bool `json:"changed"`
-}
 
 // FinalizerError names an object a finalizer keeps from going away.
 type FinalizerError struct {
@@ -94,88 +53,6 @@ type uninstallStep struct {
 	hint string
 }
 
-// Run uninstalls.
-func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
-	o := u.Options
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
-	}
-	if o.FinalizerWait == 0 {
-		o.FinalizerWait = 2 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	sink := event.Or(u.Sink)
-	if o.DryRun {
-		rec, err := record.Read(ctx, u.Clients.Kube)
-		if err != nil {
-			return &UninstallResult{DryRun: true}, err
-		}
-		un := &uninstaller{clients: u.Clients, rec: rec, opts: o, sink: sink, releases: map[string]*release.Client{}}
-		p, err := un.plan(ctx)
-		return &UninstallResult{DryRun: true, Plan: p}, err
-	}
-	ctx, lk, err := takeLock(ctx, u.Clients, o.WaitForLock, sink)
-	if err != nil {
-		return &UninstallResult{}, lockError(err)
-	}
-	defer func() {
-		lk.release(ctx)
-		if err == nil && o.Purge {
-			// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run
-			// waiting for it creates it again).
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer rcancel()
-			purgeLease(rctx, u.Clients)
-		}
-		err = lk.lost(err)
-	}()
-
-	rec, err := record.Read(ctx, u.Clients.Kube)
-	if err != nil {
-		return &UninstallResult{}, err
-	}
-	un := &uninstaller{clients: u.Clients, rec: rec, opts: o, sink: sink, releases: map[string]*release.Client{}}
-	// Every decision is made here, before the first write; the steps carry the plan out.
-	p, err := un.plan(ctx)
-	if err != nil {
-		return &UninstallResult{Plan: p}, err
-	}
-	un.p = p
-	steps := un.steps()
-	res = &UninstallResult{Plan: p}
-	for i, s := range steps {
-		base := event.Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
-		emit := func(e event.Event) {
-			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
-			sink.Event(e)
-		}
-		emit(event.Event{Type: event.StepStarted})
-		out, err := s.run(ctx, func(msg string) { emit(event.Event{Type: event.StepProgress, Message: msg}) })
-		if err != nil {
-			ev := event.Event{Type: event.StepFailed, Err: err.Error(), Hint: s.hint}
-			var fe *FinalizerError
-			if errors.As(err, &fe) {
-				ev.Hint = finalizerHint(fe)
-			}
-			if errors.Is(err, context.Canceled) {
-				ev.Err, ev.Hint = "interrupted", "run gpuctl uninstall again: it continues where it stopped"
-			}
-			emit(ev)
-			res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: event.StepFailed, Message: ev.Err})
-			return res, fmt.Errorf("%s: %w", strings.ToLower(s.title[:1])+s.title[1:], err)
-		}
-		typ := event.StepSucceeded
-		if out.skipped {
-			typ = event.StepSkipped
-		}
-		emit(event.Event{Type: typ, Message: out.message})
-		res.Changed = res.Changed || out.changed
-		res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: typ, Message: out.message, Changed: out.changed})
-	}
-	return res, nil
-}
-
 func finalizerHint(fe *FinalizerError) string {
 	kind, name, _ := strings.Cut(fe.Object, " ")
 	kind = strings.ToLower(kind)
@@ -188,13 +65,18 @@ func finalizerHint(fe *FinalizerError) string {
 		strings.Join(fe.Finalizers, ", "), kind, name, ns)
 }
 
-// uninstaller holds what the steps share.
+// uninstaller plans an uninstall and carries the plan out, step by step.
 type uninstaller struct {
-	clients  *kube.Clients
-	rec      *record.Record
-	opts     UninstallOptions
-	sink     event.Sink
-	releases map[string]*release.Client
+	Clients *kube.Clients
+	// Record is the install record (nil: an install by a gpuctl that wrote none).
+	Record *record.Record
+	// Purge also deletes the CRDs and namespaces gpuctl created; Force lets it delete CRDs with
+	// custom resources gpuctl did not create.
+	Purge, Force bool
+	// FinalizerWait is how long a deleted object may stay before the step names what holds it.
+	FinalizerWait time.Duration
+	Sink          event.Sink
+	releases      map[string]*release.Client
 	// rels are the releases to remove, p the plan.
 	rels []uninstallRelease
 	p    *UninstallPlan
@@ -204,10 +86,13 @@ type uninstaller struct {
 }
 
 func (u *uninstaller) releaseClient(ns string) (*release.Client, error) {
+	if u.releases == nil {
+		u.releases = map[string]*release.Client{}
+	}
 	if rc, ok := u.releases[ns]; ok {
 		return rc, nil
 	}
-	rc, err := release.New(u.clients.Getter, ns, nil)
+	rc, err := release.New(u.Clients.Getter, ns, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +124,13 @@ func releaseOrder(name string) int {
 // gpuctl's release names in the namespace that exist.
 func (u *uninstaller) targets() ([]uninstallRelease, error) {
 	var out []uninstallRelease
-	if u.rec != nil {
-		for _, r := range u.rec.Releases {
+	if u.Record != nil {
+		for _, r := range u.Record.Releases {
 			out = append(out, uninstallRelease{r.Name, r.Namespace})
 		}
 	} else {
 		for _, name := range []string{plan.MonitoringRelease, plan.OperatorRelease, plan.GKEDriverInstaller + "-cos", plan.GKEDriverInstaller + "-ubuntu", plan.NFDRelease} {
-			out = append(out, uninstallRelease{name, u.clients.Namespace})
+			out = append(out, uninstallRelease{name, u.Clients.Namespace})
 		}
 	}
 	var present []uninstallRelease
@@ -267,19 +152,19 @@ func (u *uninstaller) targets() ([]uninstallRelease, error) {
 }
 
 func (u *uninstaller) namespace() string {
-	if u.rec != nil && u.rec.Namespace != "" {
-		return u.rec.Namespace
+	if u.Record != nil && u.Record.Namespace != "" {
+		return u.Record.Namespace
 	}
-	return u.clients.Namespace
+	return u.Clients.Namespace
 }
 
 // ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to remove).
 func (u *uninstaller) ours(names ...string) bool {
-	if u.rec == nil {
+	if u.Record == nil {
 		return true
 	}
 	for _, n := range names {
-		if u.rec.Release(n) != nil {
+		if u.Record.Release(n) != nil {
 			return true
 		}
 	}
@@ -320,7 +205,7 @@ func (u *uninstaller) steps() []uninstallStep {
 	}
 	steps = append(steps, uninstallStep{id: "untaint", title: "Remove the taints gpuctl added", run: u.untaint})
 	steps = append(steps, uninstallStep{id: "node-labels", title: "Remove the node labels NFD and the operator wrote", run: u.nodeMetadata})
-	if u.opts.Purge {
+	if u.Purge {
 		steps = append(steps, uninstallStep{id: "purge-objects", title: "Delete the other objects gpuctl created", run: u.purgeObjects})
 		steps = append(steps, uninstallStep{id: "purge-crds", title: "Delete the CRDs gpuctl created", run: u.purgeCRDs})
 		steps = append(steps, uninstallStep{id: "purge-namespaces", title: "Delete the namespaces gpuctl created", run: u.purgeNamespaces})
@@ -369,9 +254,9 @@ func (u *uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			return nil, err
 		}
 		gvr := gv.WithResource(resourceOf(d.Kind))
-		var ri dynamic.ResourceInterface = u.clients.Dynamic.Resource(gvr)
+		var ri dynamic.ResourceInterface = u.Clients.Dynamic.Resource(gvr)
 		if d.Namespace != "" {
-			ri = u.clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
+			ri = u.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
 		}
 		uid := d.UID
 		err = ri.Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
@@ -419,7 +304,7 @@ func resourceOf(kind string) string {
 // what holds it: its finalizers, or, for a foreground deletion, the dependents still there.
 func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
 	var last *unstructured.Unstructured
-	err := wait.PollUntilContextTimeout(ctx, time.Second, u.opts.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
 		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -440,15 +325,15 @@ func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface
 		obj := describe(kind, last.GetNamespace(), name)
 		fs := slices.DeleteFunc(slices.Clone(last.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerDeleteDependents })
 		if len(fs) > 0 {
-			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.opts.FinalizerWait}
+			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.FinalizerWait}
 		}
 		if len(fs) < len(last.GetFinalizers()) {
 			left, lerr := u.dependents(ctx, []types.UID{last.GetUID()})
 			if lerr == nil && len(left) > 0 {
-				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.opts.FinalizerWait, strings.Join(left, ", "))
+				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.FinalizerWait, strings.Join(left, ", "))
 			}
 		}
-		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, u.opts.FinalizerWait, last.GetDeletionTimestamp())
+		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, u.FinalizerWait, last.GetDeletionTimestamp())
 	}
 	return err
 }
@@ -497,12 +382,12 @@ func (u *uninstaller) dependents(ctx context.Context, uids []types.UID) ([]strin
 		return nil
 	}
 	for _, gvr := range namespaced {
-		if err := scan(gvr, u.clients.Dynamic.Resource(gvr).Namespace(u.namespace())); err != nil {
+		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr).Namespace(u.namespace())); err != nil {
 			return nil, err
 		}
 	}
 	for _, gvr := range cluster {
-		if err := scan(gvr, u.clients.Dynamic.Resource(gvr)); err != nil {
+		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr)); err != nil {
 			return nil, err
 		}
 	}
@@ -518,7 +403,7 @@ func (u *uninstaller) waitDependents(ctx context.Context, progress func(string))
 		return stepOutcome{skipped: true, message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
 	}
 	var left []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, u.opts.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
 		l, err := u.dependents(ctx, u.deleted)
 		if err != nil {
 			return false, err
@@ -530,7 +415,7 @@ func (u *uninstaller) waitDependents(ctx context.Context, progress func(string))
 		return len(l) == 0, nil
 	})
 	if err != nil && ctx.Err() == nil && len(left) > 0 {
-		return stepOutcome{}, fmt.Errorf("still there after %s: %s", u.opts.FinalizerWait, strings.Join(left, ", "))
+		return stepOutcome{}, fmt.Errorf("still there after %s: %s", u.FinalizerWait, strings.Join(left, ", "))
 	}
 	if err != nil {
 		return stepOutcome{}, err
@@ -555,7 +440,7 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 	}
 	var csvs []string
 	if last.Chart == plan.OLMChart {
-		subs, err := u.clients.Dynamic.Resource(subscriptionsGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
+		subs, err := u.Clients.Dynamic.Resource(subscriptionsGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for _, s := range subs.Items {
 				if csv, _, _ := unstructured.NestedString(s.Object, "status", "installedCSV"); csv != "" {
@@ -569,13 +454,13 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 	}
 	msg := fmt.Sprintf("uninstalled %s revision %d (%s %s)", r.name, last.Revision, last.Chart, last.ChartVersion)
 	for _, csv := range csvs {
-		ri := u.clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace)
+		ri := u.Clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace)
 		// OLM's owner references do not block the CSV's deletion (they are non-blocking), so the
 		// garbage collector removes the operator's Deployment some time after the CSV is gone: wait
 		// for the Deployments the CSV owned too, so the operator is really gone when this step ends.
 		var owned []string
 		if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
-			deps, err := u.clients.Kube.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
+			deps, err := u.Clients.Kube.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return stepOutcome{}, fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
 			}
@@ -593,7 +478,7 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
 			return stepOutcome{}, err
 		}
-		deployments := u.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
+		deployments := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
 		for _, d := range owned {
 			if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
 				return stepOutcome{}, err
@@ -609,7 +494,7 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 }
 
 func (u *uninstaller) untaint(ctx context.Context, _ func(string)) (stepOutcome, error) {
-	res, err := (&taint.Untaint{Client: u.clients.Kube}).Run(ctx, nil)
+	res, err := (&taint.Untaint{Client: u.Clients.Kube}).Run(ctx, nil)
 	if err != nil {
 		return stepOutcome{}, err
 	}
@@ -631,10 +516,10 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 		return stepOutcome{skipped: true, message: "gpuctl installed neither NFD nor the operator"}, nil
 	}
 	var before map[string]record.NodeMetadata
-	if u.rec != nil {
-		before = u.rec.NodeMetadataBefore
+	if u.Record != nil {
+		before = u.Record.NodeMetadataBefore
 	}
-	nodes, err := u.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := u.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return stepOutcome{}, fmt.Errorf("list nodes: %w", err)
 	}
@@ -651,7 +536,7 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 		if err != nil {
 			return stepOutcome{}, err
 		}
-		if _, err := u.clients.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+		if _, err := u.Clients.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
 			return stepOutcome{}, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		changed++
@@ -667,10 +552,10 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 }
 
 func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (stepOutcome, error) {
-	if u.rec == nil {
+	if u.Record == nil {
 		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the CRDs it created from ones it found"}, nil
 	}
-	crds := u.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
+	crds := u.Clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
 	var deleted []string
 	var names []string
 	if u.p.Purge != nil {
@@ -686,7 +571,7 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 		}
 		deleted = append(deleted, name)
 	}
-	ri := u.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	for _, name := range deleted {
 		progress("waiting for CRD " + name + " to go")
 		if err := u.waitGone(ctx, ri, "CustomResourceDefinition", name, ""); err != nil {
@@ -696,14 +581,14 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 	if len(deleted) == 0 {
 		return stepOutcome{skipped: true, message: "none left"}, nil
 	}
-	u.clients.Refresh()
+	u.Clients.Refresh()
 	return stepOutcome{changed: true, message: fmt.Sprintf("deleted %d: %s", len(deleted), strings.Join(deleted, ", "))}, nil
 }
 
 // purgeObjects deletes the objects gpuctl created outside its releases (the NVAIE Secrets, profile
 // prerequisites, the PSP RoleBinding): in a namespace gpuctl found, deleting the namespace would not.
 func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (stepOutcome, error) {
-	if u.rec == nil {
+	if u.Record == nil {
 		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the objects it created from ones it found"}, nil
 	}
 	type gone struct {
@@ -712,11 +597,11 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 		desc string
 	}
 	var deleted []gone
-	for _, o := range u.rec.Objects {
+	for _, o := range u.Record.Objects {
 		if !o.Created {
 			continue
 		}
-		ri, err := recordedResource(u.clients, o)
+		ri, err := recordedResource(u.Clients, o)
 		if absent(err) {
 			continue // its kind is no longer served: nothing of it is left
 		}
@@ -751,12 +636,12 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 }
 
 func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (stepOutcome, error) {
-	if u.rec == nil {
+	if u.Record == nil {
 		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
 	}
-	nss := u.clients.Kube.CoreV1().Namespaces()
+	nss := u.Clients.Kube.CoreV1().Namespaces()
 	var deleted []string
-	for _, name := range record.CreatedNames(u.rec.Namespaces) {
+	for _, name := range record.CreatedNames(u.Record.Namespaces) {
 		err := nss.Delete(ctx, name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -766,7 +651,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 		}
 		deleted = append(deleted, name)
 	}
-	ri := u.clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	for _, name := range deleted {
 		progress("waiting for namespace " + name + " to go")
 		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
@@ -778,7 +663,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	// gpuctl owns, and the API server removes them; a label someone else also set stays
 	// (https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management).
 	var released []string
-	for _, o := range u.rec.Namespaces {
+	for _, o := range u.Record.Namespaces {
 		if o.Created {
 			continue
 		}
@@ -815,21 +700,21 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 
 func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOutcome, error) {
 	switch {
-	case u.rec == nil:
+	case u.Record == nil:
 		return stepOutcome{skipped: true, message: "none"}, nil
-	case u.opts.Purge:
-		if err := record.Delete(ctx, u.clients.Kube); err != nil {
+	case u.Purge:
+		if err := record.Delete(ctx, u.Clients.Kube); err != nil {
 			return stepOutcome{}, err
 		}
 		return stepOutcome{changed: true, message: "deleted"}, nil
-	case u.rec.Uninstalled:
+	case u.Record.Uninstalled:
 		return stepOutcome{skipped: true, message: "already says uninstalled; uninstall --purge removes what gpuctl created"}, nil
 	}
-	r := *u.rec
+	r := *u.Record
 	r.Uninstalled, r.Command, r.Result, r.Updated = true, "uninstall", "succeeded", time.Now().UTC()
 	// Every custom resource gpuctl created is gone (the plan deleted them by UID).
 	r.Releases, r.TaintedNodes, r.CustomResources, r.TracksCustomResources = nil, nil, nil, true
-	if err := record.Write(ctx, u.clients.Kube, &r); err != nil {
+	if err := record.Write(ctx, u.Clients.Kube, &r); err != nil {
 		return stepOutcome{}, err
 	}
 	kept := len(record.CreatedNames(r.CRDs)) + len(record.CreatedNames(r.Namespaces)) + len(record.CreatedNames(r.Objects))
@@ -843,14 +728,4 @@ func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOut
 // absent reports errors that mean "this kind is not served" or "not found".
 func absent(err error) bool {
 	return err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || isNoResource(err))
-}
-
-// purgeLease deletes the lock's Lease when no run holds it.
-func purgeLease(ctx context.Context, clients *kube.Clients) {
-	leases := clients.Kube.CoordinationV1().Leases(lock.DefaultNamespace)
-	l, err := leases.Get(ctx, lock.DefaultName, metav1.GetOptions{})
-	if err != nil || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "") {
-		return
-	}
-	_ = leases.Delete(ctx, lock.DefaultName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -84,7 +85,7 @@ func (e *ForeignResourcesError) Error() string {
 }
 
 // Unwrap makes the refusal a failed preflight: nothing was changed.
-func (e *ForeignResourcesError) Unwrap() error { return ErrPreflightFailed }
+func (e *ForeignResourcesError) Unwrap() error { return preflight.ErrFailed }
 
 // Steps of an uninstall that delete planned objects.
 const (
@@ -116,7 +117,7 @@ func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
 		}
 		// NFD's workers leave a NodeFeature object per node in the release's namespace
 		// (kubernetes-sigs/node-feature-discovery docs/usage/custom-resources.md: NodeFeature).
-		list, err := u.clients.Dynamic.Resource(nodeFeaturesGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
+		list, err := u.Clients.Dynamic.Resource(nodeFeaturesGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil && !absent(err) {
 			return nil, fmt.Errorf("list NodeFeature objects in %s: %w", r.namespace, err)
 		}
@@ -131,7 +132,7 @@ func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
 	if p.Nodes, err = u.planNodes(ctx); err != nil {
 		return nil, err
 	}
-	if u.opts.Purge {
+	if u.Purge {
 		if p.Purge, err = u.planPurge(ctx, p, rels); err != nil {
 			return p, err
 		}
@@ -143,14 +144,14 @@ func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
 // those the record names by UID; with a record of an older gpuctl (or none), those provably gpuctl's
 // by their Helm release or gpuctl's field manager. Every other one stays, and the plan says so.
 func (u *uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) error {
-	refs, objs, err := listStackResources(ctx, u.clients.Dynamic)
+	refs, objs, err := listStackResources(ctx, u.Clients.Dynamic)
 	if err != nil {
 		return err
 	}
-	tracked := u.rec != nil && u.rec.TracksCustomResources
+	tracked := u.Record != nil && u.Record.TracksCustomResources
 	recorded := map[types.UID]bool{}
 	if tracked {
-		for _, o := range u.rec.CustomResources {
+		for _, o := range u.Record.CustomResources {
 			recorded[o.UID] = true
 		}
 	}
@@ -189,10 +190,10 @@ func (u *uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 		return nil, nil
 	}
 	var before map[string]record.NodeMetadata
-	if u.rec != nil {
-		before = u.rec.NodeMetadataBefore
+	if u.Record != nil {
+		before = u.Record.NodeMetadataBefore
 	}
-	nodes, err := u.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := u.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -210,16 +211,16 @@ func (u *uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 // namespace: one that this uninstall does not delete itself (planned, or an object of a release it
 // uninstalls, or owned by such an object) is someone else's, and deleting the CRD would delete it.
 func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) (*PurgePlan, error) {
-	pp := &PurgePlan{Forced: u.opts.Force}
-	if u.rec == nil {
+	pp := &PurgePlan{Forced: u.Force}
+	if u.Record == nil {
 		return pp, nil
 	}
 	planned := map[types.UID]bool{}
 	for _, d := range p.Delete {
 		planned[d.UID] = true
 	}
-	crds := u.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
-	for _, name := range record.CreatedNames(u.rec.CRDs) {
+	crds := u.Clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
+	for _, name := range record.CreatedNames(u.Record.CRDs) {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -238,7 +239,7 @@ func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []un
 			continue // nothing served: nothing to list, nor to lose but the stored objects' CRD
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
-		list, err := u.clients.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+		list, err := u.Clients.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if absent(err) {
 			continue
 		}
@@ -255,7 +256,7 @@ func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []un
 		}
 	}
 	slices.Sort(pp.Foreign)
-	if len(pp.Foreign) > 0 && !u.opts.Force {
+	if len(pp.Foreign) > 0 && !u.Force {
 		return pp, &ForeignResourcesError{Objects: pp.Foreign}
 	}
 	return pp, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -78,7 +79,7 @@ func TestUninstallDeletesOnlyTheCustomResourcesGpuctlCreated(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &uninstaller{clients: &kube.Clients{Dynamic: stackDynamicClient(objs...)}, rec: tc.rec}
+			u := &uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...)}, Record: tc.rec}
 			p := &UninstallPlan{}
 			if err := u.planCustomResources(t.Context(), p, rels); err != nil {
 				t.Fatal(err)
@@ -118,15 +119,15 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 	rec := &record.Record{CRDs: []record.Object{{Name: "nvidiadrivers.nvidia.com", Created: true}, {Name: "gone.nvidia.com", Created: true}}}
 	planned := &UninstallPlan{Delete: []PlannedDeletion{{Kind: "NVIDIADriver", Name: "default", UID: "drv-1"}}}
 	for _, force := range []bool{false, true} {
-		u := &uninstaller{clients: &kube.Clients{Dynamic: stackDynamicClient(objs...), Extensions: apiextensionsfake.NewClientset(crd)},
-			rec: rec, opts: UninstallOptions{Purge: true, Force: force}}
+		u := &uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...), Extensions: apiextensionsfake.NewClientset(crd)},
+			Record: rec, Purge: true, Force: force}
 		pp, err := u.planPurge(t.Context(), planned, nil)
 		var fe *ForeignResourcesError
 		if force {
 			if err != nil {
 				t.Errorf("--force: %v", err)
 			}
-		} else if !errors.As(err, &fe) || !errors.Is(err, ErrPreflightFailed) || !reflect.DeepEqual(fe.Objects, []string{"NVIDIADriver team-a"}) {
+		} else if !errors.As(err, &fe) || !errors.Is(err, preflight.ErrFailed) || !reflect.DeepEqual(fe.Objects, []string{"NVIDIADriver team-a"}) {
 			t.Errorf("without --force: %v, want a ForeignResourcesError naming NVIDIADriver team-a and nothing gpuctl deletes itself", err)
 		}
 		if pp == nil || !slices.Equal(pp.CRDs, []string{"nvidiadrivers.nvidia.com"}) || !slices.Equal(pp.Foreign, []string{"NVIDIADriver team-a"}) || pp.Forced != force {

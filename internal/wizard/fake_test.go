@@ -136,7 +136,7 @@ func (f *fakeBackend) Check(_ context.Context, _ string, o engine.InstallOptions
 	f.mu.Unlock()
 	res := &engine.CheckResult{Detection: f.detection(), Plan: f.planFor(o), Report: f.report()}
 	if res.Report.Failed {
-		return res, fmt.Errorf("%w: %s", engine.ErrPreflightFailed, f.failCheck)
+		return res, fmt.Errorf("%w: %s", preflight.ErrFailed, f.failCheck)
 	}
 	return res, nil
 }
