@@ -24,6 +24,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // gpuctlBinary builds cmd/gpuctl once per test binary: signals are only honest against a real
@@ -237,7 +238,7 @@ func assertInterrupted(t *testing.T, c *sandbox.Cluster, r signalledRun, steps [
 		t.Errorf("step %s: no interrupted summary in -o json", signalled)
 		return
 	}
-	if !strings.Contains(r.stderr, "gpuctl: interrupted") || !strings.Contains(r.stderr, engine.ResumeHint) {
+	if !strings.Contains(r.stderr, "gpuctl: interrupted") || !strings.Contains(r.stderr, runner.ResumeHint) {
 		t.Errorf("step %s: stderr lacks the summary and the way on", signalled)
 	}
 	stoppedAt := len(ie.Finished) // index of the step in flight, or of the first not started

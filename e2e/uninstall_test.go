@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 var nvidiaDrivers = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "nvidiadrivers"}
@@ -159,7 +160,7 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 		if want := []string{"ClusterPolicy cluster-policy " + string(cp.GetUID())}; !slices.Equal(deletes, want) {
 			t.Errorf("dry run deletes %v, want %v", deletes, want)
 		}
-		if !slices.ContainsFunc(dryRun.Plan.Kept, func(k engine.KeptObject) bool { return k.String() == "NVIDIADriver team-a (not created by gpuctl)" }) {
+		if !slices.ContainsFunc(dryRun.Plan.Kept, func(k runner.KeptObject) bool { return k.String() == "NVIDIADriver team-a (not created by gpuctl)" }) {
 			t.Errorf("dry run keeps %v, want NVIDIADriver team-a", dryRun.Plan.Kept)
 		}
 		if code, _, _ := gpuctl(t, c, "uninstall", "--dry-run"); code != 0 {

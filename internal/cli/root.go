@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -304,7 +305,7 @@ func report(w io.Writer, err error) int {
 	var busy *release.BusyError
 	switch {
 	case errors.Is(err, context.Canceled):
-		if ie := (*engine.InterruptedError)(nil); errors.As(err, &ie) {
+		if ie := (*runner.InterruptedError)(nil); errors.As(err, &ie) {
 			_ = ui.PrintInterrupted(w, ie)
 		} else {
 			fmt.Fprintln(w, "gpuctl: interrupted")

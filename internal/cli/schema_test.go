@@ -22,6 +22,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 const schemaDir = "../../docs/schemas"
@@ -127,8 +128,8 @@ func TestDocumentsCarryTheirVersionAndMatchTheirSchemas(t *testing.T) {
 	det := detect.Analyze(&detect.Snapshot{Nodes: []corev1.Node{gpu}})
 	rep := preflight.Report{Results: []preflight.Result{{ID: "api", Category: "cluster", Description: "the API server answers", Status: preflight.StatusPass, Message: "Kubernetes v1.33.5"}}}
 	res := &engine.InstallResult{Detection: &det, Plan: p, Preflight: &rep, Changed: true,
-		Steps:       []engine.StepResult{{ID: "namespace", Title: "Namespace gpu-operator", Outcome: event.StepSucceeded}},
-		Interrupted: &engine.InterruptedError{Count: 13, InFlight: &engine.StepResult{ID: "crds", Outcome: event.StepInterrupted, Message: "3/6 CRDs established"}}}
+		Steps:       []runner.StepResult{{ID: "namespace", Title: "Namespace gpu-operator", Outcome: event.StepSucceeded}},
+		Interrupted: &runner.InterruptedError{Count: 13, InFlight: &runner.StepResult{ID: "crds", Outcome: event.StepInterrupted, Message: "3/6 CRDs established"}}}
 	for _, v := range []any{p, &det, &rep, res} {
 		var b bytes.Buffer
 		if err := writeJSON(&b, v); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // uninstallCmd is gpuctl uninstall: its flags and what it runs with.
@@ -148,7 +149,7 @@ func (u *uninstallCmd) writeResult(res *engine.UninstallResult, runErr error) er
 }
 
 // printUninstallPlan writes an uninstall's decisions for a person.
-func printUninstallPlan(w io.Writer, p *engine.UninstallPlan) {
+func printUninstallPlan(w io.Writer, p *runner.UninstallPlan) {
 	if p == nil {
 		return
 	}

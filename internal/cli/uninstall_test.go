@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 func TestUninstallForceNeedsPurge(t *testing.T) {
@@ -16,12 +16,12 @@ func TestUninstallForceNeedsPurge(t *testing.T) {
 
 func TestUninstallPlanSaysWhatGoesAndWhatStays(t *testing.T) {
 	var b strings.Builder
-	printUninstallPlan(&b, &engine.UninstallPlan{
-		Delete: []engine.PlannedDeletion{{Kind: "ClusterPolicy", Name: "cluster-policy", UID: "0b5e", Why: "created by gpuctl (install record)"}},
-		Kept:   []engine.KeptObject{{Kind: "NVIDIADriver", Name: "team-a", Why: "not created by gpuctl"}},
-		Nodes: []engine.NodeLabelPlan{{Node: "gpu-1", RemoveLabels: []string{"nvidia.com/gpu.present"},
-			Kept: []engine.KeptKey{{Key: "nvidia.com/mig.config", Managers: []string{"kubectl-label"}}}}},
-		Purge: &engine.PurgePlan{CRDs: []string{"nvidiadrivers.nvidia.com"}, Foreign: []string{"NVIDIADriver team-a"}},
+	printUninstallPlan(&b, &runner.UninstallPlan{
+		Delete: []runner.PlannedDeletion{{Kind: "ClusterPolicy", Name: "cluster-policy", UID: "0b5e", Why: "created by gpuctl (install record)"}},
+		Kept:   []runner.KeptObject{{Kind: "NVIDIADriver", Name: "team-a", Why: "not created by gpuctl"}},
+		Nodes: []runner.NodeLabelPlan{{Node: "gpu-1", RemoveLabels: []string{"nvidia.com/gpu.present"},
+			Kept: []runner.KeptKey{{Key: "nvidia.com/mig.config", Managers: []string{"kubectl-label"}}}}},
+		Purge: &runner.PurgePlan{CRDs: []string{"nvidiadrivers.nvidia.com"}, Foreign: []string{"NVIDIADriver team-a"}},
 	})
 	for _, want := range []string{
 		"delete ClusterPolicy cluster-policy (uid 0b5e; created by gpuctl (install record))",

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // InstallOptions are the choices of `gpuctl install` (flags, config file, or the wizard).
@@ -98,7 +99,7 @@ type InstallResult struct {
 	Detection *detect.Result `json:"detection"`
 	Plan      *plan.Plan     `json:"plan"`
 	// Steps are the outcomes, in order (empty for a dry run).
-	Steps []StepResult `json:"steps,omitempty"`
+	Steps []runner.StepResult `json:"steps,omitempty"`
 	// GPUNodes are the GPU nodes gpuctl validated.
 	GPUNodes []string `json:"gpuNodes,omitempty"`
 	// Changed is false when the run changed nothing in the cluster.
@@ -108,7 +109,7 @@ type InstallResult struct {
 	// Preflight is the report of the checks run before the first write.
 	Preflight *preflight.Report `json:"preflight,omitempty"`
 	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
-	Interrupted *InterruptedError `json:"interrupted,omitempty"`
+	Interrupted *runner.InterruptedError `json:"interrupted,omitempty"`
 }
 
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
@@ -116,8 +117,8 @@ type InstallResult struct {
 func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	defer func() {
 		// An interrupt before the executor started (the lock wait, detection, preflight) changed nothing.
-		if err != nil && errors.Is(err, context.Canceled) && !errors.As(err, new(*InterruptedError)) && errors.Is(context.Cause(ctx), context.Canceled) {
-			ie := &InterruptedError{BeforeFirstWrite: true}
+		if err != nil && errors.Is(err, context.Canceled) && !errors.As(err, new(*runner.InterruptedError)) && errors.Is(context.Cause(ctx), context.Canceled) {
+			ie := &runner.InterruptedError{BeforeFirstWrite: true}
 			if res != nil {
 				res.Interrupted = ie
 			}
@@ -146,16 +147,16 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	// One writer at a time (internal/lock). The lock is taken before detection, not just before the
 	// first write: detection, the plan and preflight must not judge a cluster another run is halfway
 	// through changing (its new ClusterPolicy is not "another tool's"). A dry run takes no lock.
-	var lk *writeLock
+	var lk *runner.Lock
 	var lockErr error // a lock this run may not take: reported after preflight, with the other permissions
 	if !o.DryRun {
-		ctx, lk, lockErr = takeLock(ctx, i.Clients, o.WaitForLock, sink)
+		ctx, lk, lockErr = runner.TakeLock(ctx, i.Clients, o.WaitForLock, sink)
 		if lockErr != nil && !apierrors.IsForbidden(lockErr) {
 			return &InstallResult{}, lockErr
 		}
 	}
 	if lk != nil {
-		defer lk.release(ctx)
+		defer lk.Release(ctx)
 	}
 
 	det, err := detect.Run(ctx, detect.From(i.Clients))
@@ -201,32 +202,12 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if lk == nil {
 		return res, errors.New("no install lock: a dry run changes nothing")
 	}
-	x := &executor{clients: i.Clients, plan: p, sink: sink, gpuNodes: p.GPUNodes, secrets: secrets, runID: lk.held.Identity()}
-	x.releases = map[string]*release.Client{}
-	before, err := x.snapshotBefore(ctx)
-	if err != nil {
-		return res, err
-	}
-	err = x.run(ctx)
-	if ierr := (*InterruptedError)(nil); errors.As(err, &ierr) {
+	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
+		Inputs: recordInputs(o, i.files), Version: i.Version, Command: i.verb()}).Run(ctx)
+	if ierr := (*runner.InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
 	}
-	if rerr := x.writeRecord(ctx, before, recordInputs(o, i.files), i.Version, i.verb(), err); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	err = lk.lost(err)
-	res.Steps, res.GPUNodes, res.Changed = x.results, x.gpuNodes, x.changed
-	for _, s := range p.Steps {
-		if s.Release == nil || s.Skip != "" {
-			continue
-		}
-		if rc, rerr := x.releaseClient(s.Release.Namespace); rerr == nil {
-			if r, _ := rc.Last(s.Release.Name); r != nil {
-				r.Values = nil // in the plan already; keeps -o json short
-				res.Releases = append(res.Releases, r)
-			}
-		}
-	}
+	res.Steps, res.GPUNodes, res.Changed, res.Releases = out.Steps, out.GPUNodes, out.Changed, out.Releases
 	return res, err
 }
 

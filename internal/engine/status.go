@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -189,7 +188,7 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 	switch {
 	case err == nil:
 		in.policy = cp
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err), isNoResource(err):
+	case kube.Absent(err):
 	default:
 		return nil, fmt.Errorf("read ClusterPolicy %s: %w", policyName, err)
 	}
@@ -205,10 +204,6 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 	in.pods = pods.Items
 	in.monitoring = s.readMonitoring(ctx, rec, ns)
 	return evaluateStatus(in), nil
-}
-
-func isNoResource(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "the server could not find the requested resource")
 }
 
 // evaluateStatus turns what was read into checks and node rows.

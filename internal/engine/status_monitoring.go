@@ -7,14 +7,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -77,7 +76,7 @@ func (s *Status) readMonitoring(ctx context.Context, rec *record.Record, ns stri
 	sms, err := s.Clients.Dynamic.Resource(serviceMonitorsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	switch {
 	case err == nil:
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || isNoResource(err):
+	case kube.Absent(err):
 		m.Problem = "the cluster no longer serves monitoring.coreos.com (the Prometheus Operator's CRDs)"
 		return m
 	default:

@@ -127,7 +127,7 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 
 	s.helmHistory(b, ns, rec, v.Releases)
 	col.Resources(ctx, health.ClusterPolicyResource(), "cluster/clusterpolicies.yaml", "ClusterPolicy objects with their status and conditions")
-	col.Resources(ctx, nvidiaDriversGVR, "cluster/nvidiadrivers.yaml", "NVIDIADriver objects with their status and conditions")
+	col.Resources(ctx, health.NVIDIADriverResource(), "cluster/nvidiadrivers.yaml", "NVIDIADriver objects with their status and conditions")
 	nodes := col.Nodes(ctx)
 	pods := col.Namespace(ctx, ns)
 	if nfdNS != ns {

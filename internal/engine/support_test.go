@@ -62,7 +62,7 @@ func TestSupportCollectsABundleWithoutSecrets(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}
 	clients := checkCluster(nil, gpuNode, driverPod, ns)
 	clients.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		health.ClusterPolicyResource(): "ClusterPolicyList", nvidiaDriversGVR: "NVIDIADriverList"},
+		health.ClusterPolicyResource(): "ClusterPolicyList", health.NVIDIADriverResource(): "NVIDIADriverList"},
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "cluster-policy"},
 			"status": map[string]any{"state": "ready"}}})
 	rec := &record.Record{GpuctlVersion: "v1.0.0", Command: "install", Result: "succeeded", Distribution: "kubeadm", Profile: "kubeadm",
@@ -136,7 +136,7 @@ func TestSupportStopsOnInterrupt(t *testing.T) {
 	cancel()
 	clients := checkCluster(nil)
 	clients.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		health.ClusterPolicyResource(): "ClusterPolicyList", nvidiaDriversGVR: "NVIDIADriverList"})
+		health.ClusterPolicyResource(): "ClusterPolicyList", health.NVIDIADriverResource(): "NVIDIADriverList"})
 	_, err := (&Support{Clients: clients, Releases: memoryReleases(t)}).Run(ctx)
 	if err == nil {
 		t.Fatal("an interrupted collection returned a bundle")

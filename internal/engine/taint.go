@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -67,12 +68,12 @@ const noPolicy = "gpuctl's MutatingAdmissionPolicy is not in force (gpuctl insta
 func (t *TaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
 	if !t.DryRun {
 		// Taken before detection: the nodes it finds are the ones no other run is changing.
-		var lk *writeLock
-		if ctx, lk, err = takeLock(ctx, t.Clients, t.WaitForLock, t.Sink); err != nil {
-			return nil, lockError(err)
+		var lk *runner.Lock
+		if ctx, lk, err = runner.TakeLock(ctx, t.Clients, t.WaitForLock, t.Sink); err != nil {
+			return nil, runner.LockError(err)
 		}
-		defer lk.release(ctx)
-		defer func() { err = lk.lost(err) }()
+		defer lk.Release(ctx)
+		defer func() { err = lk.Lost(err) }()
 	}
 	p, nodes, err := t.plan(ctx)
 	if p == nil {
@@ -142,12 +143,12 @@ type UntaintNodes struct {
 // Run plans and (without DryRun) writes the plan.
 func (u *UntaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
 	if !u.DryRun {
-		var lk *writeLock
-		if ctx, lk, err = takeLock(ctx, u.Clients, u.WaitForLock, u.Sink); err != nil {
-			return nil, lockError(err)
+		var lk *runner.Lock
+		if ctx, lk, err = runner.TakeLock(ctx, u.Clients, u.WaitForLock, u.Sink); err != nil {
+			return nil, runner.LockError(err)
 		}
-		defer lk.release(ctx)
-		defer func() { err = lk.lost(err) }()
+		defer lk.Release(ctx)
+		defer func() { err = lk.Lost(err) }()
 	}
 	list, err := kube.ListNodes(ctx, u.Clients.Kube, taint.Trim)
 	if err != nil {

@@ -160,7 +160,7 @@ func TestTaintJudgedAsInstallJudgesIt(t *testing.T) {
 	})
 
 	t.Run("no GPU node: nothing to taint, an error", func(t *testing.T) {
-		cs := fake.NewClientset(node("cpu-1", nil))
+		cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}})
 		_, err := (&TaintNodes{Clients: &kube.Clients{Kube: cs, Discovery: cs.Discovery(), Namespace: "gpu-operator"}, DryRun: true}).Run(ctx)
 		if err == nil || !strings.Contains(err.Error(), "no GPU nodes found") {
 			t.Errorf("err = %v", err)

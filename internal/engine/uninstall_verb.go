@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // UninstallOptions are the choices of `gpuctl uninstall`.
@@ -47,9 +45,9 @@ type Uninstall struct {
 // UninstallResult is what Uninstall did.
 type UninstallResult struct {
 	// Plan is every decision the run carried out (or, with DryRun, would carry out).
-	Plan   *UninstallPlan `json:"plan,omitempty"`
-	DryRun bool           `json:"dryRun,omitempty"`
-	Steps  []StepResult   `json:"steps"`
+	Plan   *runner.UninstallPlan `json:"plan,omitempty"`
+	DryRun bool                  `json:"dryRun,omitempty"`
+	Steps  []runner.StepResult   `json:"steps"`
 	// Changed is false when there was nothing to uninstall.
 	Changed bool `json:"changed"`
 }
@@ -71,69 +69,38 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		if err != nil {
 			return &UninstallResult{DryRun: true}, err
 		}
-		un := &uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
-		p, err := un.plan(ctx)
+		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
+		p, err := un.Plan(ctx)
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
-	ctx, lk, err := takeLock(ctx, u.Clients, o.WaitForLock, sink)
+	ctx, lk, err := runner.TakeLock(ctx, u.Clients, o.WaitForLock, sink)
 	if err != nil {
-		return &UninstallResult{}, lockError(err)
+		return &UninstallResult{}, runner.LockError(err)
 	}
 	defer func() {
-		lk.release(ctx)
+		lk.Release(ctx)
 		if err == nil && o.Purge {
 			// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run
 			// waiting for it creates it again).
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), runner.ReleaseTimeout)
 			defer rcancel()
 			purgeLease(rctx, u.Clients)
 		}
-		err = lk.lost(err)
+		err = lk.Lost(err)
 	}()
 
 	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
 		return &UninstallResult{}, err
 	}
-	un := &uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
+	un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
 	// Every decision is made here, before the first write; the steps carry the plan out.
-	p, err := un.plan(ctx)
+	p, err := un.Plan(ctx)
 	if err != nil {
 		return &UninstallResult{Plan: p}, err
 	}
-	un.p = p
-	steps := un.steps()
-	res = &UninstallResult{Plan: p}
-	for i, s := range steps {
-		base := event.Event{Step: s.id, Title: s.title, Index: i + 1, Count: len(steps)}
-		emit := func(e event.Event) {
-			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
-			sink.Event(e)
-		}
-		emit(event.Event{Type: event.StepStarted})
-		out, err := s.run(ctx, func(msg string) { emit(event.Event{Type: event.StepProgress, Message: msg}) })
-		if err != nil {
-			ev := event.Event{Type: event.StepFailed, Err: err.Error(), Hint: s.hint}
-			var fe *FinalizerError
-			if errors.As(err, &fe) {
-				ev.Hint = finalizerHint(fe)
-			}
-			if errors.Is(err, context.Canceled) {
-				ev.Err, ev.Hint = "interrupted", "run gpuctl uninstall again: it continues where it stopped"
-			}
-			emit(ev)
-			res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: event.StepFailed, Message: ev.Err})
-			return res, fmt.Errorf("%s: %w", strings.ToLower(s.title[:1])+s.title[1:], err)
-		}
-		typ := event.StepSucceeded
-		if out.skipped {
-			typ = event.StepSkipped
-		}
-		emit(event.Event{Type: typ, Message: out.message})
-		res.Changed = res.Changed || out.changed
-		res.Steps = append(res.Steps, StepResult{ID: s.id, Title: s.title, Outcome: typ, Message: out.message, Changed: out.changed})
-	}
-	return res, nil
+	r, err := un.Run(ctx, p)
+	return &UninstallResult{Plan: p, Steps: r.Results, Changed: r.Changed}, err
 }
 
 // purgeLease deletes the lock's Lease when no run holds it.

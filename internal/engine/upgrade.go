@@ -20,6 +20,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // UpgradeOptions are the choices of `gpuctl upgrade`.
@@ -310,7 +311,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 		if r.Chart == plan.OLMChart {
 			// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
 			// unchanged Subscription previews as unchanged.
-			if values, err = (&executor{clients: u.Clients}).olmValues(ctx, values); err != nil {
+			if values, err = runner.OLMValues(ctx, u.Clients, values); err != nil {
 				return nil, err
 			}
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // DefaultVerifyImage is the CUDA vectorAdd sample NVIDIA's GPU Operator guide runs to check that a GPU
@@ -173,12 +174,12 @@ func (v *Verify) Run(ctx context.Context) (_ *VerifyResult, err error) {
 	}
 	// Taken before the install record, the nodes and the earlier pods are read, and released after
 	// the run's pods are gone.
-	ctx, lk, err := takeLock(ctx, v.Clients, o.WaitForLock, v.Sink)
+	ctx, lk, err := runner.TakeLock(ctx, v.Clients, o.WaitForLock, v.Sink)
 	if err != nil {
-		return nil, lockError(err)
+		return nil, runner.LockError(err)
 	}
-	defer lk.release(ctx)
-	defer func() { err = lk.lost(err) }()
+	defer lk.Release(ctx)
+	defer func() { err = lk.Lost(err) }()
 	p, err := v.plan(ctx, o, sel)
 	if err != nil {
 		return nil, err
@@ -354,7 +355,7 @@ func (r *verifyRun) waitAll(ctx context.Context) error {
 	err := r.wait(ctx)
 	if ctx.Err() != nil {
 		msg := "interrupted; removing the verify pods"
-		if !interrupted(ctx) {
+		if !runner.Interrupted(ctx) {
 			msg = fmt.Sprintf("stopped (%v); removing the verify pods", context.Cause(ctx))
 		}
 		r.v.emit(event.Event{Type: event.StepInterrupted, Step: "wait", Title: waitTitle, Message: msg})

@@ -68,3 +68,8 @@ func NFDGPULabels() map[string]string {
 		"feature.node.kubernetes.io/pci-0302_10de.present": "true",
 	}
 }
+
+// NVIDIADriverResource is the NVIDIADriver custom resource (NVIDIA/gpu-operator api/nvidia/v1alpha1).
+func NVIDIADriverResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "nvidiadrivers"}
+}

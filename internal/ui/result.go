@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // PrintInstallResult prints the outcome of an install for people.
@@ -40,9 +41,9 @@ func PrintInstallResult(w io.Writer, r *engine.InstallResult, namespace string, 
 	return err
 }
 
-// PrintInterrupted prints where an interrupted install stopped: the steps that finished, the one in
+// PrintInterrupted prints where an interrupted run (install, upgrade, uninstall) stopped: the steps that finished, the one in
 // flight with the state it left, the ones that never started, and how to go on.
-func PrintInterrupted(w io.Writer, e *engine.InterruptedError) error {
+func PrintInterrupted(w io.Writer, e *runner.InterruptedError) error {
 	b := &strings.Builder{}
 	if e.BeforeFirstWrite {
 		fmt.Fprintln(b, "gpuctl: interrupted before the first write: nothing was changed.")
@@ -72,7 +73,11 @@ func PrintInterrupted(w io.Writer, e *engine.InterruptedError) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "To go on, %s.\n", engine.ResumeHint)
+	resume := e.Resume
+	if resume == "" {
+		resume = runner.ResumeHint
+	}
+	fmt.Fprintf(b, "To go on, %s.\n", resume)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // epoch is the fake clock's time: events and the wizard's Now agree, so durations are stable.
@@ -160,7 +161,7 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 	sink.Event(event.Event{Time: tick(), Type: event.StepSucceeded, Step: preflightStep, Title: "Preflight checks", Message: "3 passed, 1 warning, 1 skipped"})
 	if !confirm(p) {
 		if ctx.Err() != nil {
-			return res, &engine.InterruptedError{BeforeFirstWrite: true}
+			return res, &runner.InterruptedError{BeforeFirstWrite: true}
 		}
 		return res, engine.ErrNotConfirmed
 	}
@@ -172,7 +173,7 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		}
 		if s.Skip != "" {
 			emit(event.Event{Type: event.StepSkipped, Message: s.Skip})
-			res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped})
+			res.Steps = append(res.Steps, runner.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped})
 			continue
 		}
 		emit(event.Event{Type: event.StepStarted})
@@ -183,9 +184,9 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 			close(f.blocked)
 			<-ctx.Done()
 			state := "1/2 GPU nodes validated; gke-gpu-1 still waits"
-			emit(event.Event{Type: event.StepInterrupted, Message: state, Hint: engine.ResumeHint})
-			r := engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepInterrupted, Message: state}
-			ie := &engine.InterruptedError{Count: len(p.Steps), InFlight: &r, NotStarted: []string{"wait-clusterpolicy"}}
+			emit(event.Event{Type: event.StepInterrupted, Message: state, Hint: runner.ResumeHint})
+			r := runner.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepInterrupted, Message: state}
+			ie := &runner.InterruptedError{Count: len(p.Steps), InFlight: &r, NotStarted: []string{"wait-clusterpolicy"}}
 			for _, done := range res.Steps {
 				ie.Finished = append(ie.Finished, done)
 			}
@@ -196,7 +197,7 @@ func (f *fakeBackend) Install(ctx context.Context, _ string, o engine.InstallOpt
 		f.writes = append(f.writes, s.ID)
 		f.mu.Unlock()
 		emit(event.Event{Type: event.StepSucceeded, Message: "done"})
-		res.Steps = append(res.Steps, engine.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSucceeded, Message: "done", Changed: true})
+		res.Steps = append(res.Steps, runner.StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSucceeded, Message: "done", Changed: true})
 	}
 	res.GPUNodes, res.Changed = p.GPUNodes, true
 	return res, nil

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -148,7 +148,7 @@ func (m *Model) replay() string {
 func (m *Model) summary() string {
 	b := &strings.Builder{}
 	o := m.outcome
-	var ie *engine.InterruptedError
+	var ie *runner.InterruptedError
 	if errors.As(o.Err, &ie) && ie.BeforeFirstWrite {
 		o.Quit = true
 	}

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -40,13 +40,13 @@ type recordBefore struct {
 func objectExists(ctx context.Context, clients *kube.Clients, o record.Object) (bool, error) {
 	ri, err := recordedResource(clients, o)
 	if err != nil {
-		if absent(err) {
+		if kube.Absent(err) {
 			return false, nil
 		}
 		return false, err
 	}
 	_, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
-	if absent(err) {
+	if kube.Absent(err) {
 		return false, nil
 	}
 	return err == nil, err

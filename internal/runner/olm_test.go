@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func TestOLMValuesPinTheOperatorRelease(t *testing.T) {
 	})
 	t.Run("a release the channel does not offer is an input error naming what it offers", func(t *testing.T) {
 		_, err := x.olmValues(context.Background(), with("channel", "v26.7", "startingCSV", "gpu-operator-certified.v26.3.3"))
-		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "does not offer gpu-operator-certified.v26.3.3 (it offers gpu-operator-certified.v26.7.0)") {
+		if !errors.Is(err, plan.ErrInput) || !strings.Contains(err.Error(), "does not offer gpu-operator-certified.v26.3.3 (it offers gpu-operator-certified.v26.7.0)") {
 			t.Errorf("err %v", err)
 		}
 	})

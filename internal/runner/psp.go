@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 // that still serve PodSecurityPolicy (removed in Kubernetes 1.25;
 // https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml):
 // the GPU operator dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
-func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) psp(ctx context.Context, s *plan.Step) (Outcome, error) {
 	// Ask for the group version only if the server lists it: discovery clients differ in the error
 	// they return for a version that is not served.
 	groups, err := x.clients.Discovery.ServerGroups()
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	served := false
 	for _, g := range groups.Groups {
@@ -25,7 +25,7 @@ func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 			if v.GroupVersion == "policy/v1beta1" {
 				res, err := x.clients.Discovery.ServerResourcesForGroupVersion(v.GroupVersion)
 				if err != nil && !apierrors.IsNotFound(err) {
-					return stepOutcome{}, err
+					return Outcome{}, err
 				}
 				for i := 0; res != nil && i < len(res.APIResources); i++ {
 					served = served || res.APIResources[i].Name == "podsecuritypolicies"
@@ -34,7 +34,7 @@ func (x *executor) psp(ctx context.Context, s *plan.Step) (stepOutcome, error) {
 		}
 	}
 	if !served {
-		return stepOutcome{skipped: true, message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
+		return Outcome{Skipped: true, Message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
 	}
 	ns := s.Target
 	binding := map[string]any{

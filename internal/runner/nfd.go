@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -26,18 +26,18 @@ const nfdLabelPrefix = "feature.node.kubernetes.io/"
 // for each of them to get the PCI label. When it knew none (bare metal, kubeadm), it waits for NFD's
 // first pass — the worker DaemonSet rolled out and as many nodes labelled as it has pods — and takes
 // the nodes NFD found an NVIDIA PCI device on.
-func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) (stepOutcome, error) {
+func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
 	pci := health.NFDGPULabels()
 	if len(x.plan.GPUNodes) > 0 {
 		if err := x.waiter(progress).NodesLabelled(ctx, x.plan.GPUNodes, pci); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 	} else if err := x.waitNFDFirstPass(ctx, progress); err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	gpu := append([]string(nil), x.plan.GPUNodes...)
 	for _, n := range nodes.Items {
@@ -49,12 +49,12 @@ func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) 
 	}
 	x.gpuNodes = sortedUnique(gpu)
 	if len(x.gpuNodes) == 0 {
-		return stepOutcome{}, &stepError{
-			err:  fmt.Errorf("NFD labelled the nodes and found no NVIDIA PCI device (vendor 10de) on any"),
-			hint: "check that the GPU nodes have joined and that nfd-worker runs on them (kubectl get pods -A -l app.kubernetes.io/name=node-feature-discovery -o wide)",
+		return Outcome{}, &StepError{
+			Err:  fmt.Errorf("NFD labelled the nodes and found no NVIDIA PCI device (vendor 10de) on any"),
+			Hint: "check that the GPU nodes have joined and that nfd-worker runs on them (kubectl get pods -A -l app.kubernetes.io/name=node-feature-discovery -o wide)",
 		}
 	}
-	return stepOutcome{message: fmt.Sprintf("%d GPU nodes: %s", len(x.gpuNodes), strings.Join(x.gpuNodes, ", "))}, nil
+	return Outcome{Message: fmt.Sprintf("%d GPU nodes: %s", len(x.gpuNodes), strings.Join(x.gpuNodes, ", "))}, nil
 }
 
 // waitNFDFirstPass waits for the NFD worker DaemonSet (ours or another, recognised as detection

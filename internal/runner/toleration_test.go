@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -71,8 +71,8 @@ func TestRetaint(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want it to name %s", err, tc.wantErr)
 				}
-				var se *stepError
-				if !errors.As(err, &se) || !strings.Contains(se.hint, "--no-taint") {
+				var se *StepError
+				if !errors.As(err, &se) || !strings.Contains(se.Hint, "--no-taint") {
 					t.Errorf("hint of %v names no way out", err)
 				}
 				return
@@ -109,7 +109,7 @@ func TestWaitToleration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(probes) != 2 || !strings.Contains(out.message, "get the toleration") {
+	if len(probes) != 2 || !strings.Contains(out.Message, "get the toleration") {
 		t.Errorf("%d probes, outcome %+v", len(probes), out)
 	}
 	for _, p := range probes {

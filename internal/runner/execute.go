@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
-// executor runs a Plan's steps in order and reports each through the sink.
+// executor carries out the steps of an install Plan, one handler per step kind.
 type executor struct {
 	clients *kube.Clients
 	plan    *plan.Plan
@@ -34,8 +34,6 @@ type executor struct {
 	// secrets are the Secret objects of KindSecrets steps, read before the run (their contents never
 	// reach an event).
 	secrets []map[string]any
-	results []StepResult
-	changed bool
 	// releases are Helm clients by namespace.
 	releases map[string]*release.Client
 	// runID is this run's install Lease holder identity: release steps label what they write with it,
@@ -43,105 +41,43 @@ type executor struct {
 	runID string
 }
 
-// stepOutcome is what one step reports when it ends well.
-type stepOutcome struct {
-	message string
-	changed bool
-	skipped bool
-}
-
-// stepError is a failed step's error with what helps a person: a hint and a diagnosis.
-type stepError struct {
-	err    error
-	hint   string
-	detail string
-}
-
-func (e *stepError) Error() string { return e.err.Error() }
-func (e *stepError) Unwrap() error { return e.err }
-
-func (x *executor) run(ctx context.Context) error {
-	x.releases = map[string]*release.Client{}
-	x.extraValues = map[string]map[string]any{}
-	count := len(x.plan.Steps)
+// steps are the Plan's steps as the runner carries them out: each kind's handler, what an interrupted
+// one left behind, and the operator's own diagnosis of a failed wait on the stack.
+func (x *executor) steps() []Step {
+	out := make([]Step, len(x.plan.Steps))
 	for i := range x.plan.Steps {
 		s := &x.plan.Steps[i]
-		base := event.Event{Step: s.ID, Title: s.Title, Index: i + 1, Count: count}
-		emit := func(e event.Event) {
-			e.Step, e.Title, e.Index, e.Count, e.Time = base.Step, base.Title, base.Index, base.Count, time.Now()
-			x.sink.Event(e)
+		out[i] = Step{ID: s.ID, Title: s.Title, Skip: s.Skip,
+			Do: func(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
+				return x.step(ctx, s, progress)
+			},
+			State: func(ctx context.Context) (string, error) { return x.readState(ctx, s) },
 		}
-		if s.Skip != "" {
-			emit(event.Event{Type: event.StepSkipped, Message: s.Skip})
-			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped, Message: s.Skip})
-			continue
+		switch s.Kind {
+		case plan.KindWaitValidators, plan.KindWaitAllocatable, plan.KindWaitPolicy:
+			out[i].Explain = x.explain
 		}
-		if interrupted(ctx) {
-			// Interrupted between two steps (or while a Helm write was allowed to finish).
-			return x.stopped(i, nil)
-		}
-		emit(event.Event{Type: event.StepStarted})
-		lastProgress := ""
-		out, err := x.step(ctx, s, func(p health.Progress) {
-			lastProgress = p.Message
-			emit(event.Event{Type: event.StepProgress, Message: p.Message, Done: p.Done, Total: p.Total, Pending: p.Pending})
-		})
-		if err != nil && interrupted(ctx) {
-			// Every wait and write gives up on a cancelled context, whatever error it wraps; what the
-			// user needs is what this step left behind, read back from the cluster.
-			state := x.stateOf(ctx, s, lastProgress)
-			emit(event.Event{Type: event.StepInterrupted, Message: state, Hint: ResumeHint})
-			r := StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepInterrupted, Message: state}
-			x.results = append(x.results, r)
-			return x.stopped(i, &r)
-		}
-		if err != nil {
-			ev := event.Event{Type: event.StepFailed, Err: err.Error()}
-			var se *stepError
-			if errors.As(err, &se) {
-				ev.Hint, ev.Detail = se.hint, se.detail
-			}
-			var stuck *health.StuckError
-			if errors.As(err, &stuck) {
-				ev.Hint = stuck.Hint
-				if ev.Hint == "" && len(stuck.Report.Hints) > 0 {
-					ev.Hint = stuck.Report.Hints[0].Message
-				}
-				ev.Detail = stuck.Report.String()
-			}
-			switch s.Kind {
-			case plan.KindWaitValidators, plan.KindWaitAllocatable, plan.KindWaitPolicy:
-				if !errors.Is(err, context.Canceled) {
-					detail, hint := x.operatorDiagnosis(ctx)
-					if ev.Detail != "" {
-						ev.Detail = strings.TrimRight(ev.Detail, "\n") + "\n"
-					}
-					ev.Detail = strings.TrimRight(ev.Detail+detail, "\n")
-					if hint != "" {
-						ev.Hint = hint
-					}
-				}
-			}
-			emit(ev)
-			x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepFailed, Message: ev.Err})
-			return fmt.Errorf("%s: %w", strings.ToLower(s.Title[:1])+s.Title[1:], err)
-		}
-		typ := event.StepSucceeded
-		if out.skipped {
-			typ = event.StepSkipped
-		}
-		emit(event.Event{Type: typ, Message: out.message})
-		x.changed = x.changed || out.changed
-		x.results = append(x.results, StepResult{ID: s.ID, Title: s.Title, Outcome: typ, Message: out.message, Changed: out.changed})
 	}
-	return nil
+	return out
+}
+
+// explain adds what only the operator knows to the event of a failed wait on the GPU stack.
+func (x *executor) explain(ctx context.Context, ev *event.Event) {
+	detail, hint := x.operatorDiagnosis(ctx)
+	if ev.Detail != "" {
+		ev.Detail = strings.TrimRight(ev.Detail, "\n") + "\n"
+	}
+	ev.Detail = strings.TrimRight(ev.Detail+detail, "\n")
+	if hint != "" {
+		ev.Hint = hint
+	}
 }
 
 func (x *executor) waiter(progress func(health.Progress)) *health.Waiter {
 	return &health.Waiter{Kube: x.clients.Kube, Dynamic: x.clients.Dynamic, OnProgress: progress, Namespace: x.plan.Namespace}
 }
 
-func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.Progress)) (stepOutcome, error) {
+func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
 	switch s.Kind {
 	case plan.KindObjects:
 		return x.objects(ctx, s)
@@ -161,17 +97,17 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.waitToleration(ctx, progress)
 	case plan.KindWaitOperator:
 		err := x.waiter(progress).DeploymentAvailable(ctx, x.plan.Namespace, s.Target)
-		return stepOutcome{message: "Deployment " + s.Target + " is Available"}, err
+		return Outcome{Message: "Deployment " + s.Target + " is Available"}, err
 	case plan.KindWaitValidators:
 		validated, err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace, x.gpuNodes)
 		if err == nil {
 			// The operator may have labelled GPU nodes NFD had not when the earlier steps ran.
 			x.gpuNodes = sortedUnique(append(slices.Clone(x.gpuNodes), validated...))
 		}
-		return stepOutcome{message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
+		return Outcome{Message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
 	case plan.KindWaitAllocatable:
 		err := x.waiter(progress).GPUsAllocatable(ctx, x.gpuNodes)
-		return stepOutcome{message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
+		return Outcome{Message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
 	case plan.KindWaitCSV:
 		return x.waitCSV(ctx, s, progress)
 	case plan.KindApprove:
@@ -182,20 +118,20 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.psp(ctx, s)
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
-		return stepOutcome{message: "ready (Reconciled)"}, err
+		return Outcome{Message: "ready (Reconciled)"}, err
 	default:
-		return stepOutcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
+		return Outcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
 	}
 }
 
-func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) objects(ctx context.Context, s *plan.Step) (Outcome, error) {
 	var objs []*unstructured.Unstructured
 	for _, o := range s.Objects {
 		objs = append(objs, &unstructured.Unstructured{Object: o})
 	}
 	res, err := (&kube.Apply{Dynamic: x.clients.Dynamic, Mapper: x.clients.Mapper, Objects: objs}).Run(ctx)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	var parts []string
 	changed := false
@@ -203,25 +139,25 @@ func (x *executor) objects(ctx context.Context, s *plan.Step) (stepOutcome, erro
 		parts = append(parts, r.String())
 		changed = changed || r.Action != kube.ObjectUnchanged
 	}
-	return stepOutcome{message: strings.Join(parts, ", "), changed: changed}, nil
+	return Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
 }
 
-func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) crds(ctx context.Context, s *plan.Step) (Outcome, error) {
 	var total []kube.CRDResult
 	for _, name := range s.Charts {
 		crds, version, err := render.ChartCRDs(name, s.ChartReleases[name])
 		if err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		var known map[string][]*apiextensionsv1.CustomResourceDefinition
 		if name == plan.OperatorRelease {
 			if known, err = render.OperatorReleaseCRDs(); err != nil {
-				return stepOutcome{}, err
+				return Outcome{}, err
 			}
 		}
 		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, Dynamic: x.clients.Dynamic, CRDs: crds, Version: version, Releases: known}).Run(ctx)
 		if err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		total = append(total, res...)
 	}
@@ -246,13 +182,13 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (stepOutcome, error) 
 	if changed {
 		x.clients.Refresh()
 	}
-	return stepOutcome{message: strings.Join(parts, ", "), changed: changed}, nil
+	return Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
 }
 
-func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 	ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	values := s.Release.Values
 	if extra := x.extraValues[s.ID]; extra != nil {
@@ -260,25 +196,25 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (stepOutcome, erro
 	}
 	if s.Release.Chart == plan.OLMChart {
 		if values, err = x.olmValues(ctx, values); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 	}
 	rc, err := x.releaseClient(s.Release.Namespace)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	res, err := x.applyRelease(ctx, &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, RunID: x.runID})
 	if busy := (*release.BusyError)(nil); errors.As(err, &busy) {
-		return stepOutcome{}, &stepError{err: err, hint: busy.Hint()}
+		return Outcome{}, &StepError{Err: err, Hint: busy.Hint()}
 	}
 	if err != nil {
-		return stepOutcome{}, &stepError{err: err, hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
+		return Outcome{}, &StepError{Err: err, Hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}
 	if res.Recovered != "" {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
 	}
 	msg := fmt.Sprintf("%s revision %d (%s %s)", res.Outcome, res.Release.Revision, res.Release.Chart, res.Release.ChartVersion)
-	return stepOutcome{message: msg, changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
+	return Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
 }
 
 // applyRelease runs a Helm write to its end even when the run is interrupted meanwhile: Helm gives
@@ -308,7 +244,7 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 		return r.res, r.err
 	case <-ctx.Done():
 	}
-	if interrupted(ctx) {
+	if Interrupted(ctx) {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
 			Message: "interrupted: letting Helm finish writing release " + a.Name + " so that it is not left pending",
 			Hint:    "press Ctrl-C again to stop at once"})
@@ -317,21 +253,21 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 	return r.res, r.err
 }
 
-func (x *executor) taint(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) taint(ctx context.Context, s *plan.Step) (Outcome, error) {
 	if len(x.gpuNodes) == 0 {
-		return stepOutcome{skipped: true, message: "no GPU nodes"}, nil
+		return Outcome{Skipped: true, Message: "no GPU nodes"}, nil
 	}
 	t := corev1.Taint{Key: s.Taint.Key, Value: s.Taint.Value, Effect: corev1.TaintEffect(s.Taint.Effect)}
 	res, err := (&taint.Taint{Client: x.clients.Kube, Taint: t}).Run(ctx, x.gpuNodes)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	added, present := res.Count(taint.ActionAdded), res.Count(taint.ActionAlreadyPresent)
 	msg := fmt.Sprintf("%d tainted", added)
 	if present > 0 {
 		msg += fmt.Sprintf(", %d already were", present)
 	}
-	return stepOutcome{message: msg, changed: added > 0}, nil
+	return Outcome{Message: msg, Changed: added > 0}, nil
 }
 
 func sortedUnique(names []string) []string {
@@ -354,13 +290,4 @@ func (x *executor) releaseClient(ns string) (*release.Client, error) {
 	}
 	x.releases[ns] = rc
 	return rc, nil
-}
-
-// StepResult is the outcome of one step.
-type StepResult struct {
-	ID      string     `json:"id"`
-	Title   string     `json:"title"`
-	Outcome event.Type `json:"outcome"`
-	Message string     `json:"message,omitempty"`
-	Changed bool       `json:"changed"`
 }

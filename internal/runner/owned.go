@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type stackResource struct {
 func stackResources() []stackResource {
 	return []stackResource{
 		{health.ClusterPolicyResource(), "ClusterPolicy"},
-		{nvidiaDriversGVR, "NVIDIADriver"},
+		{health.NVIDIADriverResource(), "NVIDIADriver"},
 		{nfdInstancesGVR, "NodeFeatureDiscovery"},
 	}
 }
@@ -40,7 +40,7 @@ func listStackResources(ctx context.Context, dyn dynamic.Interface) ([]record.Ob
 	var objs []unstructured.Unstructured
 	for _, r := range stackResources() {
 		list, err := dyn.Resource(r.gvr).List(ctx, metav1.ListOptions{})
-		if absent(err) {
+		if kube.Absent(err) {
 			continue
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -74,6 +74,14 @@ func (x *executor) channelHead(ctx context.Context, source, pkg, channel string)
 // olmValues fills in the channel a Subscription follows (and, for Manual approval, the CSV to start
 // with) from the catalog, so the release records exactly what was subscribed to.
 func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[string]any, error) {
+	return OLMValues(ctx, x.clients, values)
+}
+
+// OLMValues is what an OLM release step will apply: values with the channel a Subscription follows
+// (and, for Manual approval, the CSV to start from) resolved from the catalog, as the run resolves
+// them (upgrade's preview shows an unchanged Subscription as unchanged).
+func OLMValues(ctx context.Context, clients *kube.Clients, values map[string]any) (map[string]any, error) {
+	x := &executor{clients: clients}
 	out := plan.MergeValues(values, nil)
 	pkg, _ := values["package"].(string)
 	source, _ := values["source"].(string)
@@ -87,8 +95,8 @@ func (x *executor) olmValues(ctx context.Context, values map[string]any) (map[st
 		// The release asked for (--operator-version) must be in the channel, or OLM would wait forever
 		// for a CSV the catalog does not offer there.
 		if !slices.Contains(offered, want) {
-			return nil, &stepError{err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
-				hint: "choose another --operator-version, or a --channel that has it (oc get packagemanifest " + pkg + " -n openshift-marketplace -o yaml lists them)"}
+			return nil, &StepError{Err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", plan.ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
+				Hint: "choose another --operator-version, or a --channel that has it (oc get packagemanifest " + pkg + " -n openshift-marketplace -o yaml lists them)"}
 		}
 	} else if values["installPlanApproval"] == "Manual" {
 		out["startingCSV"] = csv
@@ -128,7 +136,7 @@ func untilObject(ctx context.Context, ri dynamic.NamespaceableResourceInterface,
 // waitCSV waits for the Subscription to install the CSV it resolved (status.currentCSV; during an
 // upgrade status.installedCSV still names the old one until the approved InstallPlan has run) and for
 // that CSV to reach Succeeded.
-func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (stepOutcome, error) {
+func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
 	ns, sub := splitTarget(s.Target)
 	progress(health.Progress{Message: "waiting for subscription " + sub + " to install a CSV"})
 	subObj, err := untilObject(ctx, x.clients.Dynamic.Resource(subscriptionsGVR), ns, sub, func(u *unstructured.Unstructured) (bool, error) {
@@ -140,8 +148,8 @@ func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(heal
 		return installed != "" && (current == "" || installed == current), nil
 	})
 	if err != nil {
-		return stepOutcome{}, &stepError{err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), detail: subscriptionDetail(subObj),
-			hint: "oc get subscription,installplan -n " + ns + " shows what OLM is waiting for"}
+		return Outcome{}, &StepError{Err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), Detail: subscriptionDetail(subObj),
+			Hint: "oc get subscription,installplan -n " + ns + " shows what OLM is waiting for"}
 	}
 	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
 	var phase string
@@ -156,32 +164,32 @@ func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(heal
 			reason, _, _ = unstructured.NestedString(csv.Object, "status", "reason")
 			msg, _, _ = unstructured.NestedString(csv.Object, "status", "message")
 		}
-		return stepOutcome{}, &stepError{err: fmt.Errorf("CSV %s/%s is %s, not Succeeded: %w", ns, csvName, phase, err),
-			detail: strings.TrimSpace(reason + " " + msg), hint: "oc describe csv " + csvName + " -n " + ns}
+		return Outcome{}, &StepError{Err: fmt.Errorf("CSV %s/%s is %s, not Succeeded: %w", ns, csvName, phase, err),
+			Detail: strings.TrimSpace(reason + " " + msg), Hint: "oc describe csv " + csvName + " -n " + ns}
 	}
-	return stepOutcome{message: csvName + " Succeeded"}, nil
+	return Outcome{Message: csvName + " Succeeded"}, nil
 }
 
 // approve approves exactly the InstallPlan that installs the CSV the Subscription's channel names,
 // as NVIDIA's OpenShift guide does by hand; any other plan stays unapproved.
-func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(health.Progress)) (stepOutcome, error) {
+func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
 	ns, sub := splitTarget(s.Target)
 	subObj, err := x.clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	spec, _, _ := unstructured.NestedStringMap(subObj.Object, "spec")
 	want := spec["startingCSV"]
 	if want == "" {
 		if _, want, err = x.channelHead(ctx, spec["source"], spec["name"], spec["channel"]); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 	}
 	if installed, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV"); installed == want {
-		return stepOutcome{skipped: true, message: want + " is installed"}, nil
+		return Outcome{Skipped: true, Message: want + " is installed"}, nil
 	}
 	if spec["installPlanApproval"] != "Manual" {
-		return stepOutcome{skipped: true, message: "Automatic approval"}, nil
+		return Outcome{Skipped: true, Message: "Automatic approval"}, nil
 	}
 	progress(health.Progress{Message: "waiting for OLM's InstallPlan for " + want})
 	ips := x.clients.Dynamic.Resource(installPlansGVR).Namespace(ns)
@@ -204,33 +212,33 @@ func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(heal
 		return false, nil
 	})
 	if err != nil {
-		return stepOutcome{}, fmt.Errorf("no InstallPlan for %s appeared: %w", want, err)
+		return Outcome{}, fmt.Errorf("no InstallPlan for %s appeared: %w", want, err)
 	}
 	patch := []byte(`{"spec":{"approved":true}}`)
 	if _, err := ips.Patch(ctx, planName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-		return stepOutcome{}, fmt.Errorf("approve InstallPlan %s: %w", planName, err)
+		return Outcome{}, fmt.Errorf("approve InstallPlan %s: %w", planName, err)
 	}
-	return stepOutcome{message: "approved InstallPlan " + planName + " for " + want, changed: true}, nil
+	return Outcome{Message: "approved InstallPlan " + planName + " for " + want, Changed: true}, nil
 }
 
 // clusterPolicy builds the ClusterPolicy from the installed CSV's alm-examples, merges the step's
 // overrides over its spec, and server-side applies it.
-func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (Outcome, error) {
 	// OLM has just installed the bundle's CRDs: forget the discovery gpuctl cached before.
 	x.clients.Refresh()
 	ns, sub := splitTarget(s.Target)
 	subObj, err := x.clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
 	csv, err := x.clients.Dynamic.Resource(csvsGVR).Namespace(ns).Get(ctx, csvName, metav1.GetOptions{})
 	if err != nil {
-		return stepOutcome{}, fmt.Errorf("CSV %s: %w", csvName, err)
+		return Outcome{}, fmt.Errorf("CSV %s: %w", csvName, err)
 	}
 	var examples []map[string]any
 	if err := json.Unmarshal([]byte(csv.GetAnnotations()["alm-examples"]), &examples); err != nil {
-		return stepOutcome{}, fmt.Errorf("CSV %s alm-examples: %w", csvName, err)
+		return Outcome{}, fmt.Errorf("CSV %s alm-examples: %w", csvName, err)
 	}
 	var policy map[string]any
 	for _, e := range examples {
@@ -240,7 +248,7 @@ func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (stepOutcome
 		}
 	}
 	if policy == nil {
-		return stepOutcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
+		return Outcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
 	}
 	spec, _ := policy["spec"].(map[string]any)
 	policy["spec"] = plan.MergeValues(spec, s.PolicySpec)
@@ -250,7 +258,7 @@ func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (stepOutcome
 	if err != nil {
 		return out, err
 	}
-	out.message = "from " + csvName + "'s alm-examples: " + out.message
+	out.Message = "from " + csvName + "'s alm-examples: " + out.Message
 	return out, nil
 }
 

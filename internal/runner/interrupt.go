@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -14,14 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/render"
 )
-
-// ResumeHint is what an interrupted run tells the user to do.
-const ResumeHint = "run gpuctl install again: it continues where this run stopped"
 
 // stateTimeout bounds the look at the cluster an interrupted run takes to say where it stopped.
 const stateTimeout = 10 * time.Second
@@ -42,6 +38,8 @@ type InterruptedError struct {
 	NotStarted []string `json:"notStarted,omitempty"`
 	// Count is the number of steps in the plan.
 	Count int `json:"count,omitempty"`
+	// Resume says how to go on ("run gpuctl install again: …").
+	Resume string `json:"resume,omitempty"`
 }
 
 func (e *InterruptedError) Error() string {
@@ -58,55 +56,19 @@ func (e *InterruptedError) Error() string {
 // Unwrap makes errors.Is(err, context.Canceled) true.
 func (e *InterruptedError) Unwrap() error { return context.Canceled }
 
-// interrupted: the run's context was cancelled by the user (a signal), not by its deadline and not
+// Interrupted: the run's context was cancelled by the user (a signal), not by its deadline and not
 // because the install lock was lost (that cancellation carries lock.ErrLost as its cause).
-func interrupted(ctx context.Context) bool {
+func Interrupted(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(context.Cause(ctx), context.Canceled)
 }
 
-// stopped builds the InterruptedError of a run stopped at step index i (0-based); inFlight is that
-// step's result, or nil when the run stopped before it began.
-func (x *executor) stopped(i int, inFlight *StepResult) *InterruptedError {
-	e := &InterruptedError{Count: len(x.plan.Steps), InFlight: inFlight}
-	for _, r := range x.results {
-		if r.Outcome == event.StepSucceeded || r.Outcome == event.StepSkipped {
-			e.Finished = append(e.Finished, r)
-		}
-	}
-	next := i
-	if inFlight != nil {
-		next++
-	}
-	for _, s := range x.plan.Steps[next:] {
-		e.NotStarted = append(e.NotStarted, s.ID)
-	}
-	return e
-}
-
-// stateOf reads back what an interrupted step left in the cluster, for the summary: a release's
+// readState reads back what an interrupted step of an install Plan left in the cluster: a release's
 // status and revision, how many CRDs are established, how many GPU nodes carry the taint, which
-// objects exist. A wait changes nothing; it says what it last saw. The look has its own short
-// deadline, as the run's context is cancelled.
-func (x *executor) stateOf(ctx context.Context, s *plan.Step, lastProgress string) string {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateTimeout)
-	defer cancel()
-	state, err := x.readState(ctx, s)
-	switch {
-	case err != nil:
-		return "its state could not be read: " + err.Error()
-	case state != "":
-		return state
-	case s.Kind == plan.KindSafety:
-		return "nothing changed (the check only reads)"
-	case lastProgress != "":
-		return "nothing changed (it was waiting; last seen: " + lastProgress + ")"
-	default:
-		return "nothing changed (it was waiting)"
-	}
-}
-
+// objects exist ("" for a wait: it changed nothing).
 func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) {
 	switch s.Kind {
+	case plan.KindSafety:
+		return "nothing changed (the check only reads)", nil
 	case plan.KindRelease:
 		rc, err := x.releaseClient(s.Release.Namespace)
 		if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
@@ -98,7 +99,7 @@ const (
 func releaseStep(name string) string { return "uninstall-" + name }
 
 // plan makes every decision of the uninstall from the record and the cluster as they are now.
-func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
+func (u *Uninstaller) Plan(ctx context.Context) (*UninstallPlan, error) {
 	rels, err := u.targets()
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
 		// NFD's workers leave a NodeFeature object per node in the release's namespace
 		// (kubernetes-sigs/node-feature-discovery docs/usage/custom-resources.md: NodeFeature).
 		list, err := u.Clients.Dynamic.Resource(nodeFeaturesGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
-		if err != nil && !absent(err) {
+		if err != nil && !kube.Absent(err) {
 			return nil, fmt.Errorf("list NodeFeature objects in %s: %w", r.namespace, err)
 		}
 		if list == nil {
@@ -143,7 +144,7 @@ func (u *uninstaller) plan(ctx context.Context) (*UninstallPlan, error) {
 // planCustomResources decides which ClusterPolicy, NVIDIADriver and NodeFeatureDiscovery objects go:
 // those the record names by UID; with a record of an older gpuctl (or none), those provably gpuctl's
 // by their Helm release or gpuctl's field manager. Every other one stays, and the plan says so.
-func (u *uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) error {
+func (u *Uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) error {
 	refs, objs, err := listStackResources(ctx, u.Clients.Dynamic)
 	if err != nil {
 		return err
@@ -183,7 +184,7 @@ func (u *uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan,
 }
 
 // planNodes decides every node's label and annotation changes.
-func (u *uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
+func (u *Uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 	nfd := u.ours(plan.NFDRelease, "nfd-operator")
 	operator := u.ours(plan.OperatorRelease, plan.OperatorPackage)
 	if !nfd && !operator {
@@ -210,7 +211,7 @@ func (u *uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 // planPurge lists the CRDs --purge deletes and, for each, every custom resource of it in every
 // namespace: one that this uninstall does not delete itself (planned, or an object of a release it
 // uninstalls, or owned by such an object) is someone else's, and deleting the CRD would delete it.
-func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) (*PurgePlan, error) {
+func (u *Uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) (*PurgePlan, error) {
 	pp := &PurgePlan{Forced: u.Force}
 	if u.Record == nil {
 		return pp, nil
@@ -240,7 +241,7 @@ func (u *uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []un
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 		list, err := u.Clients.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if absent(err) {
+		if kube.Absent(err) {
 			continue
 		}
 		if err != nil {

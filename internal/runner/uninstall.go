@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
@@ -40,18 +40,9 @@ func (e *FinalizerError) Error() string {
 
 // Custom resources of the operator (NVIDIA/gpu-operator api/nvidia/v1 and v1alpha1@v26.7.0) and NFD.
 var (
-	nvidiaDriversGVR = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "nvidiadrivers"}
-	nodeFeaturesGVR  = schema.GroupVersionResource{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Resource: "nodefeatures"}
-	nfdInstancesGVR  = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
+	nodeFeaturesGVR = schema.GroupVersionResource{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Resource: "nodefeatures"}
+	nfdInstancesGVR = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
 )
-
-// uninstallStep is one step of an uninstall.
-type uninstallStep struct {
-	id, title string
-	run       func(ctx context.Context, progress func(string)) (stepOutcome, error)
-	// hint is said when the step fails.
-	hint string
-}
 
 func finalizerHint(fe *FinalizerError) string {
 	kind, name, _ := strings.Cut(fe.Object, " ")
@@ -66,7 +57,7 @@ func finalizerHint(fe *FinalizerError) string {
 }
 
 // uninstaller plans an uninstall and carries the plan out, step by step.
-type uninstaller struct {
+type Uninstaller struct {
 	Clients *kube.Clients
 	// Record is the install record (nil: an install by a gpuctl that wrote none).
 	Record *record.Record
@@ -85,7 +76,7 @@ type uninstaller struct {
 	deleted []types.UID
 }
 
-func (u *uninstaller) releaseClient(ns string) (*release.Client, error) {
+func (u *Uninstaller) releaseClient(ns string) (*release.Client, error) {
 	if u.releases == nil {
 		u.releases = map[string]*release.Client{}
 	}
@@ -122,7 +113,7 @@ func releaseOrder(name string) int {
 
 // targets are the releases to remove: the recorded ones, or (no record: an install by an older gpuctl)
 // gpuctl's release names in the namespace that exist.
-func (u *uninstaller) targets() ([]uninstallRelease, error) {
+func (u *Uninstaller) targets() ([]uninstallRelease, error) {
 	var out []uninstallRelease
 	if u.Record != nil {
 		for _, r := range u.Record.Releases {
@@ -151,7 +142,7 @@ func (u *uninstaller) targets() ([]uninstallRelease, error) {
 	return present, nil
 }
 
-func (u *uninstaller) namespace() string {
+func (u *Uninstaller) namespace() string {
 	if u.Record != nil && u.Record.Namespace != "" {
 		return u.Record.Namespace
 	}
@@ -159,7 +150,7 @@ func (u *uninstaller) namespace() string {
 }
 
 // ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to remove).
-func (u *uninstaller) ours(names ...string) bool {
+func (u *Uninstaller) ours(names ...string) bool {
 	if u.Record == nil {
 		return true
 	}
@@ -171,47 +162,69 @@ func (u *uninstaller) ours(names ...string) bool {
 	return false
 }
 
-func (u *uninstaller) steps() []uninstallStep {
-	var steps []uninstallStep
-	steps = append(steps, uninstallStep{id: stepDeleteCustomResources, title: "Delete the ClusterPolicy and NVIDIADriver objects gpuctl created",
-		run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
+// steps are the plan's parts as the runner carries them out, in the reverse order of install.
+func (u *Uninstaller) steps() []Step {
+	steps := []Step{{ID: stepDeleteCustomResources, Title: "Delete the ClusterPolicy and NVIDIADriver objects gpuctl created",
+		Do: messages(func(ctx context.Context, progress func(string)) (Outcome, error) {
 			return u.deletePlanned(ctx, stepDeleteCustomResources, progress)
-		},
-		hint: "kubectl get clusterpolicy,nvidiadriver shows them"})
-	waitDependents := uninstallStep{id: "wait-operands", title: "Wait until the objects they owned are gone", run: u.waitDependents,
-		hint: "kubectl -n " + u.namespace() + " get daemonsets,pods,serviceaccounts; kubectl get clusterroles,clusterrolebindings show what is left"}
-	operatorRelease := slices.ContainsFunc(u.rels, func(r uninstallRelease) bool { return releaseOrder(r.name) == 0 })
-	if !operatorRelease {
+		}),
+		Hint: "kubectl get clusterpolicy,nvidiadriver shows them"}}
+	waitDependents := Step{ID: "wait-operands", Title: "Wait until the objects they owned are gone", Do: messages(u.waitDependents),
+		Hint: "kubectl -n " + u.namespace() + " get daemonsets,pods,serviceaccounts; kubectl get clusterroles,clusterrolebindings show what is left"}
+	if !slices.ContainsFunc(u.rels, func(r uninstallRelease) bool { return releaseOrder(r.name) == 0 }) {
 		steps = append(steps, waitDependents)
 	}
 	for _, r := range u.rels {
-		r := r
-		if r.name == "nfd-operator" {
-			steps = append(steps, uninstallStep{id: stepDeleteNFDInstance, title: "Delete the NodeFeatureDiscovery instance gpuctl created",
-				run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
-					return u.deletePlanned(ctx, stepDeleteNFDInstance, progress)
-				}})
-		}
-		steps = append(steps, uninstallStep{id: releaseStep(r.name), title: "Uninstall release " + r.name,
-			run: func(ctx context.Context, progress func(string)) (stepOutcome, error) {
-				return u.uninstallRelease(ctx, r, progress)
-			},
-			hint: "helm history " + r.name + " -n " + r.namespace + " shows the release's revisions"})
+		steps = append(steps, u.releaseSteps(r)...)
 		if releaseOrder(r.name) == 0 {
 			// After the operator has stopped: an object its last reconcile created while the
 			// ClusterPolicy went is owned by it too, and goes only now.
 			steps = append(steps, waitDependents)
 		}
 	}
-	steps = append(steps, uninstallStep{id: "untaint", title: "Remove the taints gpuctl added", run: u.untaint})
-	steps = append(steps, uninstallStep{id: "node-labels", title: "Remove the node labels NFD and the operator wrote", run: u.nodeMetadata})
+	steps = append(steps,
+		Step{ID: "untaint", Title: "Remove the taints gpuctl added", Do: messages(u.untaint)},
+		Step{ID: "node-labels", Title: "Remove the node labels NFD and the operator wrote", Do: messages(u.nodeMetadata)})
 	if u.Purge {
-		steps = append(steps, uninstallStep{id: "purge-objects", title: "Delete the other objects gpuctl created", run: u.purgeObjects})
-		steps = append(steps, uninstallStep{id: "purge-crds", title: "Delete the CRDs gpuctl created", run: u.purgeCRDs})
-		steps = append(steps, uninstallStep{id: "purge-namespaces", title: "Delete the namespaces gpuctl created", run: u.purgeNamespaces})
+		steps = append(steps,
+			Step{ID: "purge-objects", Title: "Delete the other objects gpuctl created", Do: messages(u.purgeObjects)},
+			Step{ID: "purge-crds", Title: "Delete the CRDs gpuctl created", Do: messages(u.purgeCRDs)},
+			Step{ID: "purge-namespaces", Title: "Delete the namespaces gpuctl created", Do: messages(u.purgeNamespaces)})
 	}
-	steps = append(steps, uninstallStep{id: "record", title: "Install record " + record.Namespace + "/" + record.Name, run: u.updateRecord})
-	return steps
+	return append(steps, Step{ID: "record", Title: "Install record " + record.Namespace + "/" + record.Name, Do: messages(u.updateRecord)})
+}
+
+// releaseSteps remove release r (and, for OpenShift's NFD operator, the instance gpuctl created first).
+func (u *Uninstaller) releaseSteps(r uninstallRelease) []Step {
+	var steps []Step
+	if r.name == "nfd-operator" {
+		steps = append(steps, Step{ID: stepDeleteNFDInstance, Title: "Delete the NodeFeatureDiscovery instance gpuctl created",
+			Do: messages(func(ctx context.Context, progress func(string)) (Outcome, error) {
+				return u.deletePlanned(ctx, stepDeleteNFDInstance, progress)
+			})})
+	}
+	return append(steps, Step{ID: releaseStep(r.name), Title: "Uninstall release " + r.name,
+		Do: messages(func(ctx context.Context, progress func(string)) (Outcome, error) {
+			return u.uninstallRelease(ctx, r, progress)
+		}),
+		Hint: "helm history " + r.name + " -n " + r.namespace + " shows the release's revisions"})
+}
+
+// messages adapts a handler that reports its progress as plain messages.
+func messages(do func(context.Context, func(string)) (Outcome, error)) func(context.Context, func(health.Progress)) (Outcome, error) {
+	return func(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
+		return do(ctx, func(m string) { progress(health.Progress{Message: m}) })
+	}
+}
+
+// UninstallResume is what an interrupted uninstall tells the user to do.
+const UninstallResume = "run gpuctl uninstall again: it continues where it stopped"
+
+// Run carries out plan p (made by Plan) step by step.
+func (u *Uninstaller) Run(ctx context.Context, p *UninstallPlan) (*Runner, error) {
+	u.p = p
+	r := &Runner{Sink: u.Sink, Resume: UninstallResume}
+	return r, r.Run(ctx, u.steps())
 }
 
 // deletePlanned deletes the plan's objects of one step, each only while it has the planned UID,
@@ -220,7 +233,7 @@ func (u *uninstaller) steps() []uninstallStep {
 // operands so (controllerutil.SetControllerReference sets blockOwnerDeletion; NVIDIA/gpu-operator
 // controllers/object_controls.go and internal/state at v26.7.0). So when the object is gone, its
 // DaemonSets, pods, service accounts and RBAC are gone too.
-func (u *uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (Outcome, error) {
 	planned := u.p.deletions(step)
 	var kept []string
 	if step == stepDeleteCustomResources || step == stepDeleteNFDInstance {
@@ -232,17 +245,17 @@ func (u *uninstaller) deletePlanned(ctx context.Context, step string, progress f
 	}
 	deleted, err := u.deleteObjects(ctx, planned, progress)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	if len(deleted) == 0 {
-		return stepOutcome{skipped: true, message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
+		return Outcome{Skipped: true, Message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
 	}
-	return stepOutcome{changed: true, message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
+	return Outcome{Changed: true, Message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
 }
 
 // deleteObjects deletes planned objects (foreground, with their UID as precondition) and waits until
 // they are gone; it returns the ones it deleted.
-func (u *uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
+func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
 	type target struct {
 		ri dynamic.ResourceInterface
 		d  PlannedDeletion
@@ -302,7 +315,7 @@ func resourceOf(kind string) string {
 
 // waitGone waits up to FinalizerWait for an object to be gone (or replaced: another UID), then names
 // what holds it: its finalizers, or, for a foreground deletion, the dependents still there.
-func (u *uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
+func (u *Uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
 	var last *unstructured.Unstructured
 	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
 		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
@@ -356,7 +369,7 @@ func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
 
 // dependents names the objects of dependentResources that an owner in uids owns, directly or
 // through a DaemonSet (its pods).
-func (u *uninstaller) dependents(ctx context.Context, uids []types.UID) ([]string, error) {
+func (u *Uninstaller) dependents(ctx context.Context, uids []types.UID) ([]string, error) {
 	owners := map[types.UID]bool{}
 	for _, id := range uids {
 		owners[id] = true
@@ -365,7 +378,7 @@ func (u *uninstaller) dependents(ctx context.Context, uids []types.UID) ([]strin
 	var out []string
 	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
 		list, err := ri.List(ctx, metav1.ListOptions{})
-		if absent(err) {
+		if kube.Absent(err) {
 			return nil
 		}
 		if err != nil {
@@ -398,9 +411,9 @@ func (u *uninstaller) dependents(ctx context.Context, uids []types.UID) ([]strin
 // left. Their foreground deletion already waited for what existed then; this also covers what the
 // operator's last reconcile created while they went, which the garbage collector removes once it
 // sees the owner gone (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
-func (u *uninstaller) waitDependents(ctx context.Context, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) waitDependents(ctx context.Context, progress func(string)) (Outcome, error) {
 	if len(u.deleted) == 0 {
-		return stepOutcome{skipped: true, message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
+		return Outcome{Skipped: true, Message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
 	}
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
@@ -415,28 +428,28 @@ func (u *uninstaller) waitDependents(ctx context.Context, progress func(string))
 		return len(l) == 0, nil
 	})
 	if err != nil && ctx.Err() == nil && len(left) > 0 {
-		return stepOutcome{}, fmt.Errorf("still there after %s: %s", u.FinalizerWait, strings.Join(left, ", "))
+		return Outcome{}, fmt.Errorf("still there after %s: %s", u.FinalizerWait, strings.Join(left, ", "))
 	}
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
-	return stepOutcome{message: "none left"}, nil
+	return Outcome{Message: "none left"}, nil
 }
 
 // uninstallRelease uninstalls a release; on OpenShift (an olm-operator release: a Subscription) it
 // also deletes the ClusterServiceVersion the Subscription installed, which OLM keeps otherwise
 // (https://docs.openshift.com/container-platform/latest/operators/admin/olm-deleting-operators-from-cluster.html).
-func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, progress func(string)) (Outcome, error) {
 	rc, err := u.releaseClient(r.namespace)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	last, err := rc.Last(r.name)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	if last == nil {
-		return stepOutcome{skipped: true, message: "not installed"}, nil
+		return Outcome{Skipped: true, Message: "not installed"}, nil
 	}
 	var csvs []string
 	if last.Chart == plan.OLMChart {
@@ -450,7 +463,7 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 		}
 	}
 	if err := rc.Uninstall(ctx, r.name); err != nil {
-		return stepOutcome{}, fmt.Errorf("uninstall release %s: %w", r.name, err)
+		return Outcome{}, fmt.Errorf("uninstall release %s: %w", r.name, err)
 	}
 	msg := fmt.Sprintf("uninstalled %s revision %d (%s %s)", r.name, last.Revision, last.Chart, last.ChartVersion)
 	for _, csv := range csvs {
@@ -462,7 +475,7 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 		if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
 			deps, err := u.Clients.Kube.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return stepOutcome{}, fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
+				return Outcome{}, fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
 			}
 			for _, d := range deps.Items {
 				for _, ref := range d.OwnerReferences {
@@ -473,47 +486,47 @@ func (u *uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 			}
 		}
 		if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return stepOutcome{}, fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
+			return Outcome{}, fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
 		}
 		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		deployments := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
 		for _, d := range owned {
 			if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
-				return stepOutcome{}, err
+				return Outcome{}, err
 			}
 		}
 		msg += ", deleted ClusterServiceVersion " + csv
 	}
 	// NFD's workers leave a NodeFeature object per node in the release's namespace: the plan names them.
 	if _, err := u.deleteObjects(ctx, u.p.deletions(releaseStep(r.name)), progress); err != nil {
-		return stepOutcome{}, fmt.Errorf("delete NodeFeature objects: %w", err)
+		return Outcome{}, fmt.Errorf("delete NodeFeature objects: %w", err)
 	}
-	return stepOutcome{changed: true, message: msg}, nil
+	return Outcome{Changed: true, Message: msg}, nil
 }
 
-func (u *uninstaller) untaint(ctx context.Context, _ func(string)) (stepOutcome, error) {
+func (u *Uninstaller) untaint(ctx context.Context, _ func(string)) (Outcome, error) {
 	res, err := (&taint.Untaint{Client: u.Clients.Kube}).Run(ctx, nil)
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	n := res.Changed()
 	if n == 0 {
-		return stepOutcome{skipped: true, message: "no node carries a taint gpuctl added"}, nil
+		return Outcome{Skipped: true, Message: "no node carries a taint gpuctl added"}, nil
 	}
-	return stepOutcome{changed: true, message: fmt.Sprintf("%d nodes untainted", n)}, nil
+	return Outcome{Changed: true, Message: fmt.Sprintf("%d nodes untainted", n)}, nil
 }
 
 // nodeMetadata carries out the plan's rule for node labels and annotations on every node as it is
 // now. The plan lists the keys as they were when it was made, but the operator writes labels until
 // its release is gone (a node's driver upgrade state, a node that joined meanwhile), so the same
 // judgement (planNodeMetadata: who wrote each key) is made again here, after the operator stopped.
-func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOutcome, error) {
+func (u *Uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (Outcome, error) {
 	nfd := u.ours(plan.NFDRelease, "nfd-operator")
 	operator := u.ours(plan.OperatorRelease, plan.OperatorPackage)
 	if !nfd && !operator {
-		return stepOutcome{skipped: true, message: "gpuctl installed neither NFD nor the operator"}, nil
+		return Outcome{Skipped: true, Message: "gpuctl installed neither NFD nor the operator"}, nil
 	}
 	var before map[string]record.NodeMetadata
 	if u.Record != nil {
@@ -521,7 +534,7 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 	}
 	nodes, err := u.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return stepOutcome{}, fmt.Errorf("list nodes: %w", err)
+		return Outcome{}, fmt.Errorf("list nodes: %w", err)
 	}
 	changed, kept := 0, 0
 	for i := range nodes.Items {
@@ -534,10 +547,10 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 		}
 		data, err := json.Marshal(patch)
 		if err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		if _, err := u.Clients.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-			return stepOutcome{}, fmt.Errorf("node %s: %w", n.Name, err)
+			return Outcome{}, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		changed++
 	}
@@ -548,12 +561,12 @@ func (u *uninstaller) nodeMetadata(ctx context.Context, _ func(string)) (stepOut
 	if kept > 0 {
 		msg += fmt.Sprintf("; kept %d labels and annotations in the stack's prefixes that others wrote", kept)
 	}
-	return stepOutcome{changed: changed > 0, skipped: changed == 0, message: msg}, nil
+	return Outcome{Changed: changed > 0, Skipped: changed == 0, Message: msg}, nil
 }
 
-func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (Outcome, error) {
 	if u.Record == nil {
-		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the CRDs it created from ones it found"}, nil
+		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the CRDs it created from ones it found"}, nil
 	}
 	crds := u.Clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
 	var deleted []string
@@ -567,7 +580,7 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 			continue
 		}
 		if err != nil {
-			return stepOutcome{}, fmt.Errorf("delete CRD %s: %w", name, err)
+			return Outcome{}, fmt.Errorf("delete CRD %s: %w", name, err)
 		}
 		deleted = append(deleted, name)
 	}
@@ -575,21 +588,21 @@ func (u *uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (ste
 	for _, name := range deleted {
 		progress("waiting for CRD " + name + " to go")
 		if err := u.waitGone(ctx, ri, "CustomResourceDefinition", name, ""); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 	}
 	if len(deleted) == 0 {
-		return stepOutcome{skipped: true, message: "none left"}, nil
+		return Outcome{Skipped: true, Message: "none left"}, nil
 	}
 	u.Clients.Refresh()
-	return stepOutcome{changed: true, message: fmt.Sprintf("deleted %d: %s", len(deleted), strings.Join(deleted, ", "))}, nil
+	return Outcome{Changed: true, Message: fmt.Sprintf("deleted %d: %s", len(deleted), strings.Join(deleted, ", "))}, nil
 }
 
 // purgeObjects deletes the objects gpuctl created outside its releases (the NVAIE Secrets, profile
 // prerequisites, the PSP RoleBinding): in a namespace gpuctl found, deleting the namespace would not.
-func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) purgeObjects(ctx context.Context, progress func(string)) (Outcome, error) {
 	if u.Record == nil {
-		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the objects it created from ones it found"}, nil
+		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the objects it created from ones it found"}, nil
 	}
 	type gone struct {
 		ri   dynamic.ResourceInterface
@@ -602,22 +615,22 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 			continue
 		}
 		ri, err := recordedResource(u.Clients, o)
-		if absent(err) {
+		if kube.Absent(err) {
 			continue // its kind is no longer served: nothing of it is left
 		}
 		if err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		desc := o.Kind + " " + o.Name
 		if o.Namespace != "" {
 			desc = o.Kind + " " + o.Namespace + "/" + o.Name
 		}
 		err = ri.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		if absent(err) {
+		if kube.Absent(err) {
 			continue
 		}
 		if err != nil {
-			return stepOutcome{}, fmt.Errorf("delete %s: %w", desc, err)
+			return Outcome{}, fmt.Errorf("delete %s: %w", desc, err)
 		}
 		deleted = append(deleted, gone{ri, o, desc})
 	}
@@ -625,19 +638,19 @@ func (u *uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 	for _, d := range deleted {
 		progress("waiting for " + d.desc + " to go")
 		if err := u.waitGone(ctx, d.ri, d.o.Kind, d.o.Name, ""); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		names = append(names, d.desc)
 	}
 	if len(names) == 0 {
-		return stepOutcome{skipped: true, message: "none left"}, nil
+		return Outcome{Skipped: true, Message: "none left"}, nil
 	}
-	return stepOutcome{changed: true, message: "deleted " + strings.Join(names, ", ")}, nil
+	return Outcome{Changed: true, Message: "deleted " + strings.Join(names, ", ")}, nil
 }
 
-func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (stepOutcome, error) {
+func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (Outcome, error) {
 	if u.Record == nil {
-		return stepOutcome{skipped: true, message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
+		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
 	}
 	nss := u.Clients.Kube.CoreV1().Namespaces()
 	var deleted []string
@@ -647,7 +660,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 			continue
 		}
 		if err != nil {
-			return stepOutcome{}, fmt.Errorf("delete namespace %s: %w", name, err)
+			return Outcome{}, fmt.Errorf("delete namespace %s: %w", name, err)
 		}
 		deleted = append(deleted, name)
 	}
@@ -655,7 +668,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	for _, name := range deleted {
 		progress("waiting for namespace " + name + " to go")
 		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 	}
 	// A namespace gpuctl found stays, without the labels gpuctl applied to it (Pod Security Admission's
@@ -672,7 +685,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 			continue
 		}
 		if err != nil {
-			return stepOutcome{}, fmt.Errorf("read namespace %s: %w", o.Name, err)
+			return Outcome{}, fmt.Errorf("read namespace %s: %w", o.Name, err)
 		}
 		if !slices.ContainsFunc(ns.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
 			return m.Manager == kube.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply
@@ -681,7 +694,7 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 		}
 		bare := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":` + strconv.Quote(o.Name) + `}}`)
 		if _, err := nss.Patch(ctx, o.Name, types.ApplyPatchType, bare, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: ptr.To(true)}); err != nil {
-			return stepOutcome{}, fmt.Errorf("remove gpuctl's labels from namespace %s: %w", o.Name, err)
+			return Outcome{}, fmt.Errorf("remove gpuctl's labels from namespace %s: %w", o.Name, err)
 		}
 		released = append(released, o.Name)
 	}
@@ -693,39 +706,34 @@ func (u *uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 		parts = append(parts, "removed gpuctl's labels from "+strings.Join(released, ", ")+" (found, kept)")
 	}
 	if len(parts) == 0 {
-		return stepOutcome{skipped: true, message: "none left"}, nil
+		return Outcome{Skipped: true, Message: "none left"}, nil
 	}
-	return stepOutcome{changed: true, message: strings.Join(parts, "; ")}, nil
+	return Outcome{Changed: true, Message: strings.Join(parts, "; ")}, nil
 }
 
-func (u *uninstaller) updateRecord(ctx context.Context, _ func(string)) (stepOutcome, error) {
+func (u *Uninstaller) updateRecord(ctx context.Context, _ func(string)) (Outcome, error) {
 	switch {
 	case u.Record == nil:
-		return stepOutcome{skipped: true, message: "none"}, nil
+		return Outcome{Skipped: true, Message: "none"}, nil
 	case u.Purge:
 		if err := record.Delete(ctx, u.Clients.Kube); err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
-		return stepOutcome{changed: true, message: "deleted"}, nil
+		return Outcome{Changed: true, Message: "deleted"}, nil
 	case u.Record.Uninstalled:
-		return stepOutcome{skipped: true, message: "already says uninstalled; uninstall --purge removes what gpuctl created"}, nil
+		return Outcome{Skipped: true, Message: "already says uninstalled; uninstall --purge removes what gpuctl created"}, nil
 	}
 	r := *u.Record
 	r.Uninstalled, r.Command, r.Result, r.Updated = true, "uninstall", "succeeded", time.Now().UTC()
 	// Every custom resource gpuctl created is gone (the plan deleted them by UID).
 	r.Releases, r.TaintedNodes, r.CustomResources, r.TracksCustomResources = nil, nil, nil, true
 	if err := record.Write(ctx, u.Clients.Kube, &r); err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	kept := len(record.CreatedNames(r.CRDs)) + len(record.CreatedNames(r.Namespaces)) + len(record.CreatedNames(r.Objects))
 	msg := "marked uninstalled"
 	if kept > 0 {
 		msg += fmt.Sprintf("; it keeps the %d CRDs, namespaces and other objects gpuctl created, for uninstall --purge", kept)
 	}
-	return stepOutcome{changed: true, message: msg}, nil
-}
-
-// absent reports errors that mean "this kind is not served" or "not found".
-func absent(err error) bool {
-	return err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || isNoResource(err))
+	return Outcome{Changed: true, Message: msg}, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -27,13 +27,13 @@ import (
 // (they tolerate only the control plane, NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0;
 // NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0), and warns about other DaemonSets that run on GPU
 // nodes without tolerating the taint.
-func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error) {
+func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 	// NFD may have found GPU nodes detection did not know: decide again whether to taint.
 	if skipped, err := x.retaint(ctx, s); err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	} else if skipped != "" {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "GPU nodes are not tainted: " + skipped})
-		return stepOutcome{message: "GPU nodes are not tainted: " + skipped}, nil
+		return Outcome{Message: "GPU nodes are not tainted: " + skipped}, nil
 	}
 
 	gpuTaint := corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
@@ -51,12 +51,12 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		}
 		tols, set, err := tolerationsAt(st.Release.Values, check.path...)
 		if err != nil {
-			return stepOutcome{}, err
+			return Outcome{}, err
 		}
 		if set && !taint.Tolerates(tols, gpuTaint) {
-			return stepOutcome{}, &stepError{
-				err:  fmt.Errorf("%s would not tolerate %s=%s:%s, so they could not run on the tainted GPU nodes", check.what, plan.TaintKey, plan.TaintValue, plan.TaintEffect),
-				hint: "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to that list (setting it replaces the default), or install with --no-taint",
+			return Outcome{}, &StepError{
+				Err:  fmt.Errorf("%s would not tolerate %s=%s:%s, so they could not run on the tainted GPU nodes", check.what, plan.TaintKey, plan.TaintValue, plan.TaintEffect),
+				Hint: "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to that list (setting it replaces the default), or install with --no-taint",
 			}
 		}
 	}
@@ -75,7 +75,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		}
 	})
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	for _, n := range nodes {
 		switch {
@@ -86,7 +86,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 		}
 	}
 	if err := x.reach(s, gpuNodeObjs); err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	var msgs []string
 	changed := false
@@ -104,9 +104,9 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 					nfd.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.NFDValues})
 					out, err := x.release(ctx, nfd)
 					if err != nil {
-						return stepOutcome{}, err
+						return Outcome{}, err
 					}
-					changed = out.changed
+					changed = out.Changed
 				}
 			}
 		}
@@ -117,7 +117,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 
 	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return stepOutcome{}, err
+		return Outcome{}, err
 	}
 	var stranded []string
 	for _, d := range dss.Items {
@@ -133,7 +133,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (stepOutcome, error
 			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
 		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
 	}
-	return stepOutcome{message: strings.Join(msgs, "; "), changed: changed}, nil
+	return Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
 }
 
 // reach fails when a GPU node — NFD may have found ones detection did not know, which preflight could
@@ -162,9 +162,9 @@ func (x *executor) reach(s *plan.Step, nodes []corev1.Node) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	return &stepError{
-		err:  fmt.Errorf("gpuctl's DaemonSets cannot reach every GPU node: %s", strings.Join(lines, "; ")),
-		hint: "run gpuctl install again with --tolerate-existing-taints (NFD's labels now tell detection about these nodes), or remove the taint",
+	return &StepError{
+		Err:  fmt.Errorf("gpuctl's DaemonSets cannot reach every GPU node: %s", strings.Join(lines, "; ")),
+		Hint: "run gpuctl install again with --tolerate-existing-taints (NFD's labels now tell detection about these nodes), or remove the taint",
 	}
 }
 

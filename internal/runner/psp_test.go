@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 )
 
 func TestPSPStep(t *testing.T) {
-	run := func(t *testing.T, served bool) (stepOutcome, []k8stesting.Action, error) {
+	run := func(t *testing.T, served bool) (Outcome, []k8stesting.Action, error) {
 		t.Helper()
 		cs := fake.NewClientset()
 		disc := cs.Discovery().(*fakediscovery.FakeDiscovery)
@@ -35,7 +35,7 @@ func TestPSPStep(t *testing.T) {
 	}
 	t.Run("a cluster without PodSecurityPolicy gets no binding", func(t *testing.T) {
 		out, actions, err := run(t, false)
-		if err != nil || !out.skipped || len(actions) != 0 {
+		if err != nil || !out.Skipped || len(actions) != 0 {
 			t.Errorf("out %+v, err %v, actions %v", out, err, actions)
 		}
 	})

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -37,8 +38,8 @@ func customResource(kind, name string, uid types.UID, annotations map[string]str
 func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}: "ClusterPolicyList",
-		nvidiaDriversGVR: "NVIDIADriverList",
-		nfdInstancesGVR:  "NodeFeatureDiscoveryList",
+		health.NVIDIADriverResource():                                     "NVIDIADriverList",
+		nfdInstancesGVR:                                                   "NodeFeatureDiscoveryList",
 	}, objs...)
 }
 
@@ -79,7 +80,7 @@ func TestUninstallDeletesOnlyTheCustomResourcesGpuctlCreated(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...)}, Record: tc.rec}
+			u := &Uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...)}, Record: tc.rec}
 			p := &UninstallPlan{}
 			if err := u.planCustomResources(t.Context(), p, rels); err != nil {
 				t.Fatal(err)
@@ -119,7 +120,7 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 	rec := &record.Record{CRDs: []record.Object{{Name: "nvidiadrivers.nvidia.com", Created: true}, {Name: "gone.nvidia.com", Created: true}}}
 	planned := &UninstallPlan{Delete: []PlannedDeletion{{Kind: "NVIDIADriver", Name: "default", UID: "drv-1"}}}
 	for _, force := range []bool{false, true} {
-		u := &uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...), Extensions: apiextensionsfake.NewClientset(crd)},
+		u := &Uninstaller{Clients: &kube.Clients{Dynamic: stackDynamicClient(objs...), Extensions: apiextensionsfake.NewClientset(crd)},
 			Record: rec, Purge: true, Force: force}
 		pp, err := u.planPurge(t.Context(), planned, nil)
 		var fe *ForeignResourcesError

@@ -1,4 +1,4 @@
-package engine
+package runner
 
 import (
 	"context"
@@ -13,24 +13,24 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
-// releaseTimeout bounds the release of the lock at the end of a run, which has its own context: the
+// ReleaseTimeout bounds the release of the lock at the end of a run, which has its own context: the
 // run's may be cancelled (Ctrl-C) or past its deadline.
-const releaseTimeout = 10 * time.Second
+const ReleaseTimeout = 10 * time.Second
 
-// writeLock is gpuctl's install lock (internal/lock) held by one run of a verb that writes.
-type writeLock struct {
+// Lock is gpuctl's install lock (internal/lock) held by one run of a verb that writes.
+type Lock struct {
 	held *lock.Held
 	stop context.CancelCauseFunc
 }
 
-// takeLock takes gpuctl's install lock for one run of a verb that writes (install, upgrade, taint,
+// TakeLock takes gpuctl's install lock for one run of a verb that writes (install, upgrade, taint,
 // untaint, verify), waiting up to wait while another run holds it; after that the error is a
 // *lock.HeldError naming the holder (errors.Is ErrLocked). Callers take it after their inputs are
 // judged and before they read what they will change. The returned context is cancelled, with the
 // lost lock's error as its cause, when the lock is lost (not renewed in time, or taken over): the run
 // stops at its next API call rather than go on writing without it, and that cause tells the stop
 // apart from an interrupt.
-func takeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink event.Sink) (context.Context, *writeLock, error) {
+func TakeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink event.Sink) (context.Context, *Lock, error) {
 	sink = event.Or(sink)
 	held, err := (&lock.Lock{Client: clients.Kube.CoordinationV1(), Wait: wait, OnWait: func(e *lock.HeldError) {
 		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("waiting up to %s: %s", wait, e)})
@@ -49,29 +49,32 @@ func takeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, si
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, &writeLock{held: held, stop: stop}, nil
+	return ctx, &Lock{held: held, stop: stop}, nil
 }
 
-// release stops watching the lock and frees the Lease; one that cannot be freed expires by itself.
-func (w *writeLock) release(ctx context.Context) {
+// Release stops watching the lock and frees the Lease; one that cannot be freed expires by itself.
+func (w *Lock) Release(ctx context.Context) {
 	w.stop(nil)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
 	_ = w.held.Release(rctx)
 }
 
-// lost says why a run that ended with err stopped when the lock was lost meanwhile (err otherwise).
-func (w *writeLock) lost(err error) error {
+// RunID is the holder identity of the lock: what the run labels its release writes with.
+func (w *Lock) RunID() string { return w.held.Identity() }
+
+// Lost says why a run that ended with err stopped when the lock was lost meanwhile (err otherwise).
+func (w *Lock) Lost(err error) error {
 	if lerr := w.held.Err(); lerr != nil && err != nil {
 		return fmt.Errorf("%w; the run stopped: %v", lerr, err)
 	}
 	return err
 }
 
-// lockError is what a verb without install's preflight returns when it could not take the lock: a
+// LockError is what a verb without install's preflight returns when it could not take the lock: a
 // holder stays ErrLocked (exit 6); no permission to write the Lease is a failed preflight check (exit
 // 5), as install reports it.
-func lockError(err error) error {
+func LockError(err error) error {
 	if apierrors.IsForbidden(err) {
 		return fmt.Errorf("%w: no permission to take gpuctl's install lock (gpuctl needs to create and update Leases in %s): %w", preflight.ErrFailed, lock.DefaultNamespace, err)
 	}
