@@ -114,93 +114,48 @@ type InstallResult struct {
 
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
 // cancellation (Ctrl-C) stops the run between API calls.
-func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
-	defer func() {
-		// An interrupt before the executor started (the lock wait, detection, preflight) changed nothing.
-		if err != nil && errors.Is(err, context.Canceled) && !errors.As(err, new(*runner.InterruptedError)) && errors.Is(context.Cause(ctx), context.Canceled) {
-			ie := &runner.InterruptedError{BeforeFirstWrite: true}
-			if res != nil {
-				res.Interrupted = ie
-			}
-			err = ie
-		}
-	}()
+func (i *Install) Run(ctx context.Context) (*InstallResult, error) {
+	return i.run(ctx, nil)
+}
+
+// run is Run with a look at the plan once preflight passed and before Confirm and the first write
+// (upgrade's preview): a look that fails stops the run with nothing written.
+func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan) error) (res *InstallResult, err error) {
+	defer func() { res, err = beforeFirstWrite(ctx, res, err) }()
 	o := i.Options
 	if o.Timeout == 0 {
-		o.Timeout = 20 * time.Minute
+		o.Timeout = DefaultInstallTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	sink := event.Or(i.Sink)
-
 	// Every input is read and judged first, with nothing written (the lock's Lease neither): a values
 	// file that does not parse or an unknown operator release changes nothing.
 	in, err := i.readInputs(o)
+	if err == nil && i.Reach != nil {
+		err = i.Reach(ctx)
+	}
 	if err != nil {
 		return &InstallResult{}, err
 	}
-	if i.Reach != nil {
-		if err := i.Reach(ctx); err != nil {
-			return &InstallResult{}, err
-		}
-	}
-	// One writer at a time (internal/lock). The lock is taken before detection, not just before the
-	// first write: detection, the plan and preflight must not judge a cluster another run is halfway
-	// through changing (its new ClusterPolicy is not "another tool's"). A dry run takes no lock.
-	var lk *runner.Lock
-	var lockErr error // a lock this run may not take: reported after preflight, with the other permissions
-	if !o.DryRun {
-		ctx, lk, lockErr = runner.TakeLock(ctx, i.Clients, o.WaitForLock, sink)
-		if lockErr != nil && !apierrors.IsForbidden(lockErr) {
-			return &InstallResult{}, lockErr
-		}
+	ctx, lk, lockErr, err := i.lock(ctx, o, sink)
+	if err != nil {
+		return &InstallResult{}, err
 	}
 	if lk != nil {
 		defer lk.Release(ctx)
 	}
-
-	det, err := detect.Run(ctx, detect.From(i.Clients))
-	if err != nil {
-		return nil, err
-	}
-	res = &InstallResult{Detection: det}
-	p, planErr := i.planWith(det, o, in)
-	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
-		return res, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
-	}
-	res.Plan = p
-	if p != nil {
-		for _, w := range p.Warnings {
-			sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
-		}
-	}
-	if o.DryRun && planErr == nil {
-		return res, nil
-	}
-	// Preflight judges the plan before the first write; a failed check (or a plan that cannot be
-	// built, e.g. another tool's operator is installed) stops the run with nothing changed.
-	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink)
-	res.Preflight = &rep
-	if err != nil {
+	res, p, secrets, err := i.prepare(ctx, o, in, sink, lockErr)
+	if err != nil || o.DryRun {
 		return res, err
 	}
-	// Secret inputs are read now: a missing or empty one must fail before the first write.
-	secrets, err := i.secretMaterial(p)
-	if err != nil {
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
-			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
-		return res, fmt.Errorf("%w: %w", preflight.ErrFailed, err)
-	}
-	if lockErr != nil {
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
-			Hint: "nothing was changed; gpuctl needs permission to create and update Leases in " + lock.DefaultNamespace})
-		return res, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", preflight.ErrFailed, lockErr)
+	if look != nil {
+		if err := look(ctx, p); err != nil {
+			return res, err
+		}
 	}
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
-	}
-	if lk == nil {
-		return res, errors.New("no install lock: a dry run changes nothing")
 	}
 	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
 		Inputs: recordInputs(o, i.files), Version: i.Version, Command: i.verb()}).Run(ctx)
@@ -209,6 +164,78 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	}
 	res.Steps, res.GPUNodes, res.Changed, res.Releases = out.Steps, out.GPUNodes, out.Changed, out.Releases
 	return res, err
+}
+
+// beforeFirstWrite turns an interrupt before the runner started (the lock wait, detection,
+// preflight) into an InterruptedError that says nothing was changed.
+func beforeFirstWrite(ctx context.Context, res *InstallResult, err error) (*InstallResult, error) {
+	if err == nil || !errors.Is(err, context.Canceled) || errors.As(err, new(*runner.InterruptedError)) || !errors.Is(context.Cause(ctx), context.Canceled) {
+		return res, err
+	}
+	ie := &runner.InterruptedError{BeforeFirstWrite: true}
+	if res != nil {
+		res.Interrupted = ie
+	}
+	return res, ie
+}
+
+// lock takes gpuctl's install lock (internal/lock): one writer at a time. It is taken before
+// detection, not just before the first write: detection, the plan and preflight must not judge a
+// cluster another run is halfway through changing (its new ClusterPolicy is not "another tool's").
+// A dry run takes none. No permission to take it (lockErr) is reported later, with preflight's
+// other permissions.
+func (i *Install) lock(ctx context.Context, o InstallOptions, sink event.Sink) (_ context.Context, lk *runner.Lock, lockErr, err error) {
+	if o.DryRun {
+		return ctx, nil, nil, nil
+	}
+	ctx, lk, lockErr = runner.TakeLock(ctx, i.Clients, o.WaitForLock, sink)
+	if lockErr != nil && !apierrors.IsForbidden(lockErr) {
+		return ctx, nil, nil, lockErr
+	}
+	return ctx, lk, lockErr, nil
+}
+
+// prepare detects, plans and runs preflight: everything judged before the first write. A failed
+// check, a plan that cannot be built (another tool's operator is installed), a missing secret
+// input or a lock this run may not take stops the run with nothing changed. A dry run ends after the
+// plan.
+func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInputs, sink event.Sink, lockErr error) (*InstallResult, *plan.Plan, []map[string]any, error) {
+	det, err := detect.Run(ctx, detect.From(i.Clients))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res := &InstallResult{Detection: det}
+	p, planErr := i.planWith(det, o, in)
+	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
+		return res, nil, nil, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
+	}
+	res.Plan = p
+	if p != nil {
+		for _, w := range p.Warnings {
+			sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
+		}
+	}
+	if o.DryRun && planErr == nil {
+		return res, p, nil, nil
+	}
+	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink)
+	res.Preflight = &rep
+	if err != nil {
+		return res, nil, nil, err
+	}
+	// Secret inputs are read now: a missing or empty one must fail before the first write.
+	secrets, err := i.secretMaterial(p)
+	if err != nil {
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: err.Error(),
+			Hint: "nothing was changed; provide the NVIDIA AI Enterprise inputs and run gpuctl install again"})
+		return res, nil, nil, fmt.Errorf("%w: %w", preflight.ErrFailed, err)
+	}
+	if lockErr != nil {
+		sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: lockErr.Error(),
+			Hint: "nothing was changed; gpuctl needs permission to create and update Leases in " + lock.DefaultNamespace})
+		return res, nil, nil, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", preflight.ErrFailed, lockErr)
+	}
+	return res, p, secrets, nil
 }
 
 // buildPlan reads the inputs and plans for det (check --pre and template: they take no lock).

@@ -17,10 +17,10 @@ import (
 type UninstallOptions struct {
 	// Purge also deletes the CRDs and namespaces gpuctl created (never ones it found), and the record.
 	Purge bool
-	// Timeout bounds the whole run (default 10m).
+	// Timeout bounds the whole run (default DefaultUninstallTimeout).
 	Timeout time.Duration
 	// FinalizerWait is how long a deleted object may stay before uninstall stops and names what holds
-	// it (default 2m).
+	// it (default DefaultFinalizerWait).
 	FinalizerWait time.Duration
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
@@ -56,10 +56,10 @@ type UninstallResult struct {
 func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	o := u.Options
 	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
+		o.Timeout = DefaultUninstallTimeout
 	}
 	if o.FinalizerWait == 0 {
-		o.FinalizerWait = 2 * time.Minute
+		o.FinalizerWait = DefaultFinalizerWait
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()

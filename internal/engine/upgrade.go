@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -110,46 +109,90 @@ type UpgradeResult struct {
 	DriverUpgrades map[string]string `json:"driverUpgrades,omitempty"`
 }
 
+// UpgradeResume is what an interrupted upgrade tells the user to do.
+const UpgradeResume = "run gpuctl upgrade again: it continues where this run stopped"
+
 // Run upgrades.
 func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	o := u.Options
 	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Minute
+		o.Timeout = DefaultUpgradeTimeout
 	}
 	sink := event.Or(u.Sink)
 	// The new inputs are judged before anything is read from the cluster or written to it (the lock's
 	// Lease included); the -f files are read once, here (standard input cannot be read twice).
+	b, files, err := u.judgeInputs(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	rec, change, err := u.installed(ctx, b.Version, o.Force, sink)
+	if err != nil {
+		return nil, err
+	}
+	res := &UpgradeResult{}
+	var operandsBefore map[string]string
+	ires, err := u.install(rec, b.Version, files, o, sink).run(ctx, func(ctx context.Context, p *plan.Plan) error {
+		var err error
+		if res.Preview, err = u.preview(ctx, p, rec, b.Version, change); err != nil {
+			return fmt.Errorf("preview the upgrade: %w", err)
+		}
+		if operandsBefore, err = operandGenerations(ctx, u.Clients, rec.Namespace); err != nil {
+			return fmt.Errorf("preview the upgrade: %w", err)
+		}
+		if u.Confirm != nil && !u.Confirm(res.Preview) {
+			return ErrNotConfirmed
+		}
+		return nil
+	})
+	res.Install = ires
+	if err != nil || res.Preview == nil || !res.Preview.Changed() || len(ires.GPUNodes) == 0 {
+		return res, err
+	}
+	r := &runner.Runner{Sink: sink, Resume: UpgradeResume}
+	return res, r.Run(ctx, u.settleSteps(rec, ires.GPUNodes, operandsBefore, res, o.Timeout))
+}
+
+// judgeInputs reads the operator release asked for, the -f files and --set, then asks whether the
+// cluster answers.
+func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bundle, []plan.Layer, error) {
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	files, err := parseValueLayers(InstallOptions{ValuesFiles: o.ValuesFiles})
 	if err != nil {
-		return nil, err
+		return b, nil, err
 	}
 	if _, err := release.ParseSet(o.Set); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	if u.Reach != nil {
-		if err := u.Reach(ctx); err != nil {
-			return nil, err
-		}
+		err = u.Reach(ctx)
 	}
+	return b, files, err
+}
+
+// installed reads the install record and judges the move from its operator release to version.
+func (u *Upgrade) installed(ctx context.Context, version string, force bool, sink event.Sink) (*record.Record, VersionChange, error) {
 	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if rec == nil || rec.Uninstalled {
-		return nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
+		return nil, "", fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
 	}
-	change, err := CheckVersions(rec.OperatorVersion, b.Version, o.Force)
+	change, err := CheckVersions(rec.OperatorVersion, version, force)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if change == VersionDowngrade {
-		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, b.Version, rec.OperatorVersion)})
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, version, rec.OperatorVersion)})
 	}
+	return rec, change, nil
+}
 
+// install is the install pipeline with the recorded inputs and the new ones over them.
+func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer, o UpgradeOptions, sink event.Sink) *Install {
 	in := rec.Inputs
 	clients := *u.Clients
 	clients.Namespace = rec.Namespace
@@ -157,7 +200,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	inst.Options = InstallOptions{
 		Profile: in.Profile, ValueLayers: append(slices.Clone(in.Files), files...),
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
-		Channel: in.Channel, OperatorVersion: b.Version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
+		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
 	}
 	if o.Monitoring != nil {
@@ -169,105 +212,75 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if len(o.ImagePullSecrets) > 0 {
 		inst.Options.ImagePullSecrets = slices.Clone(o.ImagePullSecrets)
 	}
-	res := &UpgradeResult{}
-	var previewErr error
-	var operandsBefore map[string]string
-	inst.Confirm = func(p *plan.Plan) bool {
-		res.Preview, previewErr = u.preview(ctx, p, rec, b.Version, change)
-		if previewErr != nil {
-			return false
-		}
-		if operandsBefore, previewErr = operandGenerations(ctx, u.Clients, rec.Namespace); previewErr != nil {
-			return false
-		}
-		return u.Confirm == nil || u.Confirm(res.Preview)
+	return inst
+}
+
+// settleSteps wait, once the releases changed, until the new release runs on every GPU node: its
+// controller has re-rendered the operands (a new release only), the operands rolled out and the
+// validators passed, and the operator's upgrade controller replaced the driver node by node.
+func (u *Upgrade) settleSteps(rec *record.Record, nodes []string, operandsBefore map[string]string, res *UpgradeResult, timeout time.Duration) []runner.Step {
+	var steps []runner.Step
+	if res.Preview.Change != VersionSame {
+		// The driver upgrade states and the operands read "done" until the new controller has acted.
+		steps = append(steps, runner.Step{ID: "wait-reconciled", Title: "Wait for the new controller to reconcile the operands",
+			Do: func(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
+				return u.waitReconciled(ctx, rec.Namespace, operandsBefore)
+			}})
 	}
-	ires, err := inst.Run(ctx)
-	res.Install = ires
-	if previewErr != nil {
-		return res, fmt.Errorf("preview the upgrade: %w", previewErr)
-	}
+	// The driver DaemonSet is updated OnDelete: it has rolled out only once the upgrade controller
+	// replaced every driver pod, so the rollout comes first and the upgrade states are read after.
+	steps = append(steps, runner.Step{ID: "wait-new-operands", Title: "Wait for the new release's operands and validators",
+		Do: func(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
+			return u.revalidate(ctx, rec, nodes, timeout, progress)
+		}})
+	return append(steps, runner.Step{ID: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades",
+		Hint: "kubectl get nodes -L " + health.DriverUpgradeStateLabel + " shows each node's state",
+		Do: func(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
+			return u.waitDriverUpgrades(ctx, rec.Namespace, nodes, timeout, progress, res)
+		}})
+}
+
+// waitDriverUpgrades waits until every GPU node's driver upgrade state has settled, and fails
+// naming the nodes where it failed.
+func (u *Upgrade) waitDriverUpgrades(ctx context.Context, ns string, nodes []string, timeout time.Duration, progress func(health.Progress), res *UpgradeResult) (runner.Outcome, error) {
+	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: progress}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	states, err := w.DriverUpgradesSettled(ctx, nodes)
+	res.DriverUpgrades = states
 	if err != nil {
-		return res, err
+		return runner.Outcome{}, err
 	}
-	// The operator's upgrade controller replaces the driver node by node once the new ClusterPolicy
-	// is reconciled; the upgrade is over when every GPU node's state has settled.
-	if res.Preview != nil && res.Preview.Changed() && len(ires.GPUNodes) > 0 {
-		// The driver upgrade states and the operands read "done" until the new controller has acted:
-		// wait until it has re-rendered an operand DaemonSet before judging them.
-		if res.Preview.Change != VersionSame {
-			if err := u.waitReconciled(ctx, rec.Namespace, operandsBefore, sink); err != nil {
-				return res, err
-			}
+	var failed []string
+	for _, n := range nodes {
+		if states[n] == health.DriverUpgradeFailed {
+			failed = append(failed, n)
 		}
-		// The driver DaemonSet is updated OnDelete: it has rolled out only once the upgrade controller
-		// replaced every driver pod, so the rollout comes first and the upgrade states are read after.
-		if err := u.revalidate(ctx, rec, ires.GPUNodes, o.Timeout, sink); err != nil {
-			return res, err
-		}
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades"})
-		w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: rec.Namespace, OnProgress: func(p health.Progress) {
-			sink.Event(event.Event{Time: time.Now(), Type: event.StepProgress, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: p.Message, Done: p.Done, Total: p.Total})
-		}}
-		wctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		states, werr := w.DriverUpgradesSettled(wctx, ires.GPUNodes)
-		cancel()
-		res.DriverUpgrades = states
-		if werr != nil {
-			sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: werr.Error(),
-				Hint: "kubectl get nodes -L " + health.DriverUpgradeStateLabel + " shows each node's state"})
-			return res, werr
-		}
-		var failed []string
-		for _, n := range ires.GPUNodes {
-			if states[n] == health.DriverUpgradeFailed {
-				failed = append(failed, n)
-			}
-		}
-		msg := fmt.Sprintf("%d GPU nodes settled", len(ires.GPUNodes))
-		if len(failed) > 0 {
-			err := fmt.Errorf("the operator's driver upgrade failed on %v", failed)
-			sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Err: err.Error(),
-				Hint: "kubectl -n " + rec.Namespace + " logs -l app=nvidia-driver-daemonset -c k8s-driver-manager on those nodes"})
-			return res, err
-		}
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: "wait-driver-upgrade", Title: "Wait for the operator's driver upgrades", Message: msg})
 	}
-	return res, nil
+	if len(failed) > 0 {
+		return runner.Outcome{}, &runner.StepError{Err: fmt.Errorf("the operator's driver upgrade failed on %v", failed),
+			Hint: "kubectl -n " + ns + " logs -l app=nvidia-driver-daemonset -c k8s-driver-manager on those nodes"}
+	}
+	return runner.Outcome{Message: fmt.Sprintf("%d GPU nodes settled", len(nodes))}, nil
 }
 
 // revalidate waits, once the new controller has reconciled, until the operands have rolled out (the
 // driver's only when the upgrade controller has replaced every driver pod) and
 // the validators are Ready on every GPU node: install's waits alone can pass on the old release's
 // still-Ready validators.
-func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []string, timeout time.Duration, sink event.Sink) error {
+func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []string, timeout time.Duration, progress func(health.Progress)) (runner.Outcome, error) {
 	ns := rec.Namespace
-	const step, title = "wait-new-operands", "Wait for the new release's operands and validators"
-	sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: step, Title: title})
-	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: func(p health.Progress) {
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepProgress, Step: step, Title: title, Message: p.Message, Done: p.Done, Total: p.Total})
-	}}
+	w := &health.Waiter{Kube: u.Clients.Kube, Dynamic: u.Clients.Dynamic, Namespace: ns, OnProgress: progress}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := w.OperandsRolledOut(ctx, ns)
-	var validated []string
-	if err == nil {
-		validated, err = w.ValidatorsReady(ctx, ns, nodes)
+	if err := w.OperandsRolledOut(ctx, ns); err != nil {
+		return runner.Outcome{}, err
 	}
+	validated, err := w.ValidatorsReady(ctx, ns, nodes)
 	if err == nil {
 		err = w.ClusterPolicyReady(ctx, recordedPolicyName(rec))
 	}
-	if err != nil {
-		ev := event.Event{Time: time.Now(), Type: event.StepFailed, Step: step, Title: title, Err: err.Error()}
-		var stuck *health.StuckError
-		if errors.As(err, &stuck) {
-			ev.Hint, ev.Detail = stuck.Hint, stuck.Report.String()
-		}
-		sink.Event(ev)
-		return err
-	}
-	sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: step, Title: title, Message: fmt.Sprintf("%d/%d GPU nodes validated by the new release", len(validated), len(nodes))})
-	return nil
+	return runner.Outcome{Message: fmt.Sprintf("%d/%d GPU nodes validated by the new release", len(validated), len(nodes))}, err
 }
 
 // preview renders every release of the plan (a Helm dry run: nothing is written) and compares it with
@@ -275,59 +288,19 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []st
 func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change VersionChange) (*UpgradePreview, error) {
 	pv := &UpgradePreview{From: rec.OperatorVersion, To: to, Change: change}
 	driverEnabled := true
-	clients := map[string]*release.Client{}
-	for _, s := range p.Steps {
-		if s.Kind != plan.KindRelease || s.Skip != "" || s.Release == nil {
-			continue
+	for _, r := range p.RunningReleases() {
+		if v, ok := r.Values["driver"].(map[string]any); ok && r.Name == plan.OperatorRelease && v["enabled"] == false {
+			driverEnabled = false
 		}
-		r := s.Release
-		if r.Name == plan.OperatorRelease {
-			if v, ok := r.Values["driver"].(map[string]any); ok && v["enabled"] == false {
-				driverEnabled = false
-			}
-		}
-		ns := p.ReleaseNamespace(r)
-		rc, ok := clients[ns]
-		if !ok {
-			var err error
-			if rc, err = release.New(u.Clients.Getter, ns, nil); err != nil {
-				return nil, err
-			}
-			clients[ns] = rc
-		}
-		ch, err := render.LoadChart(r.Chart, r.AppVersion)
+		rc, err := release.New(u.Clients.Getter, p.ReleaseNamespace(r), nil)
 		if err != nil {
 			return nil, err
 		}
-		rc2 := ReleaseChange{Name: r.Name, ToChart: r.Chart + "-" + r.ChartVersion, ToApp: ch.Metadata.AppVersion}
-		last, err := rc.Last(r.Name)
+		move, diffs, err := u.previewRelease(ctx, rc, r)
 		if err != nil {
 			return nil, err
 		}
-		if last != nil {
-			rc2.FromChart, rc2.FromApp, rc2.FromRevison = last.Chart+"-"+last.ChartVersion, last.AppVersion, last.Revision
-		}
-		values := r.Values
-		if r.Chart == plan.OLMChart {
-			// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
-			// unchanged Subscription previews as unchanged.
-			if values, err = runner.OLMValues(ctx, u.Clients, values); err != nil {
-				return nil, err
-			}
-		}
-		dry, err := rc.PreviewApply(ctx, r.Name, ch, values)
-		if err != nil {
-			return nil, err
-		}
-		rc2.Outcome = dry.Outcome
-		pv.Releases = append(pv.Releases, rc2)
-		if dry.Outcome == release.Unchanged {
-			continue
-		}
-		diffs, err := render.DiffManifests(r.Name, dry.Deployed, dry.Manifest)
-		if err != nil {
-			return nil, err
-		}
+		pv.Releases = append(pv.Releases, move)
 		pv.Diffs = append(pv.Diffs, diffs...)
 	}
 	if change != VersionSame {
@@ -342,6 +315,41 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 			"(https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/operators/administrator-tasks#olm-upgrading-operators)")
 	}
 	return pv, nil
+}
+
+// previewRelease renders release r as the run will apply it (a Helm dry run: nothing is written)
+// and compares it with its deployed revision: what Helm would do, and the objects that change.
+func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *plan.Release) (ReleaseChange, []render.ObjectDiff, error) {
+	ch, err := render.LoadChart(r.Chart, r.AppVersion)
+	if err != nil {
+		return ReleaseChange{}, nil, err
+	}
+	move := ReleaseChange{Name: r.Name, ToChart: r.Chart + "-" + r.ChartVersion, ToApp: ch.Metadata.AppVersion}
+	last, err := rc.Last(r.Name)
+	if err != nil {
+		return move, nil, err
+	}
+	if last != nil {
+		move.FromChart, move.FromApp, move.FromRevison = last.Chart+"-"+last.ChartVersion, last.AppVersion, last.Revision
+	}
+	values := r.Values
+	if r.Chart == plan.OLMChart {
+		// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
+		// unchanged Subscription previews as unchanged.
+		if values, err = runner.OLMValues(ctx, u.Clients, values); err != nil {
+			return move, nil, err
+		}
+	}
+	dry, err := rc.PreviewApply(ctx, r.Name, ch, values)
+	if err != nil {
+		return move, nil, err
+	}
+	move.Outcome = dry.Outcome
+	if dry.Outcome == release.Unchanged {
+		return move, nil, nil
+	}
+	diffs, err := render.DiffManifests(r.Name, dry.Deployed, dry.Manifest)
+	return move, diffs, err
 }
 
 // recordedPolicyName is the name of the ClusterPolicy of a recorded install.
@@ -375,9 +383,7 @@ const reconcileWait = 3 * time.Minute
 
 // waitReconciled waits until an operand DaemonSet differs from before the upgrade (new generation,
 // new object, or a new DaemonSet): the new release's controller has reconciled the ClusterPolicy.
-func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[string]string, sink event.Sink) error {
-	const step, title = "wait-reconciled", "Wait for the new controller to reconcile the operands"
-	sink.Event(event.Event{Time: time.Now(), Type: event.StepStarted, Step: step, Title: title})
+func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[string]string) (runner.Outcome, error) {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, reconcileWait, true, func(ctx context.Context) (bool, error) {
 		now, err := operandGenerations(ctx, u.Clients, ns)
 		if err != nil {
@@ -392,12 +398,11 @@ func (u *Upgrade) waitReconciled(ctx context.Context, ns string, before map[stri
 	})
 	switch {
 	case err == nil:
-		sink.Event(event.Event{Time: time.Now(), Type: event.StepSucceeded, Step: step, Title: title, Message: "operand DaemonSets updated"})
-		return nil
+		return runner.Outcome{Message: "operand DaemonSets updated"}, nil
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return runner.Outcome{}, ctx.Err()
 	}
-	sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Step: step, Title: title,
-		Message: fmt.Sprintf("no operand DaemonSet changed within %s: the new release renders them the same, or its controller has not run", reconcileWait)})
-	return nil
+	msg := fmt.Sprintf("no operand DaemonSet changed within %s: the new release renders them the same, or its controller has not run", reconcileWait)
+	event.Or(u.Sink).Event(event.Event{Time: time.Now(), Type: event.Warning, Message: msg})
+	return runner.Outcome{Message: "no operand DaemonSet changed"}, nil
 }

@@ -48,7 +48,7 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 	}
 	ns := t.Namespace
 	if ns == "" {
-		ns = "gpu-operator"
+		ns = DefaultNamespace
 	}
 	// Rendering needs no secret material: name the inputs so the plan builds, and read none.
 	o := t.Options
