@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,8 +56,8 @@ func (u *uninstallCmd) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Force, "force", false, "with --purge: delete the CRDs gpuctl created even when they have custom resources gpuctl did not create, deleting those resources too (without it such a purge stops before any change, exit 5)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing: print what uninstall would delete (with UIDs), keep and why, and each node's label changes")
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
-	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long the whole uninstall may take")
-	f.DurationVar(&o.FinalizerWait, "finalizer-wait", 2*time.Minute, "how long a deleted object may stay before uninstall stops and names the finalizer holding it")
+	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUninstallTimeout, "how long the whole uninstall may take")
+	f.DurationVar(&o.FinalizerWait, "finalizer-wait", engine.DefaultFinalizerWait, "how long a deleted object may stay before uninstall stops and names the finalizer holding it")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&u.output, "output", "o", "text", "result format: text, json, yaml")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -15,12 +14,6 @@ import (
 // ConfigVersion is the version field of the config file the wizard saves. gpuctl's config file holds
 // flag values under the flags' names (internal/cli applySettings); version says which format it is.
 const ConfigVersion = 1
-
-// DefaultTimeout is gpuctl install's --timeout default.
-const DefaultTimeout = 20 * time.Minute
-
-// DefaultNamespace is the namespace gpuctl installs into unless -n says otherwise.
-const DefaultNamespace = "gpu-operator"
 
 // ConfigFile renders the options as a config file `gpuctl install --config FILE` replays: each key
 // is an install flag's name. Secrets appear only as the file or environment variable they come from.
@@ -56,10 +49,10 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if o.Licensing.NGCAPIKeyEnv != "" && o.Licensing.NGCAPIKeyEnv != ngcKeyEnv {
 		m["ngc-api-key-env"] = o.Licensing.NGCAPIKeyEnv
 	}
-	if namespace != "" && namespace != DefaultNamespace {
+	if namespace != "" && namespace != engine.DefaultNamespace {
 		m["namespace"] = namespace
 	}
-	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
+	if o.Timeout > 0 && o.Timeout != engine.DefaultInstallTimeout {
 		m["timeout"] = o.Timeout.String()
 	}
 	b, err := yaml.Marshal(m)
@@ -104,7 +97,7 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 		}
 	}
 	add("--context", kubeContext)
-	if namespace != "" && namespace != DefaultNamespace {
+	if namespace != "" && namespace != engine.DefaultNamespace {
 		add("-n", namespace)
 	}
 	add("--profile", o.Profile)
@@ -113,7 +106,7 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 	if o.NoTaint {
 		args = append(args, "--no-taint")
 	}
-	if o.Timeout > 0 && o.Timeout != DefaultTimeout {
+	if o.Timeout > 0 && o.Timeout != engine.DefaultInstallTimeout {
 		add("--timeout", o.Timeout.String())
 	}
 	if o.TolerateExistingTaints {

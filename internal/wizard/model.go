@@ -138,10 +138,10 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		cfg.Getenv = func(string) string { return "" }
 	}
 	if cfg.Namespace == "" {
-		cfg.Namespace = DefaultNamespace
+		cfg.Namespace = engine.DefaultNamespace
 	}
 	if cfg.Base.Timeout == 0 {
-		cfg.Base.Timeout = 20 * time.Minute
+		cfg.Base.Timeout = engine.DefaultInstallTimeout
 	}
 	profiles, err := profile.List()
 	if err != nil {
