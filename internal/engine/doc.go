@@ -1,10 +1,13 @@
-// Package engine runs gpuctl's verbs against a cluster: Install (detect → plan → execute the Plan's
-// steps in order), Detect, Taint and Untaint, and Template. Each verb is a struct whose fields are its
-// options, with Run(ctx), in the style of Helm's pkg/action.
+// Package engine holds gpuctl's verbs: Install, Upgrade, Uninstall, TaintNodes and UntaintNodes,
+// Verify, Status, Check, Template, Images and Support. Each verb is a struct whose fields are its
+// options, with Run(ctx), in the style of Helm's pkg/action, and each reads as an outline:
 //
-// Execution goes through package release (Helm SDK), kube (client-go writes), taint and health
-// (watch-based waits and diagnosis), and reports a stream of typed Events to a Sink; it never prints.
-// It deliberately makes no choices of its own: what to do, with which values, is in the Plan, and the
-// only runtime decisions are the ones the Plan delegates (which nodes NFD found GPUs on, whether the
-// safety check needs tolerations). The CLI and the wizard call it.
+//	judge the inputs (nothing written) → take the install lock → read the cluster (detect, the
+//	install record) → build the verb's plan (pure, in internal/plan) → with DryRun, return it →
+//	preflight → Confirm → hand the plan's steps to internal/runner → report
+//
+// A verb makes no choices of its own: what to write, with which values, is in its plan; the runner
+// carries the plan out (one handler per step kind) and reports typed events (internal/event); the
+// renderers (internal/ui) and the wizard turn them into output. The CLI and the wizard call the verbs.
+// Defaults are declared once, in defaults.go.
 package engine
