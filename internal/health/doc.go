@@ -18,5 +18,5 @@
 //     failure's Detail.
 //   - Decide how long to wait: the caller's context carries the deadline.
 //
-// Who calls it: internal/engine, after each install step of a plan and for `gpuctl status`.
+// Who calls it: internal/runner, for the waits of a plan, and internal/engine for `gpuctl status`.
 package health
