@@ -23,6 +23,6 @@
 //     deployments/gpu-operator/values.yaml@v26.7.0).
 //   - Evict or drain anything: the taint's effect is NoSchedule, so running pods stay where they are.
 //
-// Who calls it: internal/runner, for the plan's "taint GPU nodes" step, and internal/engine for, `gpuctl taint` / `gpuctl untaint`
+// Who calls it: internal/runner, for the plan's "taint GPU nodes" step, and internal/engine for `gpuctl taint` / `gpuctl untaint`
 // (Apply) and uninstall; internal/plan, for the per-node decisions.
 package taint
