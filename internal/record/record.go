@@ -81,7 +81,7 @@ type Record struct {
 	NodeMetadataBefore map[string]NodeMetadata `json:"nodeMetadataBefore,omitempty"`
 }
 
-// RecordInputs are the inputs a user gave install or upgrade.
+// Inputs are the inputs a user gave install or upgrade.
 type Inputs struct {
 	// Profile is --profile ("" = chosen from the distribution).
 	Profile string `json:"profile,omitempty"`
@@ -101,7 +101,7 @@ type Inputs struct {
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 }
 
-// RecordedObject names something gpuctl applied.
+// Object names something gpuctl applied.
 type Object struct {
 	// APIVersion and Kind are set for Objects (releases, CRDs and namespaces have their own lists).
 	APIVersion string `json:"apiVersion,omitempty"`
@@ -129,7 +129,7 @@ type NodeMetadata struct {
 // chart has no hooks (docs/nfd-chart-deviations.md), so uninstall does it.
 var stackPrefixes = []string{"feature.node.kubernetes.io/", "nfd.node.kubernetes.io/", "nvidia.com/"}
 
-// isNFDKey: a key in the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
+// IsNFDKey: a key in the prefixes NFD alone writes (left alone when NFD was not gpuctl's).
 func IsNFDKey(k string) bool {
 	return strings.HasPrefix(k, "feature.node.kubernetes.io/") || strings.HasPrefix(k, "nfd.node.kubernetes.io/")
 }
@@ -143,7 +143,7 @@ func InStackPrefix(k string) bool {
 	return false
 }
 
-// stackMetadata returns the node's labels and annotations in stackPrefixes (nil when it has none).
+// StackMetadata returns the node's labels and annotations in stackPrefixes (nil when it has none).
 func StackMetadata(n *corev1.Node) *NodeMetadata {
 	pick := func(m map[string]string) map[string]string {
 		var out map[string]string
@@ -173,7 +173,7 @@ func (r *Record) Encode() (string, error) {
 	return string(b), nil
 }
 
-// DecodeRecord parses a record written by Encode.
+// Decode parses a record written by Encode.
 func Decode(s string) (*Record, error) {
 	r := &Record{}
 	if err := json.Unmarshal([]byte(s), r); err != nil {
@@ -182,7 +182,7 @@ func Decode(s string) (*Record, error) {
 	return r, nil
 }
 
-// ReadRecord reads the install record, or returns nil when there is none.
+// Read reads the install record, or returns nil when there is none.
 func Read(ctx context.Context, kc kubernetes.Interface) (*Record, error) {
 	cm, err := kc.CoreV1().ConfigMaps(Namespace).Get(ctx, Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -194,7 +194,7 @@ func Read(ctx context.Context, kc kubernetes.Interface) (*Record, error) {
 	return Decode(cm.Data[recordKey])
 }
 
-// WriteRecord creates or replaces the install record.
+// Write creates or replaces the install record.
 func Write(ctx context.Context, kc kubernetes.Interface, r *Record) error {
 	data, err := r.Encode()
 	if err != nil {
@@ -216,7 +216,7 @@ func Write(ctx context.Context, kc kubernetes.Interface, r *Record) error {
 	return nil
 }
 
-// DeleteRecord removes the install record (uninstall --purge).
+// Delete removes the install record (uninstall --purge).
 func Delete(ctx context.Context, kc kubernetes.Interface) error {
 	err := kc.CoreV1().ConfigMaps(Namespace).Delete(ctx, Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -225,7 +225,7 @@ func Delete(ctx context.Context, kc kubernetes.Interface) error {
 	return nil
 }
 
-// mergeObjects adds now's objects to before's; an object created by either run stays created.
+// MergeObjects adds now's objects to before's; an object created by either run stays created.
 func MergeObjects(before, now []Object) []Object {
 	key := func(o Object) string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
 	byKey := map[string]Object{}

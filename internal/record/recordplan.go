@@ -8,7 +8,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
-// planCRDs names the CRDs the plan's CRD step applies.
+// PlanCRDs names the CRDs the plan's CRD step applies.
 func PlanCRDs(p *plan.Plan) ([]string, error) {
 	var out []string
 	for _, s := range p.Steps {
@@ -28,7 +28,7 @@ func PlanCRDs(p *plan.Plan) ([]string, error) {
 	return out, nil
 }
 
-// planNamespaces names the Namespaces the plan applies.
+// PlanNamespaces names the Namespaces the plan applies.
 func PlanNamespaces(p *plan.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
@@ -48,7 +48,7 @@ func PlanNamespaces(p *plan.Plan) []string {
 	return out
 }
 
-// recordObjects are the objects the plan applies outside releases, CRDs and namespaces, as the record
+// PlanObjects are the objects the plan applies outside releases, CRDs and namespaces, as the record
 // names them (Created unset).
 func PlanObjects(p *plan.Plan) []Object {
 	var out []Object

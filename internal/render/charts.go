@@ -17,7 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
-// loadChart loads one of the embedded charts for an upstream release (appVersion; "" = the chart's
+// LoadChart loads one of the embedded charts for an upstream release (appVersion; "" = the chart's
 // own): the gpu-operator chart carries the templates and CRDs of every operator release gpuctl offers.
 func LoadChart(name, appVersion string) (*chart.Chart, error) {
 	ch, err := release.LoadChartRelease(charts.FS, name, appVersion)
@@ -34,7 +34,7 @@ func LoadChart(name, appVersion string) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// chartInfos describes the embedded charts for the plan, the gpu-operator chart loaded for the
+// ChartInfos describes the embedded charts for the plan, the gpu-operator chart loaded for the
 // operator release operatorVersion.
 func ChartInfos(operatorVersion string) (map[string]plan.ChartInfo, error) {
 	out := map[string]plan.ChartInfo{}
@@ -80,7 +80,7 @@ func ChartCRDs(name, appVersion string) ([]*apiextensionsv1.CustomResourceDefini
 	return out, ch.Metadata.AppVersion, nil
 }
 
-// operatorReleaseCRDs are the CRDs of every operator release gpuctl offers, by version, so that a CRD
+// OperatorReleaseCRDs are the CRDs of every operator release gpuctl offers, by version, so that a CRD
 // another tool installed can be recognised as a newer release's and kept (kube.ApplyCRDs.Releases).
 func OperatorReleaseCRDs() (map[string][]*apiextensionsv1.CustomResourceDefinition, error) {
 	out := map[string][]*apiextensionsv1.CustomResourceDefinition{}

@@ -112,7 +112,7 @@ func ManifestImages(manifest, version string, nodeOS []string) (*ImageList, erro
 	return out, nil
 }
 
-// podSpecOf returns the pod template's spec of a workload, or nil for anything else.
+// PodSpecOf returns the pod template's spec of a workload, or nil for anything else.
 func PodSpecOf(kind string, o map[string]any) map[string]any {
 	var path []string
 	switch kind {

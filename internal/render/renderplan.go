@@ -84,7 +84,7 @@ func Plan(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructure
 	return out, sizes, nil
 }
 
-// decodeManifest splits a multi-document YAML manifest into objects, dropping empty documents.
+// DecodeManifest splits a multi-document YAML manifest into objects, dropping empty documents.
 func DecodeManifest(manifest string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
 	var out []*unstructured.Unstructured

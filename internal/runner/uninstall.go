@@ -56,7 +56,7 @@ func finalizerHint(fe *FinalizerError) string {
 		strings.Join(fe.Finalizers, ", "), kind, name, ns)
 }
 
-// uninstaller plans an uninstall and carries the plan out, step by step.
+// Uninstaller plans an uninstall and carries the plan out, step by step.
 type Uninstaller struct {
 	Clients *kube.Clients
 	// Record is the install record (nil: an install by a gpuctl that wrote none).

@@ -98,7 +98,7 @@ const (
 // the release's own.
 func releaseStep(name string) string { return "uninstall-" + name }
 
-// plan makes every decision of the uninstall from the record and the cluster as they are now.
+// Plan makes every decision of the uninstall from the record and the cluster as they are now.
 func (u *Uninstaller) Plan(ctx context.Context) (*UninstallPlan, error) {
 	rels, err := u.targets()
 	if err != nil {
