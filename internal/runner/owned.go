@@ -33,7 +33,7 @@ func stackResources() []stackResource {
 	}
 }
 
-// ListStackResources lists every object of the stack's custom resource kinds, in every namespace; a
+// listStackResources lists every object of the stack's custom resource kinds, in every namespace; a
 // kind the cluster does not serve has none.
 func listStackResources(ctx context.Context, dyn dynamic.Interface) ([]record.Object, []unstructured.Unstructured, error) {
 	var refs []record.Object
