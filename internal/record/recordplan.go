@@ -3,9 +3,8 @@ package record
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gpuctl/gpuctl/internal/render"
-
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // PlanCRDs names the CRDs the plan's CRD step applies.
