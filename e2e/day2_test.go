@@ -25,8 +25,10 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // helmRelease reads a release of the gpu-operator namespace through Helm's storage.
@@ -149,6 +151,28 @@ func TestDay2(t *testing.T) {
 		}
 	})
 
+	// The dry run's preview is what the run then does: the same release moves, the same objects changed.
+	var dry engine.UpgradeResult
+	t.Run("upgrade --dry-run previews the change and writes nothing, not even the lock", func(t *testing.T) {
+		before, leaseBefore := clusterState(t, c), leaseVersion(t, c)
+		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--dry-run", "-o", "json")
+		if code != 0 {
+			t.Fatalf("upgrade --dry-run exited %d:\n%s", code, stderr)
+		}
+		if err := json.Unmarshal([]byte(stdout), &dry); err != nil {
+			t.Fatalf("upgrade --dry-run -o json: %v\n%s", err, stdout)
+		}
+		if !dry.DryRun || dry.Preview == nil || !dry.Preview.Changed() || dry.Install == nil || dry.Install.Plan == nil || len(dry.Install.Steps) > 0 {
+			t.Errorf("dry run: %+v", dry)
+		}
+		if after := clusterState(t, c); !maps.Equal(before, after) {
+			t.Errorf("upgrade --dry-run changed the cluster:\nbefore %v\nafter  %v", before, after)
+		}
+		if got := leaseVersion(t, c); got != leaseBefore {
+			t.Errorf("upgrade --dry-run wrote the lock's Lease (resourceVersion %q → %q)", leaseBefore, got)
+		}
+	})
+
 	t.Run("upgrade to v26.7.0 switches the real controller, CRDs first, and keeps the user's values", func(t *testing.T) {
 		before := map[string]int{}
 		for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
@@ -175,6 +199,14 @@ func TestDay2(t *testing.T) {
 		crd, err := apiextensionsclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "clusterpolicies.nvidia.com", metav1.GetOptions{})
 		if err != nil || crd.Annotations[kube.CRDVersionAnnotation] != "v26.7.0" {
 			t.Errorf("ClusterPolicy CRD after the upgrade: %v, annotations %v", err, crd.Annotations)
+		}
+		if dry.Preview != nil {
+			if !reflect.DeepEqual(res.Preview.Releases, dry.Preview.Releases) {
+				t.Errorf("the run moved releases %+v; the dry run said %+v", res.Preview.Releases, dry.Preview.Releases)
+			}
+			if got, want := diffObjects(res.Preview.Diffs), diffObjects(dry.Preview.Diffs); !slices.Equal(got, want) {
+				t.Errorf("the run changed objects %v; the dry run said %v", got, want)
+			}
 		}
 		for _, r := range res.Preview.Releases {
 			want := before[r.Name]
@@ -617,4 +649,26 @@ func uninstallOnATerminal(t *testing.T, c *sandbox.Cluster) {
 	term.waitFor(time.Minute, "Uninstall the GPU stack gpuctl installed? [y/N]")
 	term.keys("y", "Enter")
 	term.waitFor(5*time.Minute, "second-uninstall-exit=0")
+}
+
+// leaseVersion is the resourceVersion of gpuctl's install lock Lease ("" when there is none).
+func leaseVersion(t *testing.T, c *sandbox.Cluster) string {
+	t.Helper()
+	l, err := c.Kube.CoordinationV1().Leases(lock.DefaultNamespace).Get(t.Context(), lock.DefaultName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.ResourceVersion
+}
+
+// diffObjects names the objects of an upgrade preview's diffs, with their change.
+func diffObjects(diffs []render.ObjectDiff) []string {
+	var out []string
+	for _, d := range diffs {
+		out = append(out, d.Release+" "+d.Change+" "+d.Object)
+	}
+	return out
 }

@@ -20,6 +20,7 @@ type upgradeCmd struct {
 	getenv          func(string) string
 	o               engine.UpgradeOptions
 	yes, monitoring bool
+	dryRun          bool
 	output          string
 }
 
@@ -33,9 +34,11 @@ the releases in install order and waits as install does, then waits until the op
 upgrade has settled on every GPU node. It reuses the inputs recorded at install (--profile, -f, --set);
 new -f and --set values are merged over them. Before it writes it shows what will change (releases,
 versions, NVIDIA's upgrade notes and a diff of every rendered object that changes) and asks on a
-terminal; without one, or with CI set, it needs --yes. A downgrade needs --force.`,
+terminal; without one, or with CI set, it needs --yes. A downgrade needs --force. --dry-run shows the
+same preview (with -o json, the plan too) and changes nothing, not even the install lock.`,
 		Example: `  gpuctl upgrade                                   # to gpuctl's default operator release
   gpuctl upgrade --operator-version v26.7.0 --yes
+  gpuctl upgrade --operator-version v26.7.0 --dry-run -o json   # what it would change; nothing written
   gpuctl upgrade --set driver.version=580.95.05 --yes  # same release, new values`,
 		Args: cobra.NoArgs,
 		RunE: u.run,
@@ -51,6 +54,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file merged over the recorded inputs; repeatable, later wins")
 	f.StringArrayVar(&o.Set, "set", nil, "set a value over the recorded inputs (Helm syntax); repeatable")
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
+	f.BoolVar(&u.o.DryRun, "dry-run", false, "show what the upgrade would change (releases, versions, notes, a diff of every object that changes) and change nothing")
 	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
@@ -78,6 +82,9 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 	defer progress.Close()
 	c := &upgradeConfirmer{streams: u.streams, getenv: u.getenv, progress: progress, yes: u.yes,
 		ask: interactive(u.streams, u.getenv) && !u.yes}
+	if u.o.DryRun {
+		c.yes, c.ask = true, false
+	}
 	res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: u.o, Sink: progress, Confirm: c.confirm, Version: gpuctlVersion(),
 		Stdin: u.streams.In, Getenv: u.getenv}).Run(cmd.Context())
 	progress.Close()
@@ -116,6 +123,9 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 // each GPU node's driver upgrade.
 func (u *upgradeCmd) writeResult(res *engine.UpgradeResult, namespace string, runErr error) error {
 	return writeResult(u.streams.Out, u.output, res, func() error {
+		if res.DryRun && runErr == nil && res.Preview != nil {
+			return ui.PrintUpgradePreview(u.streams.Out, res.Preview, ui.DetectStyle(u.streams.Out, u.getenv))
+		}
 		if runErr != nil || res.Install == nil {
 			return nil
 		}

@@ -43,6 +43,9 @@ type UpgradeOptions struct {
 	ImagePullSecrets []string
 	// Monitoring, when set, replaces the recorded --monitoring (nil keeps it).
 	Monitoring *bool
+	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
+	// revision) and returns: nothing is written, not even the lock.
+	DryRun bool
 }
 
 // Upgrade moves an installed GPU stack to another operator release, or re-applies it with new
@@ -103,6 +106,8 @@ func (p *UpgradePreview) Changed() bool {
 
 // UpgradeResult is what Upgrade did.
 type UpgradeResult struct {
+	// DryRun: the preview of a dry run; nothing was written.
+	DryRun bool `json:"dryRun,omitempty"`
 	Preview *UpgradePreview `json:"preview,omitempty"`
 	Install *InstallResult  `json:"install,omitempty"`
 	// DriverUpgrades are the GPU nodes' final nvidia.com/gpu-driver-upgrade-state ("" = none).
@@ -129,6 +134,9 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.DryRun {
+		return u.dryRun(ctx, rec, b.Version, change, files, o, sink)
+	}
 	res := &UpgradeResult{}
 	var operandsBefore map[string]string
 	ires, err := u.install(rec, b.Version, files, o, sink).run(ctx, func(ctx context.Context, p *plan.Plan) error {
@@ -150,6 +158,20 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	}
 	r := &runner.Runner{Sink: sink, Resume: UpgradeResume}
 	return res, r.Run(ctx, u.settleSteps(rec, ires.GPUNodes, operandsBefore, res, o.Timeout))
+}
+
+// dryRun plans the upgrade as the run would (the install pipeline's dry run, which takes no lock)
+// and previews what it would change.
+func (u *Upgrade) dryRun(ctx context.Context, rec *record.Record, version string, change VersionChange, files []plan.Layer, o UpgradeOptions, sink event.Sink) (*UpgradeResult, error) {
+	inst := u.install(rec, version, files, o, sink)
+	inst.Options.DryRun = true
+	ires, err := inst.Run(ctx)
+	res := &UpgradeResult{Install: ires, DryRun: true}
+	if err != nil {
+		return res, err
+	}
+	res.Preview, err = u.preview(ctx, ires.Plan, rec, version, change)
+	return res, err
 }
 
 // judgeInputs reads the operator release asked for, the -f files and --set, then asks whether the
