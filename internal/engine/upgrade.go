@@ -107,7 +107,7 @@ func (p *UpgradePreview) Changed() bool {
 // UpgradeResult is what Upgrade did.
 type UpgradeResult struct {
 	// DryRun: the preview of a dry run; nothing was written.
-	DryRun bool `json:"dryRun,omitempty"`
+	DryRun  bool            `json:"dryRun,omitempty"`
 	Preview *UpgradePreview `json:"preview,omitempty"`
 	Install *InstallResult  `json:"install,omitempty"`
 	// DriverUpgrades are the GPU nodes' final nvidia.com/gpu-driver-upgrade-state ("" = none).
