@@ -41,6 +41,7 @@ works offline (use --kube-version for the cluster's version); without it, it det
 	f := cmd.Flags()
 	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "render as for an install without the taint")
+	f.BoolVar(&o.Taint, "taint", false, "render as for an install with --taint")
 	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to render: its templates, CRDs and images (v26.7.0 by default, v26.3.3 or v25.10.1)")
 	f.StringVar(&kubeVersion, "kube-version", "", "Kubernetes version for the charts' capabilities (offline)")
 	return cmd
