@@ -71,11 +71,31 @@ const (
 	driverPlatform  = "platform"
 )
 
+// The taint field's answers.
+const (
+	taintAuto = "auto"
+	taintYes  = "yes"
+	taintNo   = "no"
+)
+
+// taintChoice is the taint answer the flags already gave.
+func taintChoice(o engine.InstallOptions) string {
+	switch {
+	case o.NoTaint:
+		return taintNo
+	case o.Taint:
+		return taintYes
+	}
+	return taintAuto
+}
+
 // choices is what the person chose, as the values the options are made from.
 type choices struct {
 	Profile, Operator, Driver, MIG string
-	Taint                          bool
-	NLSTokenFile, GriddConfFile    string
+	// Taint is taintAuto (gpuctl decides, as install does without --taint or --no-taint), taintYes
+	// (--taint) or taintNo (--no-taint).
+	Taint                       string
+	NLSTokenFile, GriddConfFile string
 	// NGCKey is the typed NGC API key: handed to the engine, never saved or shown.
 	NGCKey string
 }
@@ -143,11 +163,10 @@ func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle,
 	fs = append(fs, of)
 
 	tf := field{id: fieldTaint, label: "Taint GPU nodes", kind: kindSelect,
-		options: []option{{"yes", "yes: nvidia.com/gpu=present:NoSchedule"}, {"no", "no"}},
-		help:    "keeps pods that do not ask for GPUs off the GPU nodes; gpuctl untaint undoes it"}
-	if !c.Taint {
-		tf.sel = 1
-	}
+		options: []option{{taintAuto, "auto: where no pod would be stranded and GPU pods get the toleration"},
+			{taintYes, "yes: nvidia.com/gpu=present:NoSchedule (--taint)"}, {taintNo, "no (--no-taint)"}},
+		help: "keeps pods that do not ask for GPUs off the GPU nodes; the review shows gpuctl's decision and why; gpuctl untaint undoes it"}
+	tf.selectValue(c.Taint)
 	fs = append(fs, tf)
 
 	df := field{id: fieldDriver, label: "GPU driver", kind: kindSelect}
@@ -215,7 +234,7 @@ func newInput(st styles, value string, secret bool) textinput.Model {
 
 // choicesFrom reads the fields' answers.
 func choicesFrom(fs []field) choices {
-	c := choices{Taint: true}
+	c := choices{Taint: taintAuto}
 	for i := range fs {
 		f := &fs[i]
 		switch f.id {
@@ -224,7 +243,7 @@ func choicesFrom(fs []field) choices {
 		case fieldOperator:
 			c.Operator = f.value()
 		case fieldTaint:
-			c.Taint = f.value() == "yes"
+			c.Taint = f.value()
 		case fieldDriver:
 			c.Driver = f.value()
 		case fieldMIG:
@@ -256,7 +275,7 @@ func options(base engine.InstallOptions, detected string, profiles []profile.Pro
 	if b := bundle.Default(); c.Operator != "" && c.Operator != b.Version {
 		o.OperatorVersion = c.Operator
 	}
-	o.NoTaint = !c.Taint
+	o.NoTaint, o.Taint = c.Taint == taintNo, c.Taint == taintYes
 	var chosen profile.Profile
 	for _, p := range profiles {
 		if p.Name == c.Profile {
@@ -284,7 +303,7 @@ func options(base engine.InstallOptions, detected string, profiles []profile.Pro
 // initialChoices are the detected answers: the detected profile, the default release, taint unless
 // the flags said not to, the host driver where detection found one, the chart's MIG strategy.
 func initialChoices(base engine.InstallOptions, detected string, hostDriver bool, profiles []profile.Profile) choices {
-	c := choices{Profile: detected, Operator: bundle.Default().Version, Taint: !base.NoTaint, MIG: chartMIGStrategy,
+	c := choices{Profile: detected, Operator: bundle.Default().Version, Taint: taintChoice(base), MIG: chartMIGStrategy,
 		NLSTokenFile: base.Licensing.NLSTokenFile, GriddConfFile: base.Licensing.GriddConfFile}
 	if base.Profile != "" {
 		c.Profile = base.Profile
@@ -308,9 +327,6 @@ func initialChoices(base engine.InstallOptions, detected string, hostDriver bool
 
 // describe is the one line a choice adds to the review, for people.
 func (c choices) describe() string {
-	taint := "taint GPU nodes"
-	if !c.Taint {
-		taint = "no taint"
-	}
+	taint := map[string]string{taintAuto: "taint as gpuctl decides", taintYes: "taint GPU nodes", taintNo: "no taint"}[c.Taint]
 	return fmt.Sprintf("profile %s · operator %s · %s · driver %s · MIG %s", c.Profile, c.Operator, taint, c.Driver, c.MIG)
 }

@@ -31,6 +31,9 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if o.NoTaint {
 		m["no-taint"] = true
 	}
+	if o.Taint {
+		m["taint"] = true
+	}
 	if o.TolerateExistingTaints {
 		m["tolerate-existing-taints"] = true
 	}
@@ -105,6 +108,9 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 	add("--channel", o.Channel)
 	if o.NoTaint {
 		args = append(args, "--no-taint")
+	}
+	if o.Taint {
+		args = append(args, "--taint")
 	}
 	if o.Timeout > 0 && o.Timeout != engine.DefaultInstallTimeout {
 		add("--timeout", o.Timeout.String())

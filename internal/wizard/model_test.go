@@ -325,8 +325,8 @@ func TestFlow(t *testing.T) {
 		}
 		h.keys("enter")
 		h.expectScreen(screenChoices)
-		h.keys("down", "down", "right") // taint: no
-		h.keys("down", "down", "right") // MIG: mixed
+		h.keys("down", "down", "right", "right") // taint: no
+		h.keys("down", "down", "right")          // MIG: mixed
 		h.keys("enter")
 		h.expectScreen(screenReview)
 		h.expectView("(skipped: --no-taint)")
@@ -335,14 +335,14 @@ func TestFlow(t *testing.T) {
 		}
 		h.keys("esc")
 		h.expectScreen(screenChoices)
-		if c := choicesFrom(h.m.fields); c.Taint || c.MIG != "mixed" {
+		if c := choicesFrom(h.m.fields); c.Taint != taintNo || c.MIG != "mixed" {
 			t.Errorf("answers lost going back: %+v", c)
 		}
-		h.keys("up", "up", "left") // taint: yes again
+		h.keys("up", "up", "left") // taint: yes (--taint)
 		h.keys("enter")
 		h.expectScreen(screenReview)
-		if h.m.opts.NoTaint {
-			t.Error("taint answer not taken back")
+		if o := h.m.opts; o.NoTaint || !o.Taint {
+			t.Errorf("taint answer not taken back: %+v", o)
 		}
 		h.keys("esc", "esc")
 		h.expectScreen(screenDetect)
