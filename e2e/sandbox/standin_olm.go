@@ -928,7 +928,7 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 		}
 		waiting := ""
 		for _, d := range strategy.Deployments {
-			if dep, err := o.deployments.Deployments(csv.GetNamespace()).Get(d.Name); err != nil || !deploymentAvailable(dep) {
+			if dep, err := o.deployments.Deployments(csv.GetNamespace()).Get(d.Name); err != nil || !olmDeploymentReady(dep) {
 				waiting = d.Name
 				break
 			}
@@ -959,13 +959,30 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 	return nil
 }
 
-func deploymentAvailable(d *appsv1.Deployment) bool {
+// olmDeploymentReady is OLM's own check of a CSV's Deployment before the CSV succeeds
+// (operator-framework/operator-lifecycle-manager pkg/controller/install/status_viewer.go, DeploymentStatus,
+// at commit a326d83): the deployment controller has observed the current spec, no outdated replica is
+// left, and the Available condition is True. It is looser than gpuctl's health.DeploymentAvailable (it
+// does not count updated or available replicas, and calls a Deployment scaled to zero ready), which is
+// why the stand-in keeps its own. OLM fails the CSV on a rollout past its progress deadline; the
+// stand-in keeps waiting.
+func olmDeploymentReady(d *appsv1.Deployment) bool {
+	if d.Generation > d.Status.ObservedGeneration || d.Status.Replicas > d.Status.UpdatedReplicas {
+		return false
+	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentAvailable {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
+}
+
+// nfdOperatorMasterAvailable is Red Hat's NFD operator's check of its nfd-master Deployment: some
+// replica is available (openshift/cluster-nfd-operator controllers/nodefeaturediscovery_status.go,
+// getDeploymentConditions).
+func nfdOperatorMasterAvailable(d *appsv1.Deployment) bool {
+	return d.Status.AvailableReplicas > 0
 }
 
 // setCSVPhase moves a CSV to phase, appending to status.conditions as OLM keeps a history there.
@@ -1401,7 +1418,7 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 		return err
 	}
 
-	ready := ds.Status.NumberReady > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled && deploymentAvailable(master)
+	ready := ds.Status.NumberReady > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled && nfdOperatorMasterAvailable(master)
 	status, _, _ := unstructured.NestedMap(cr.Object, "status")
 	if status == nil {
 		status = map[string]any{}

@@ -103,24 +103,8 @@ func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, policy := s.Clients.Namespace, plan.ClusterPolicyName
-	if rec != nil && !rec.Uninstalled {
-		ns = rec.Namespace
-		if rec.Distribution == "openshift" {
-			policy = plan.OpenShiftPolicyName
-		}
-	}
-	installed := rec != nil && !rec.Uninstalled
-	if !installed {
-		// An install from before the record existed: its operator release.
-		rc, err := release.New(s.Clients.Getter, ns, nil)
-		if err == nil {
-			if last, _ := rc.Last(plan.OperatorRelease); last != nil {
-				installed = true
-			}
-		}
-	}
-	if !installed {
+	ns, policy := s.target(rec)
+	if !s.installed(rec, ns) {
 		return &StatusResult{Record: rec, Checks: []StatusCheck{{Name: "install", State: CheckFailed,
 			Message: "gpuctl has not installed the GPU stack on this cluster (no install record " + record.Namespace + "/" + record.Name + ")",
 			Hint:    "run gpuctl install"}}}, ErrNotInstalled
@@ -129,6 +113,33 @@ func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
 		s.wait(ctx, ns, policy)
 	}
 	return s.read(ctx, rec, ns, policy)
+}
+
+// target is the namespace and ClusterPolicy status looks at: the install record's, or, without a
+// current record, the client's namespace and the Helm charts' ClusterPolicy.
+func (s *Status) target(rec *record.Record) (namespace, policy string) {
+	ns, policy := s.Clients.Namespace, plan.ClusterPolicyName
+	if rec != nil && !rec.Uninstalled {
+		ns = rec.Namespace
+		if rec.Distribution == "openshift" {
+			policy = plan.OpenShiftPolicyName
+		}
+	}
+	return ns, policy
+}
+
+// installed decides whether gpuctl installed the stack: a current install record says so, and so does
+// the operator's Helm release in ns, which an install from before the record existed left.
+func (s *Status) installed(rec *record.Record, ns string) bool {
+	if rec != nil && !rec.Uninstalled {
+		return true
+	}
+	rc, err := release.New(s.Clients.Getter, ns, nil)
+	if err != nil {
+		return false
+	}
+	last, _ := rc.Last(plan.OperatorRelease)
+	return last != nil
 }
 
 // wait waits, with install's watches, for the validators and the ClusterPolicy; its failure is what
@@ -169,35 +180,24 @@ type statusInputs struct {
 	monitoring *MonitoringStatus
 }
 
+// read reads what the checks look at and evaluates them. An object that is not there is a verdict,
+// not an error; a read the API server refuses is an error.
 func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName string) (*StatusResult, error) {
 	in := statusInputs{record: rec, namespace: ns, policyName: policyName}
-	kc := s.Clients.Kube
-	d, err := kc.AppsV1().Deployments(ns).Get(ctx, plan.OperatorDeployment, metav1.GetOptions{})
-	if err == nil {
-		in.operator = d
-	} else if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, plan.OperatorDeployment, err)
+	var err error
+	if in.operator, err = s.readOperator(ctx, ns); err != nil {
+		return nil, err
 	}
-	if rec == nil || rec.Release(plan.NFDRelease) != nil {
-		in.nfdWanted = rec != nil
-		if rc, err := release.New(s.Clients.Getter, ns, nil); err == nil {
-			in.nfdRelease, _ = rc.Last(plan.NFDRelease)
-		}
+	in.nfdWanted, in.nfdRelease = s.readNFD(rec, ns)
+	if in.policy, err = s.readPolicy(ctx, policyName); err != nil {
+		return nil, err
 	}
-	cp, err := s.Clients.Dynamic.Resource(health.ClusterPolicyResource()).Get(ctx, policyName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		in.policy = cp
-	case kube.Absent(err):
-	default:
-		return nil, fmt.Errorf("read ClusterPolicy %s: %w", policyName, err)
-	}
-	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := s.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	in.nodes = nodes.Items
-	pods, err := kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (" + strings.Join([]string{driverApp, toolkitApp, devicePluginApp, validatorApp}, ",") + ")"})
+	pods, err := s.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (" + strings.Join([]string{driverApp, toolkitApp, devicePluginApp, validatorApp}, ",") + ")"})
 	if err != nil {
 		return nil, fmt.Errorf("list operand pods in %s: %w", ns, err)
 	}
@@ -206,113 +206,191 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 	return evaluateStatus(in), nil
 }
 
-// evaluateStatus turns what was read into checks and node rows.
+// readOperator reads the operator Deployment; nil when there is none.
+func (s *Status) readOperator(ctx context.Context, ns string) (*appsv1.Deployment, error) {
+	d, err := s.Clients.Kube.AppsV1().Deployments(ns).Get(ctx, plan.OperatorDeployment, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return d, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("read Deployment %s/%s: %w", ns, plan.OperatorDeployment, err)
+}
+
+// readNFD decides whether NFD's release is checked (the record lists it; without a record it is shown
+// when found) and reads its last revision.
+func (s *Status) readNFD(rec *record.Record, ns string) (wanted bool, last *release.Release) {
+	if rec != nil && rec.Release(plan.NFDRelease) == nil {
+		return false, nil
+	}
+	if rc, err := release.New(s.Clients.Getter, ns, nil); err == nil {
+		last, _ = rc.Last(plan.NFDRelease)
+	}
+	return rec != nil, last
+}
+
+// readPolicy reads the ClusterPolicy; nil when there is none or its CRD is not served.
+func (s *Status) readPolicy(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	cp, err := s.Clients.Dynamic.Resource(health.ClusterPolicyResource()).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return cp, nil
+	case kube.Absent(err):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("read ClusterPolicy %s: %w", name, err)
+}
+
+// evaluateStatus turns what was read into checks and node rows, in the order status prints them.
+// Monitoring's problems are warnings: the GPUs work without it.
 func evaluateStatus(in statusInputs) *StatusResult {
-	res := &StatusResult{Installed: true, Record: in.record}
-	add := func(name string, state CheckState, msg, hint string) {
-		res.Checks = append(res.Checks, StatusCheck{Name: name, State: state, Message: msg, Hint: hint})
-	}
-	if r := in.record; r != nil {
-		msg := fmt.Sprintf("GPU Operator %s, profile %s on %s, by gpuctl %s (%s %s %s)", r.OperatorVersion, r.Profile, r.Distribution,
-			r.GpuctlVersion, r.Command, r.Result, r.Updated.Format(time.RFC3339))
-		state := CheckOK
-		if r.Result != "succeeded" {
-			state = CheckWarning
-		}
-		add("install record", state, msg, "")
-	} else {
-		add("install record", CheckWarning, "none: installed by a gpuctl without records, or by hand", "gpuctl upgrade and uninstall work from the Helm releases alone")
-	}
-
-	switch d := in.operator; {
-	case d == nil:
-		add("operator", CheckFailed, "Deployment "+in.namespace+"/"+plan.OperatorDeployment+" not found", "run gpuctl install again")
-	case deploymentAvailable(d):
-		add("operator", CheckOK, fmt.Sprintf("Deployment %s/%s available (%s)", in.namespace, d.Name, operatorImageTag(d)), "")
-	default:
-		add("operator", CheckFailed, fmt.Sprintf("Deployment %s/%s not available: %d/%d replicas", in.namespace, d.Name, d.Status.AvailableReplicas, deref(d.Spec.Replicas)),
-			"kubectl -n "+in.namespace+" describe deployment "+d.Name)
-	}
-
-	if in.nfdWanted {
-		switch r := in.nfdRelease; {
-		case r == nil:
-			add("node feature discovery", CheckFailed, "Helm release "+plan.NFDRelease+" not found", "run gpuctl install again")
-		case r.Status != "deployed":
-			add("node feature discovery", CheckFailed, fmt.Sprintf("Helm release %s revision %d is %s", r.Name, r.Revision, r.Status), "helm history "+r.Name+" -n "+in.namespace)
-		default:
-			add("node feature discovery", CheckOK, fmt.Sprintf("Helm release %s revision %d deployed (%s)", r.Name, r.Revision, r.AppVersion), "")
-		}
-	}
-
-	if in.policy == nil {
-		add("clusterpolicy", CheckFailed, "ClusterPolicy "+in.policyName+" not found", "run gpuctl install again")
-	} else {
-		state, _, _ := unstructured.NestedString(in.policy.Object, "status", "state")
-		reason, message := "", ""
-		conds, _, _ := unstructured.NestedSlice(in.policy.Object, "status", "conditions")
-		ready := false
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-				reason, _ = m["reason"].(string)
-				message, _ = m["message"].(string)
-				ready = m["status"] == "True" && reason == "Reconciled"
-			}
-		}
-		msg := "ClusterPolicy " + in.policyName + " state " + orNone(state)
-		if reason != "" {
-			msg += " (" + reason
-			if message != "" && !ready {
-				msg += ": " + message
-			}
-			msg += ")"
-		}
-		if state == "ready" && ready {
-			add("clusterpolicy", CheckOK, msg, "")
-		} else {
-			add("clusterpolicy", CheckFailed, msg, "kubectl get clusterpolicy "+in.policyName+" -o yaml shows the operator's conditions")
-		}
-	}
-
+	res := &StatusResult{Installed: true, Record: in.record, Monitoring: in.monitoring}
 	res.Nodes = nodeRows(in.nodes, in.pods)
-	validated, allocatable := 0, 0
+	res.Checks = []StatusCheck{recordCheck(in.record), operatorCheck(in.operator, in.namespace)}
+	if in.nfdWanted {
+		res.Checks = append(res.Checks, nfdCheck(in.nfdRelease, in.namespace))
+	}
+	res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
+	if len(res.Nodes) > 0 {
+		res.Checks = append(res.Checks, allocatableCheck(res.Nodes))
+	}
+	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
+	res.Healthy = !slices.ContainsFunc(res.Checks, func(c StatusCheck) bool { return c.State == CheckFailed })
+	return res
+}
+
+// recordCheck shows the install record; an install that did not succeed, or one without a record, is a
+// warning (upgrade and uninstall still work from the Helm releases).
+func recordCheck(r *record.Record) StatusCheck {
+	c := StatusCheck{Name: "install record", State: CheckOK}
+	if r == nil {
+		c.State, c.Message, c.Hint = CheckWarning, "none: installed by a gpuctl without records, or by hand", "gpuctl upgrade and uninstall work from the Helm releases alone"
+		return c
+	}
+	c.Message = fmt.Sprintf("GPU Operator %s, profile %s on %s, by gpuctl %s (%s %s %s)", r.OperatorVersion, r.Profile, r.Distribution,
+		r.GpuctlVersion, r.Command, r.Result, r.Updated.Format(time.RFC3339))
+	if r.Result != "succeeded" {
+		c.State = CheckWarning
+	}
+	return c
+}
+
+// operatorCheck: the operator Deployment is available as install's wait means it
+// (health.DeploymentAvailable), so status and install agree.
+func operatorCheck(d *appsv1.Deployment, ns string) StatusCheck {
+	c := StatusCheck{Name: "operator", State: CheckFailed}
+	if d == nil {
+		c.Message, c.Hint = "Deployment "+ns+"/"+plan.OperatorDeployment+" not found", "run gpuctl install again"
+		return c
+	}
+	if ok, why := health.DeploymentAvailable(d); !ok {
+		c.Message, c.Hint = fmt.Sprintf("Deployment %s/%s not available: %s", ns, d.Name, why), "kubectl -n "+ns+" describe deployment "+d.Name
+		return c
+	}
+	c.State, c.Message = CheckOK, fmt.Sprintf("Deployment %s/%s available (%s)", ns, d.Name, operatorImageTag(d))
+	return c
+}
+
+// nfdCheck: NFD's Helm release (nil: not found) is deployed.
+func nfdCheck(r *release.Release, ns string) StatusCheck {
+	c := StatusCheck{Name: "node feature discovery", State: CheckFailed}
+	switch {
+	case r == nil:
+		c.Message, c.Hint = "Helm release "+plan.NFDRelease+" not found", "run gpuctl install again"
+	case r.Status != "deployed":
+		c.Message, c.Hint = fmt.Sprintf("Helm release %s revision %d is %s", r.Name, r.Revision, r.Status), "helm history "+r.Name+" -n "+ns
+	default:
+		c.State, c.Message = CheckOK, fmt.Sprintf("Helm release %s revision %d deployed (%s)", r.Name, r.Revision, r.AppVersion)
+	}
+	return c
+}
+
+// policyCheck: the ClusterPolicy (nil: not found) is ready as install's wait means it: state ready and a
+// Ready condition True with reason Reconciled (health.Waiter.ClusterPolicyReady says why state alone
+// is not enough).
+func policyCheck(policy *unstructured.Unstructured, name string) StatusCheck {
+	c := StatusCheck{Name: "clusterpolicy", State: CheckFailed}
+	if policy == nil {
+		c.Message, c.Hint = "ClusterPolicy "+name+" not found", "run gpuctl install again"
+		return c
+	}
+	state, _, _ := unstructured.NestedString(policy.Object, "status", "state")
+	ready, reason, message := policyReadyCondition(policy)
+	c.Message = "ClusterPolicy " + name + " state " + stateOrUnreported(state)
+	if reason != "" {
+		c.Message += " (" + reason
+		if message != "" && !ready {
+			c.Message += ": " + message
+		}
+		c.Message += ")"
+	}
+	if state == "ready" && ready {
+		c.State = CheckOK
+	} else {
+		c.Hint = "kubectl get clusterpolicy " + name + " -o yaml shows the operator's conditions"
+	}
+	return c
+}
+
+// policyReadyCondition reads the ClusterPolicy's Ready condition: ready when it is True with reason
+// Reconciled (the operator also reports True with NoGPUNodes, for want of work).
+func policyReadyCondition(policy *unstructured.Unstructured) (ready bool, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(policy.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+			ready = m["status"] == "True" && reason == "Reconciled"
+		}
+	}
+	return ready, reason, message
+}
+
+// stateOrUnreported is the ClusterPolicy's status.state, or says the operator has not written one.
+func stateOrUnreported(state string) string {
+	if state == "" {
+		return "none (the operator has not reported)"
+	}
+	return state
+}
+
+// gpuNodesCheck: there are GPU nodes, and a validator pod is Ready on each.
+func gpuNodesCheck(nodes []NodeStatus, ns string) StatusCheck {
+	c := StatusCheck{Name: "gpu nodes", State: CheckFailed}
 	var notValidated []string
-	for _, n := range res.Nodes {
-		if n.Validated {
-			validated++
-		} else {
+	for _, n := range nodes {
+		if !n.Validated {
 			notValidated = append(notValidated, n.Name)
 		}
+	}
+	validated := len(nodes) - len(notValidated)
+	switch {
+	case len(nodes) == 0:
+		c.Message = "no node is labelled nvidia.com/gpu.present=true"
+		c.Hint = "the operator labels GPU nodes NFD found; kubectl get nodes -L feature.node.kubernetes.io/pci-10de.present"
+	case len(notValidated) > 0:
+		c.Message = fmt.Sprintf("%d/%d GPU nodes validated; not: %s", validated, len(nodes), strings.Join(notValidated, ", "))
+		c.Hint = "kubectl -n " + ns + " get pods -l app=" + validatorApp + " -o wide; gpuctl status --wait waits for them"
+	default:
+		c.State, c.Message = CheckOK, fmt.Sprintf("%d/%d GPU nodes validated", validated, len(nodes))
+	}
+	return c
+}
+
+// allocatableCheck: every GPU node has nvidia.com/gpu allocatable.
+func allocatableCheck(nodes []NodeStatus) StatusCheck {
+	allocatable := 0
+	for _, n := range nodes {
 		if n.Allocatable > 0 {
 			allocatable++
 		}
 	}
-	switch {
-	case len(res.Nodes) == 0:
-		add("gpu nodes", CheckFailed, "no node is labelled nvidia.com/gpu.present=true", "the operator labels GPU nodes NFD found; kubectl get nodes -L feature.node.kubernetes.io/pci-10de.present")
-	case validated < len(res.Nodes):
-		add("gpu nodes", CheckFailed, fmt.Sprintf("%d/%d GPU nodes validated; not: %s", validated, len(res.Nodes), strings.Join(notValidated, ", ")),
-			"kubectl -n "+in.namespace+" get pods -l app="+validatorApp+" -o wide; gpuctl status --wait waits for them")
-	default:
-		add("gpu nodes", CheckOK, fmt.Sprintf("%d/%d GPU nodes validated", validated, len(res.Nodes)), "")
+	c := StatusCheck{Name: "allocatable", State: CheckOK, Message: fmt.Sprintf("nvidia.com/gpu allocatable on %d/%d GPU nodes", allocatable, len(nodes))}
+	if allocatable < len(nodes) {
+		c.State, c.Hint = CheckFailed, "the device plugin registers the GPUs with the kubelet"
 	}
-	if len(res.Nodes) > 0 {
-		if allocatable < len(res.Nodes) {
-			add("allocatable", CheckFailed, fmt.Sprintf("nvidia.com/gpu allocatable on %d/%d GPU nodes", allocatable, len(res.Nodes)), "the device plugin registers the GPUs with the kubelet")
-		} else {
-			add("allocatable", CheckOK, fmt.Sprintf("nvidia.com/gpu allocatable on %d/%d GPU nodes", allocatable, len(res.Nodes)), "")
-		}
-	}
-	// Monitoring's problems are warnings: the GPUs work without it.
-	res.Monitoring = in.monitoring
-	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
-	res.Healthy = true
-	for _, c := range res.Checks {
-		if c.State == CheckFailed {
-			res.Healthy = false
-		}
-	}
-	return res
+	return c
 }
 
 // nodeRows builds the per-GPU-node table: nodes the operator labelled nvidia.com/gpu.present=true.
@@ -378,15 +456,6 @@ func podPhase(p *corev1.Pod) string {
 	return string(p.Status.Phase)
 }
 
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-			return d.Status.AvailableReplicas > 0
-		}
-	}
-	return false
-}
-
 func operatorImageTag(d *appsv1.Deployment) string {
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if i := strings.LastIndex(c.Image, ":"); i >= 0 && !strings.Contains(c.Image[i:], "/") {
@@ -395,18 +464,4 @@ func operatorImageTag(d *appsv1.Deployment) string {
 		return c.Image
 	}
 	return "no container"
-}
-
-func deref(p *int32) int32 {
-	if p == nil {
-		return 1
-	}
-	return *p
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none (the operator has not reported)"
-	}
-	return s
 }

@@ -111,6 +111,7 @@ func (s *Status) readMonitoring(ctx context.Context, rec *record.Record, ns stri
 	return m
 }
 
+// prometheusFrom reads a Prometheus object's ServiceMonitor selectors.
 func prometheusFrom(p unstructured.Unstructured) prometheusRef {
 	ref := prometheusRef{name: p.GetNamespace() + "/" + p.GetName(), namespace: p.GetNamespace()}
 	sel := func(field string) *metav1.LabelSelector {
@@ -149,37 +150,36 @@ func evaluateMonitoring(m *MonitoringStatus, dcgm *unstructured.Unstructured, ns
 		problems = append(problems, "the "+plan.MonitoringRelease+" release (dashboard and alerts) is not deployed")
 	}
 	m.Problem = strings.Join(problems, "; ")
-	switch {
-	case dcgm == nil || !promsRead || len(proms) == 0:
+	if dcgm == nil || !promsRead || len(proms) == 0 {
 		m.Scraped = ScrapedUnknown
 		return
 	}
-	smLabels := labels.Set(dcgm.GetLabels())
 	for _, p := range proms {
-		if p.monitorSelector == nil {
-			continue
+		if p.selects(dcgm, ns, nsLabels) {
+			m.ScrapedBy = append(m.ScrapedBy, p.name)
 		}
-		sel, err := metav1.LabelSelectorAsSelector(p.monitorSelector)
-		if err != nil || !sel.Matches(smLabels) {
-			continue
-		}
-		switch {
-		case p.namespaceSelector == nil:
-			if p.namespace != ns {
-				continue
-			}
-		default:
-			nsSel, err := metav1.LabelSelectorAsSelector(p.namespaceSelector)
-			if err != nil || !nsSel.Matches(labels.Set(withNameLabel(nsLabels, ns))) {
-				continue
-			}
-		}
-		m.ScrapedBy = append(m.ScrapedBy, p.name)
 	}
 	m.Scraped = ScrapedNo
 	if len(m.ScrapedBy) > 0 {
 		m.Scraped = ScrapedYes
 	}
+}
+
+// selects is true when the Prometheus object p selects the ServiceMonitor sm in namespace ns (whose
+// labels are nsLabels), by the rules evaluateMonitoring cites.
+func (p prometheusRef) selects(sm *unstructured.Unstructured, ns string, nsLabels map[string]string) bool {
+	if p.monitorSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.monitorSelector)
+	if err != nil || !sel.Matches(labels.Set(sm.GetLabels())) {
+		return false
+	}
+	if p.namespaceSelector == nil {
+		return p.namespace == ns
+	}
+	nsSel, err := metav1.LabelSelectorAsSelector(p.namespaceSelector)
+	return err == nil && nsSel.Matches(labels.Set(withNameLabel(nsLabels, ns)))
 }
 
 // withNameLabel adds kubernetes.io/metadata.name, which the API server sets on every namespace.

@@ -161,3 +161,44 @@ func TestDeploymentVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestDeploymentAvailableRule(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       *appsv1.Deployment
+		want    bool
+		wantWhy string
+	}{
+		{"every replica updated, available and the condition True", deployment(2, 2, 2, corev1.ConditionTrue), true, ""},
+		{"replicas left unset mean one, as the API server defaults them", func() *appsv1.Deployment {
+			d := deployment(1, 1, 1, corev1.ConditionTrue)
+			d.Spec.Replicas = nil
+			return d
+		}(), true, ""},
+		{"scaled to zero runs nothing, though Kubernetes calls it Available", deployment(0, 0, 0, corev1.ConditionTrue), false, "scaled to 0 replicas"},
+		{"the condition True with no replica available (maxUnavailable allows it) is not available",
+			deployment(1, 1, 0, corev1.ConditionTrue), false, "0/1 replicas available"},
+		{"an old replica still serving mid-upgrade is not the new spec available", func() *appsv1.Deployment {
+			d := deployment(1, 1, 1, corev1.ConditionTrue)
+			d.Status.Replicas = 2
+			return d
+		}(), false, "1 old replicas terminating"},
+		{"a spec the controller has not observed is not available", func() *appsv1.Deployment {
+			d := deployment(1, 1, 1, corev1.ConditionTrue)
+			d.Generation, d.Status.ObservedGeneration = 3, 2
+			return d
+		}(), false, "waiting for the deployment controller to observe the new spec"},
+		{"available replicas with the condition False are not available", deployment(1, 1, 1, corev1.ConditionFalse), false, "waiting for the Available condition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := DeploymentAvailable(tt.d)
+			if got != tt.want || why != tt.wantWhy {
+				t.Errorf("DeploymentAvailable() = %v %q, want %v %q", got, why, tt.want, tt.wantWhy)
+			}
+			if v := deploymentVerdict(tt.d); v.done != tt.want {
+				t.Errorf("the wait's verdict done %v, want %v", v.done, tt.want)
+			}
+		})
+	}
+}
