@@ -74,7 +74,7 @@ type UpgradePreview struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	// Change is upgrade, same (new inputs only) or downgrade (--force).
-	Change VersionChange `json:"change"`
+	Change plan.VersionChange `json:"change"`
 	// Notes are what NVIDIA's upgrade guide asks between the two releases, and how gpuctl meets it.
 	Notes    []string        `json:"notes,omitempty"`
 	Releases []ReleaseChange `json:"releases"`
@@ -162,7 +162,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 
 // dryRun plans the upgrade as the run would (the install pipeline's dry run, which takes no lock)
 // and previews what it would change.
-func (u *Upgrade) dryRun(ctx context.Context, rec *record.Record, version string, change VersionChange, files []plan.Layer, o UpgradeOptions, sink event.Sink) (*UpgradeResult, error) {
+func (u *Upgrade) dryRun(ctx context.Context, rec *record.Record, version string, change plan.VersionChange, files []plan.Layer, o UpgradeOptions, sink event.Sink) (*UpgradeResult, error) {
 	inst := u.install(rec, version, files, o, sink)
 	inst.Options.DryRun = true
 	ires, err := inst.Run(ctx)
@@ -195,7 +195,7 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 }
 
 // installed reads the install record and judges the move from its operator release to version.
-func (u *Upgrade) installed(ctx context.Context, version string, force bool, sink event.Sink) (*record.Record, VersionChange, error) {
+func (u *Upgrade) installed(ctx context.Context, version string, force bool, sink event.Sink) (*record.Record, plan.VersionChange, error) {
 	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
 		return nil, "", err
@@ -203,11 +203,11 @@ func (u *Upgrade) installed(ctx context.Context, version string, force bool, sin
 	if rec == nil || rec.Uninstalled {
 		return nil, "", fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
 	}
-	change, err := CheckVersions(rec.OperatorVersion, version, force)
+	change, err := plan.CheckVersions(rec.OperatorVersion, version, force)
 	if err != nil {
 		return nil, "", err
 	}
-	if change == VersionDowngrade {
+	if change == plan.VersionDowngrade {
 		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, version, rec.OperatorVersion)})
 	}
 	return rec, change, nil
@@ -242,7 +242,7 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 // validators passed, and the operator's upgrade controller replaced the driver node by node.
 func (u *Upgrade) settleSteps(rec *record.Record, nodes []string, operandsBefore map[string]string, res *UpgradeResult, timeout time.Duration) []runner.Step {
 	var steps []runner.Step
-	if res.Preview.Change != VersionSame {
+	if res.Preview.Change != plan.VersionSame {
 		// The driver upgrade states and the operands read "done" until the new controller has acted.
 		steps = append(steps, runner.Step{ID: "wait-reconciled", Title: "Wait for the new controller to reconcile the operands",
 			Do: func(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
@@ -307,7 +307,7 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []st
 
 // preview renders every release of the plan (a Helm dry run: nothing is written) and compares it with
 // its deployed revision.
-func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change VersionChange) (*UpgradePreview, error) {
+func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change plan.VersionChange) (*UpgradePreview, error) {
 	pv := &UpgradePreview{From: rec.OperatorVersion, To: to, Change: change}
 	driverEnabled := true
 	for _, r := range p.RunningReleases() {
@@ -325,8 +325,8 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 		pv.Releases = append(pv.Releases, move)
 		pv.Diffs = append(pv.Diffs, diffs...)
 	}
-	if change != VersionSame {
-		pv.Notes = UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
+	if change != plan.VersionSame {
+		pv.Notes = plan.UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
 	}
 	if p.Distribution == "openshift" {
 		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and

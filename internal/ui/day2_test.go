@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 )
@@ -31,7 +32,7 @@ func TestPrintStatus(t *testing.T) {
 }
 
 func TestPrintUpgradePreview(t *testing.T) {
-	p := &engine.UpgradePreview{From: "v25.10.1", To: "v26.7.0", Change: engine.VersionUpgrade, Notes: []string{"apply the CRDs first"},
+	p := &engine.UpgradePreview{From: "v25.10.1", To: "v26.7.0", Change: plan.VersionUpgrade, Notes: []string{"apply the CRDs first"},
 		Releases: []engine.ReleaseChange{{Name: "gpu-operator", FromChart: "gpu-operator-25.10.1", FromApp: "v25.10.1", FromRevison: 1, ToChart: "gpu-operator-26.7.0", ToApp: "v26.7.0", Outcome: release.WouldUpgrade}},
 		Diffs:    []render.ObjectDiff{{Release: "gpu-operator", Object: "ClusterPolicy cluster-policy", Change: "changed", Diff: "--- a\n+++ b\n-  old\n+  new\n"}}}
 	var b bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -15,7 +16,7 @@ import (
 func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) error {
 	b := &strings.Builder{}
 	switch p.Change {
-	case engine.VersionSame:
+	case plan.VersionSame:
 		fmt.Fprintf(b, "GPU Operator %s (no version change)\n", p.To)
 	default:
 		fmt.Fprintf(b, "GPU Operator %s → %s (%s)\n", p.From, p.To, p.Change)
