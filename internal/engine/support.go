@@ -105,26 +105,7 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 		v.Kubernetes = sv
 	}
 
-	rctx, rcancel := context.WithTimeout(ctx, callTimeout(s.CallTimeout))
-	rec, err := record.Read(rctx, s.Clients.Kube)
-	rcancel()
-	ns, nfdNS := s.Clients.Namespace, s.Clients.Namespace
-	switch {
-	case err != nil:
-		b.Fail("install record "+record.Namespace+"/"+record.Name, err)
-	case rec == nil:
-		b.Note("no install record %s/%s: gpuctl has not installed on this cluster, or it was purged", record.Namespace, record.Name)
-	default:
-		ns, nfdNS = rec.Namespace, rec.Namespace
-		if rec.Distribution == "openshift" {
-			nfdNS = openShiftNFDNamespace
-		}
-		v.Operator = rec.OperatorVersion
-		if err := b.AddObject("install-record.json", "the install record "+record.Namespace+"/"+record.Name+": inputs, releases and objects gpuctl applied", rec); err != nil {
-			b.Fail("install-record.json", err)
-		}
-	}
-
+	rec, ns, nfdNS := s.record(ctx, b, &v)
 	s.helmHistory(b, ns, rec, v.Releases)
 	col.Resources(ctx, health.ClusterPolicyResource(), "cluster/clusterpolicies.yaml", "ClusterPolicy objects with their status and conditions")
 	col.Resources(ctx, health.NVIDIADriverResource(), "cluster/nvidiadrivers.yaml", "NVIDIADriver objects with their status and conditions")
@@ -147,6 +128,31 @@ func (s *Support) Run(ctx context.Context) (*SupportResult, error) {
 		b.Note("the collection stopped at its time limit (%s): later parts may be missing", timeout)
 	}
 	return &SupportResult{Bundle: b}, nil
+}
+
+// record adds the install record to the bundle and says where the stack and NFD run (the client's
+// namespace when there is no record).
+func (s *Support) record(ctx context.Context, b *support.Bundle, v *Versions) (rec *record.Record, ns, nfdNS string) {
+	rctx, rcancel := context.WithTimeout(ctx, callTimeout(s.CallTimeout))
+	rec, err := record.Read(rctx, s.Clients.Kube)
+	rcancel()
+	ns, nfdNS = s.Clients.Namespace, s.Clients.Namespace
+	switch {
+	case err != nil:
+		b.Fail("install record "+record.Namespace+"/"+record.Name, err)
+	case rec == nil:
+		b.Note("no install record %s/%s: gpuctl has not installed on this cluster, or it was purged", record.Namespace, record.Name)
+	default:
+		ns, nfdNS = rec.Namespace, rec.Namespace
+		if rec.Distribution == "openshift" {
+			nfdNS = openShiftNFDNamespace
+		}
+		v.Operator = rec.OperatorVersion
+		if err := b.AddObject("install-record.json", "the install record "+record.Namespace+"/"+record.Name+": inputs, releases and objects gpuctl applied", rec); err != nil {
+			b.Fail("install-record.json", err)
+		}
+	}
+	return rec, ns, nfdNS
 }
 
 // serverVersion asks discovery, which takes no context, within the call timeout.

@@ -28,23 +28,9 @@ type Template struct {
 
 // Run returns the rendered manifests and the plan they came from.
 func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
-	var det *detect.Result
-	if t.Options.Profile != "" {
-		if _, err := profile.Get(t.Options.Profile); err != nil {
-			return "", nil, err
-		}
-		det = &detect.Result{Distribution: detect.Candidate{Name: t.Options.Profile, Fallback: true}}
-	} else if t.Detection != nil {
-		det = t.Detection
-	} else {
-		if t.Clients == nil {
-			return "", nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
-		}
-		d, err := detect.Run(ctx, detect.From(t.Clients))
-		if err != nil {
-			return "", nil, err
-		}
-		det = d
+	det, err := t.detection(ctx)
+	if err != nil {
+		return "", nil, err
 	}
 	ns := t.Namespace
 	if ns == "" {
@@ -55,11 +41,33 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 	if o.Licensing == (plan.Licensing{}) {
 		o.Licensing = plan.Licensing{NLSTokenFile: "(read at install)", GriddConfFile: "(read at install)", NGCAPIKeyEnv: "(read at install)"}
 	}
-	i := &Install{Clients: &kube.Clients{Namespace: ns}}
-	p, err := i.buildPlan(det, o)
+	p, err := (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(det, o)
 	if err != nil {
 		return "", nil, err
 	}
+	out, err := t.render(ctx, p, ns)
+	return out, p, err
+}
+
+// detection is what the plan is built for: the profile's distribution (no cluster needed), the
+// detection given, or the cluster's.
+func (t *Template) detection(ctx context.Context) (*detect.Result, error) {
+	switch {
+	case t.Options.Profile != "":
+		if _, err := profile.Get(t.Options.Profile); err != nil {
+			return nil, err
+		}
+		return &detect.Result{Distribution: detect.Candidate{Name: t.Options.Profile, Fallback: true}}, nil
+	case t.Detection != nil:
+		return t.Detection, nil
+	case t.Clients == nil:
+		return nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
+	}
+	return detect.Run(ctx, detect.From(t.Clients))
+}
+
+// render writes the plan's objects steps and releases (with their CRDs) as one YAML stream.
+func (t *Template) render(ctx context.Context, p *plan.Plan, ns string) (string, error) {
 	var b strings.Builder
 	for _, s := range p.Steps {
 		if s.Skip != "" {
@@ -70,21 +78,21 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 			for _, o := range s.Objects {
 				y, err := render.YAMLDoc(o)
 				if err != nil {
-					return "", nil, err
+					return "", err
 				}
 				fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
 			}
 		case plan.KindRelease:
 			ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
 			if err != nil {
-				return "", nil, err
+				return "", err
 			}
 			out, err := (&release.Render{Name: s.Release.Name, Namespace: ns, Chart: ch, Values: s.Release.Values, KubeVersion: t.KubeVersion, IncludeCRDs: true}).Run(ctx)
 			if err != nil {
-				return "", nil, err
+				return "", err
 			}
 			b.WriteString(out)
 		}
 	}
-	return b.String(), p, nil
+	return b.String(), nil
 }
