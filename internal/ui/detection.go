@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // PrintDetection writes a detection result for people: the distribution and why, the GPU nodes and why each counts,
@@ -17,7 +18,9 @@ func PrintDetection(w io.Writer, r *detect.Result) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "\nTainting GPU nodes: %s\n", schedulingText(r.Scheduling))
+	if err := printTainting(w, r); err != nil {
+		return err
+	}
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, warn := range r.Warnings {
@@ -230,6 +233,41 @@ func releaseText(r *detect.HelmRelease) string {
 		s += " (" + strings.Join(details, ", ") + ")"
 	}
 	return s
+}
+
+// printTainting writes what decides the GPU taint: where pods that tolerate nothing can still run,
+// whether the API server adds the GPU toleration to pods that request GPUs (or gpuctl could, with a
+// MutatingAdmissionPolicy), the workloads the taint would strand, and install's decision from them.
+func printTainting(w io.Writer, r *detect.Result) error {
+	fmt.Fprintf(w, "\nTainting GPU nodes: %s\n", schedulingText(r.Scheduling))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
+	p("  GPU toleration:\t%s\n", findingText(r.Admission.GPUToleration,
+		"the API server adds it to pods that request GPUs (ExtendedResourceToleration)", "not added by the API server"))
+	p("  MutatingAdmissionPolicy:\t%s\n", findingText(r.Admission.MutatingAdmissionPolicy,
+		"served: gpuctl can add the toleration itself", "not served"))
+	d := plan.DecideTaint(r, plan.TaintOptions{PolicyAvailable: true, Own: []string{plan.DefaultNamespace}})
+	for _, s := range d.Stranded {
+		p("  would strand:\t%s %s/%s\n", s.Kind, s.Namespace, s.Name)
+	}
+	switch {
+	case d.Taint:
+		p("  install:\ttaints them (%s)\n", d.Why)
+	default:
+		p("  install:\tdoes not taint them by default: %s\n", d.Skip)
+	}
+	return tw.Flush()
+}
+
+// findingText says what a finding found, or that it is not known.
+func findingText(f *detect.Finding, yes, no string) string {
+	switch {
+	case f == nil:
+		return "unknown (the API server did not say)"
+	case f.Detected:
+		return yes
+	}
+	return no
 }
 
 func schedulingText(s detect.Scheduling) string {
