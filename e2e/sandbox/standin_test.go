@@ -544,7 +544,9 @@ func setDeploymentAvailable(t *testing.T, cs kubernetes.Interface, ns, name stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+	// As the deployment controller reports a finished rollout: it has seen the spec, every replica is
+	// updated, ready and available.
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
