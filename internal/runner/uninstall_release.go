@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -82,49 +83,15 @@ func (u *Uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 	}
 	var csvs []string
 	if last.Chart == plan.OLMChart {
-		subs, err := u.Clients.Dynamic.Resource(subscriptionsGVR).Namespace(r.namespace).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for _, s := range subs.Items {
-				if csv, _, _ := unstructured.NestedString(s.Object, "status", "installedCSV"); csv != "" {
-					csvs = append(csvs, csv)
-				}
-			}
-		}
+		csvs = u.installedCSVs(ctx, r.namespace)
 	}
 	if err := rc.Uninstall(ctx, r.name); err != nil {
 		return Outcome{}, fmt.Errorf("uninstall release %s: %w", r.name, err)
 	}
 	msg := fmt.Sprintf("uninstalled %s revision %d (%s %s)", r.name, last.Revision, last.Chart, last.ChartVersion)
 	for _, csv := range csvs {
-		ri := u.Clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace)
-		// OLM's owner references do not block the CSV's deletion (they are non-blocking), so the
-		// garbage collector removes the operator's Deployment some time after the CSV is gone: wait
-		// for the Deployments the CSV owned too, so the operator is really gone when this step ends.
-		var owned []string
-		if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
-			deps, err := u.Clients.Kube.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return Outcome{}, fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
-			}
-			for _, d := range deps.Items {
-				for _, ref := range d.OwnerReferences {
-					if ref.UID == obj.GetUID() {
-						owned = append(owned, d.Name)
-					}
-				}
-			}
-		}
-		if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return Outcome{}, fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
-		}
-		if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
+		if err := u.deleteCSV(ctx, r.namespace, csv); err != nil {
 			return Outcome{}, err
-		}
-		deployments := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(r.namespace)
-		for _, d := range owned {
-			if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
-				return Outcome{}, err
-			}
 		}
 		msg += ", deleted ClusterServiceVersion " + csv
 	}
@@ -133,4 +100,64 @@ func (u *Uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 		return Outcome{}, fmt.Errorf("delete NodeFeature objects: %w", err)
 	}
 	return Outcome{Changed: true, Message: msg}, nil
+}
+
+// installedCSVs names the ClusterServiceVersions the Subscriptions in namespace ns installed (none
+// when they cannot be listed).
+func (u *Uninstaller) installedCSVs(ctx context.Context, ns string) []string {
+	subs, err := u.Clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var csvs []string
+	for _, s := range subs.Items {
+		if csv, _, _ := unstructured.NestedString(s.Object, "status", "installedCSV"); csv != "" {
+			csvs = append(csvs, csv)
+		}
+	}
+	return csvs
+}
+
+// deleteCSV deletes ClusterServiceVersion csv in namespace ns and waits until it and the Deployments
+// it owned are gone. OLM's owner references do not block the CSV's deletion (they are non-blocking),
+// so the garbage collector removes the operator's Deployment some time after the CSV is gone: waiting
+// for those too means the operator is really gone when the step ends.
+func (u *Uninstaller) deleteCSV(ctx context.Context, ns, csv string) error {
+	ri := u.Clients.Dynamic.Resource(csvsGVR).Namespace(ns)
+	var owned []string
+	if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
+		if owned, err = u.ownedDeployments(ctx, ns, obj.GetUID()); err != nil {
+			return fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
+		}
+	}
+	if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
+	}
+	if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
+		return err
+	}
+	deployments := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns)
+	for _, d := range owned {
+		if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownedDeployments names the Deployments in namespace ns that owner owns.
+func (u *Uninstaller) ownedDeployments(ctx context.Context, ns string, owner types.UID) ([]string, error) {
+	deps, err := u.Clients.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var owned []string
+	for _, d := range deps.Items {
+		for _, ref := range d.OwnerReferences {
+			if ref.UID == owner {
+				owned = append(owned, d.Name)
+			}
+		}
+	}
+	return owned, nil
 }
