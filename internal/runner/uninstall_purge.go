@@ -102,55 +102,18 @@ func (u *Uninstaller) purgeObjects(ctx context.Context, progress func(string)) (
 	return Outcome{Changed: true, Message: "deleted " + strings.Join(names, ", ")}, nil
 }
 
+// purgeNamespaces deletes the namespaces gpuctl created and takes gpuctl's labels off the ones it found.
 func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (Outcome, error) {
 	if u.Record == nil {
 		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
 	}
-	nss := u.Clients.Kube.CoreV1().Namespaces()
-	var deleted []string
-	for _, name := range record.CreatedNames(u.Record.Namespaces) {
-		err := nss.Delete(ctx, name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return Outcome{}, fmt.Errorf("delete namespace %s: %w", name, err)
-		}
-		deleted = append(deleted, name)
+	deleted, err := u.deleteCreatedNamespaces(ctx, progress)
+	if err != nil {
+		return Outcome{}, err
 	}
-	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	for _, name := range deleted {
-		progress("waiting for namespace " + name + " to go")
-		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
-			return Outcome{}, err
-		}
-	}
-	// A namespace gpuctl found stays, without the labels gpuctl applied to it (Pod Security Admission's
-	// privileged levels): applying the bare namespace as gpuctl's field manager releases the fields only
-	// gpuctl owns, and the API server removes them; a label someone else also set stays
-	// (https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management).
-	var released []string
-	for _, o := range u.Record.Namespaces {
-		if o.Created {
-			continue
-		}
-		ns, err := nss.Get(ctx, o.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return Outcome{}, fmt.Errorf("read namespace %s: %w", o.Name, err)
-		}
-		if !slices.ContainsFunc(ns.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
-			return m.Manager == kube.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply
-		}) {
-			continue
-		}
-		bare := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":` + strconv.Quote(o.Name) + `}}`)
-		if _, err := nss.Patch(ctx, o.Name, types.ApplyPatchType, bare, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: ptr.To(true)}); err != nil {
-			return Outcome{}, fmt.Errorf("remove gpuctl's labels from namespace %s: %w", o.Name, err)
-		}
-		released = append(released, o.Name)
+	released, err := u.releaseFoundNamespaces(ctx)
+	if err != nil {
+		return Outcome{}, err
 	}
 	var parts []string
 	if len(deleted) > 0 {
@@ -163,4 +126,62 @@ func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 		return Outcome{Skipped: true, Message: "none left"}, nil
 	}
 	return Outcome{Changed: true, Message: strings.Join(parts, "; ")}, nil
+}
+
+// deleteCreatedNamespaces deletes the namespaces the record says gpuctl created and waits until they
+// are gone; it returns the ones it deleted.
+func (u *Uninstaller) deleteCreatedNamespaces(ctx context.Context, progress func(string)) ([]string, error) {
+	nss := u.Clients.Kube.CoreV1().Namespaces()
+	var deleted []string
+	for _, name := range record.CreatedNames(u.Record.Namespaces) {
+		err := nss.Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delete namespace %s: %w", name, err)
+		}
+		deleted = append(deleted, name)
+	}
+	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	for _, name := range deleted {
+		progress("waiting for namespace " + name + " to go")
+		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
+			return nil, err
+		}
+	}
+	return deleted, nil
+}
+
+// releaseFoundNamespaces takes gpuctl's labels (Pod Security Admission's privileged levels) off the
+// namespaces the record says gpuctl found, which stay: applying the bare namespace as gpuctl's field
+// manager releases the fields only gpuctl owns, and the API server removes them; a label someone else
+// also set stays (https://kubernetes.io/docs/reference/using-api/server-side-apply/#field-management).
+// It returns the namespaces it applied.
+func (u *Uninstaller) releaseFoundNamespaces(ctx context.Context) ([]string, error) {
+	nss := u.Clients.Kube.CoreV1().Namespaces()
+	var released []string
+	for _, o := range u.Record.Namespaces {
+		if o.Created {
+			continue
+		}
+		ns, err := nss.Get(ctx, o.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read namespace %s: %w", o.Name, err)
+		}
+		if !slices.ContainsFunc(ns.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
+			return m.Manager == kube.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply
+		}) {
+			continue
+		}
+		bare := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":` + strconv.Quote(o.Name) + `}}`)
+		if _, err := nss.Patch(ctx, o.Name, types.ApplyPatchType, bare, metav1.PatchOptions{FieldManager: kube.FieldManager, Force: ptr.To(true)}); err != nil {
+			return nil, fmt.Errorf("remove gpuctl's labels from namespace %s: %w", o.Name, err)
+		}
+		released = append(released, o.Name)
+	}
+	return released, nil
 }
