@@ -16,9 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
-	"github.com/gpuctl/gpuctl/internal/record"
-
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 

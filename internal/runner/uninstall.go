@@ -22,7 +22,7 @@ var (
 	nfdInstancesGVR = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
 )
 
-// uninstaller plans an uninstall and carries the plan out, step by step.
+// Uninstaller plans an uninstall and carries the plan out, step by step.
 type Uninstaller struct {
 	Clients *kube.Clients
 	// Record is the install record (nil: an install by a gpuctl that wrote none).
