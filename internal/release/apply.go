@@ -75,74 +75,88 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	if timeout == 0 {
 		timeout = ctxTimeout(ctx, 5*time.Minute)
 	}
-	res := &Result{}
-	hist, err := a.Client.history(a.Name)
+	hist, recovered, err := a.settledHistory(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}
-	if len(hist) > 0 && isPending(hist[len(hist)-1].Info.Status) && !a.DryRun {
-		msg, err := a.Client.recover(ctx, hist, a.RunID, timeout)
-		if err != nil {
-			return nil, err
-		}
-		res.Recovered = msg
-		if hist, err = a.Client.history(a.Name); err != nil {
-			return nil, err
-		}
-	}
-	if !a.DryRun {
-		if err := a.Client.supersedeExtraDeployed(hist); err != nil {
-			return nil, err
-		}
-	}
+	res := &Result{Recovered: recovered}
 	var cur *releasev1.Release
 	if len(hist) > 0 {
 		cur = hist[len(hist)-1]
 	}
-
 	// A failed newest revision (a failed `helm upgrade`/`helm rollback`, or a failed first install) is
 	// upgraded: Helm upgrades from the last deployed revision, or from the failed one when none was
 	// ever deployed (action.Upgrade in helm.sh/helm/v4 v4.3.1 pkg/action/upgrade.go).
-	install := cur == nil || cur.Info.Status == common.StatusUninstalled
-	// The revision Helm writes next: the newest stored one's number plus one, as Helm counts (a Helm
-	// write that races this one makes Helm refuse, pkg/action/upgrade.go).
-	next := 1
-	if cur != nil && !install {
-		next = cur.Version + 1
-	}
-	if !install && cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, a.Chart) && sameValues(cur.Config, a.Values) {
+	switch {
+	case cur == nil || cur.Info.Status == common.StatusUninstalled:
+		return a.install(ctx, res, timeout)
+	case cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, a.Chart) && sameValues(cur.Config, a.Values):
 		res.Outcome = Unchanged
 		res.Release = fromHelm(cur)
 		return res, nil
+	default:
+		// The revision Helm writes next: the newest stored one's number plus one, as Helm counts (a
+		// Helm write that races this one makes Helm refuse, pkg/action/upgrade.go).
+		return a.upgrade(ctx, res, timeout, cur.Version+1)
 	}
+}
 
-	if install {
-		in := action.NewInstall(a.Client.cfg)
-		in.ReleaseName = a.Name
-		in.Namespace = a.Client.namespace
-		in.SkipCRDs = true // applied by gpuctl first, server-side, and kept up to date (Helm never upgrades crds/)
-		in.Timeout = timeout
-		in.WaitStrategy = kube.HookOnlyStrategy
-		in.Labels = labels(a.RunID, next)
-		maps.DeleteFunc(in.Labels, func(_, v string) bool { return v == "" }) // nothing to drop on a first revision
-		if a.DryRun {
-			in.DryRunStrategy = action.DryRunServer
-		}
-		r, err := in.RunWithContext(ctx, a.Chart, a.Values)
-		if err != nil {
-			return nil, fmt.Errorf("install release %s: %w", a.Name, err)
-		}
-		rel, err := asV1(r)
-		if err != nil {
-			return nil, err
-		}
-		res.Outcome, res.Release, res.Manifest = Installed, fromHelm(rel), rel.Manifest
-		if a.DryRun {
-			res.Outcome = WouldInstall
-		}
-		return res, nil
+// settledHistory is the release's history once a pending newest revision an earlier gpuctl run left
+// is recovered (recovered says what was done) and only the newest deployed revision is deployed. A
+// dry run only reads it.
+func (a *Apply) settledHistory(ctx context.Context, timeout time.Duration) (hist []*releasev1.Release, recovered string, err error) {
+	if hist, err = a.Client.history(a.Name); err != nil {
+		return nil, "", err
 	}
+	if a.DryRun {
+		return hist, "", nil
+	}
+	if len(hist) > 0 && isPending(hist[len(hist)-1].Info.Status) {
+		if recovered, err = a.Client.recover(ctx, hist, a.RunID, timeout); err != nil {
+			return nil, "", err
+		}
+		if hist, err = a.Client.history(a.Name); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := a.Client.supersedeExtraDeployed(hist); err != nil {
+		return nil, "", err
+	}
+	return hist, recovered, nil
+}
 
+// install installs the release where Helm stores none (or its newest revision is uninstalled): its
+// first revision.
+func (a *Apply) install(ctx context.Context, res *Result, timeout time.Duration) (*Result, error) {
+	in := action.NewInstall(a.Client.cfg)
+	in.ReleaseName = a.Name
+	in.Namespace = a.Client.namespace
+	in.SkipCRDs = true // applied by gpuctl first, server-side, and kept up to date (Helm never upgrades crds/)
+	in.Timeout = timeout
+	in.WaitStrategy = kube.HookOnlyStrategy
+	in.Labels = labels(a.RunID, 1)
+	maps.DeleteFunc(in.Labels, func(_, v string) bool { return v == "" }) // nothing to drop on a first revision
+	if a.DryRun {
+		in.DryRunStrategy = action.DryRunServer
+	}
+	r, err := in.RunWithContext(ctx, a.Chart, a.Values)
+	if err != nil {
+		return nil, fmt.Errorf("install release %s: %w", a.Name, err)
+	}
+	rel, err := asV1(r)
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome, res.Release, res.Manifest = Installed, fromHelm(rel), rel.Manifest
+	if a.DryRun {
+		res.Outcome = WouldInstall
+	}
+	return res, nil
+}
+
+// upgrade writes revision next of the release with the chart and values, taking over the fields of
+// the release's objects that other managers hold.
+func (a *Apply) upgrade(ctx context.Context, res *Result, timeout time.Duration, next int) (*Result, error) {
 	up := action.NewUpgrade(a.Client.cfg)
 	up.Namespace = a.Client.namespace
 	up.SkipCRDs = true

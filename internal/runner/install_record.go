@@ -69,30 +69,65 @@ func recordedResource(clients *kube.Clients, o record.Object) (dynamic.ResourceI
 
 // snapshotBefore reads what the record needs to know of the cluster before the first write.
 func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
-	kc := x.clients.Kube
-	prev, err := record.Read(ctx, kc)
+	prev, err := record.Read(ctx, x.clients.Kube)
 	if err != nil {
 		return nil, err
 	}
-	b := &recordBefore{prev: prev, crds: map[string]bool{}, namespaces: map[string]bool{}, releases: map[string]bool{}, objects: map[record.Object]bool{}}
+	b := &recordBefore{prev: prev}
+	if b.crds, err = x.crdsBefore(ctx); err != nil {
+		return nil, err
+	}
+	if b.namespaces, err = x.namespacesBefore(ctx); err != nil {
+		return nil, err
+	}
+	if b.releases, err = x.releasesBefore(); err != nil {
+		return nil, err
+	}
+	if b.objects, err = x.objectsBefore(ctx); err != nil {
+		return nil, err
+	}
+	if b.customResources, err = x.customResourcesBefore(ctx); err != nil {
+		return nil, err
+	}
+	if b.nodes, err = x.nodesBefore(ctx, prev); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// crdsBefore says which of the plan's CRDs exist.
+func (x *executor) crdsBefore(ctx context.Context) (map[string]bool, error) {
 	crds, err := record.PlanCRDs(x.plan)
 	if err != nil {
 		return nil, err
 	}
+	exist := map[string]bool{}
 	for _, name := range crds {
 		_, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read CRD %s: %w", name, err)
 		}
-		b.crds[name] = err == nil
+		exist[name] = err == nil
 	}
+	return exist, nil
+}
+
+// namespacesBefore says which of the plan's namespaces exist.
+func (x *executor) namespacesBefore(ctx context.Context) (map[string]bool, error) {
+	exist := map[string]bool{}
 	for _, ns := range record.PlanNamespaces(x.plan) {
-		_, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		_, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read namespace %s: %w", ns, err)
 		}
-		b.namespaces[ns] = err == nil
+		exist[ns] = err == nil
 	}
+	return exist, nil
+}
+
+// releasesBefore says which of the plan's releases exist, by namespace/name.
+func (x *executor) releasesBefore() (map[string]bool, error) {
+	exist := map[string]bool{}
 	for _, r := range x.plan.RunningReleases() {
 		ns := x.plan.ReleaseNamespace(r)
 		rc, err := x.releaseClient(ns)
@@ -103,39 +138,54 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.releases[ns+"/"+r.Name] = last != nil
+		exist[ns+"/"+r.Name] = last != nil
 	}
+	return exist, nil
+}
+
+// objectsBefore says which of the plan's other objects exist.
+func (x *executor) objectsBefore(ctx context.Context) (map[record.Object]bool, error) {
+	exist := map[record.Object]bool{}
 	for _, o := range record.PlanObjects(x.plan) {
 		found, err := objectExists(ctx, x.clients, o)
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
 		}
-		b.objects[o] = found
+		exist[o] = found
 	}
-	b.customResources = map[types.UID]bool{}
+	return exist, nil
+}
+
+// customResourcesBefore are the UIDs of the stack's custom resources that exist.
+func (x *executor) customResourcesBefore(ctx context.Context) (map[types.UID]bool, error) {
 	existing, _, err := listStackResources(ctx, x.clients.Dynamic)
 	if err != nil {
 		return nil, err
 	}
+	uids := map[types.UID]bool{}
 	for _, o := range existing {
-		b.customResources[o.UID] = true
+		uids[o.UID] = true
 	}
-	if prev == nil || prev.Uninstalled {
-		// The nodes' NFD and operator metadata before gpuctl's stack: what uninstall restores.
-		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
-		b.nodes = map[string]record.NodeMetadata{}
-		for i := range nodes.Items {
-			if md := record.StackMetadata(&nodes.Items[i]); md != nil {
-				b.nodes[nodes.Items[i].Name] = *md
-			}
-		}
-	} else {
-		b.nodes = prev.NodeMetadataBefore
+	return uids, nil
+}
+
+// nodesBefore is the nodes' NFD and operator metadata before gpuctl's stack, what uninstall restores:
+// read now when no install of gpuctl's is in place, else what the record already keeps.
+func (x *executor) nodesBefore(ctx context.Context, prev *record.Record) (map[string]record.NodeMetadata, error) {
+	if prev != nil && !prev.Uninstalled {
+		return prev.NodeMetadataBefore, nil
 	}
-	return b, nil
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	md := map[string]record.NodeMetadata{}
+	for i := range nodes.Items {
+		if m := record.StackMetadata(&nodes.Items[i]); m != nil {
+			md[nodes.Items[i].Name] = *m
+		}
+	}
+	return md, nil
 }
 
 // gpuctlVersion is the version of this binary as the record states it.
@@ -155,18 +205,42 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs reco
 	// An interrupted run still records what it did.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	kc := x.clients.Kube
 	r := &record.Record{
-		GpuctlVersion: gpuctlVersion(version), Command: command, Updated: time.Now().UTC(), Result: "succeeded",
+		GpuctlVersion: gpuctlVersion(version), Command: command, Updated: time.Now().UTC(), Result: runResult(runErr),
 		Distribution: x.plan.Distribution, Profile: x.plan.Profile, Namespace: x.plan.Namespace,
 		Inputs: inputs, NodeMetadataBefore: b.nodes,
 	}
-	if runErr != nil {
-		r.Result = "failed"
-		if errors.Is(runErr, context.Canceled) {
-			r.Result = "interrupted"
-		}
+	if err := x.recordReleases(r, b); err != nil {
+		return err
 	}
+	x.recordObjects(ctx, r, b)
+	crs, err := x.recordCustomResources(ctx, b)
+	if err != nil {
+		return err
+	}
+	r.CustomResources, r.TracksCustomResources = crs, true
+	if r.TaintedNodes, err = x.taintedNodes(ctx); err != nil {
+		return err
+	}
+	mergePrevious(r, b.prev)
+	return record.Write(ctx, x.clients.Kube, r)
+}
+
+// runResult is how the record states the run's end.
+func runResult(runErr error) string {
+	switch {
+	case runErr == nil:
+		return "succeeded"
+	case errors.Is(runErr, context.Canceled):
+		return "interrupted"
+	default:
+		return "failed"
+	}
+}
+
+// recordReleases records the plan's releases that exist now (created: they did not before the run)
+// and the operator version: the one its deployed release runs, else the one the plan releases.
+func (x *executor) recordReleases(r *record.Record, b *recordBefore) error {
 	for _, rel := range x.plan.RunningReleases() {
 		if rel.Name == plan.OperatorRelease || rel.Name == plan.OperatorPackage {
 			r.OperatorVersion = rel.AppVersion
@@ -188,19 +262,32 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs reco
 		}
 	}
 	if r.OperatorVersion == "" {
-		for _, s := range x.plan.Steps {
-			if v := s.ChartReleases[plan.OperatorRelease]; v != "" {
-				r.OperatorVersion = v
-			}
+		r.OperatorVersion = chartOperatorVersion(x.plan)
+	}
+	return nil
+}
+
+// chartOperatorVersion is the operator chart version the plan's steps name last ("" if none).
+func chartOperatorVersion(p *plan.Plan) string {
+	v := ""
+	for _, s := range p.Steps {
+		if cv := s.ChartReleases[plan.OperatorRelease]; cv != "" {
+			v = cv
 		}
 	}
+	return v
+}
+
+// recordObjects records the CRDs, namespaces and other objects of the plan that exist now, each
+// created when it did not exist before the run.
+func (x *executor) recordObjects(ctx context.Context, r *record.Record, b *recordBefore) {
 	for name, existed := range b.crds {
 		if _, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
 			r.CRDs = append(r.CRDs, record.Object{Name: name, Created: !existed})
 		}
 	}
 	for name, existed := range b.namespaces {
-		if _, err := kc.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if _, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
 			r.Namespaces = append(r.Namespaces, record.Object{Name: name, Created: !existed})
 		}
 	}
@@ -210,34 +297,38 @@ func (x *executor) writeRecord(ctx context.Context, b *recordBefore, inputs reco
 			r.Objects = append(r.Objects, o)
 		}
 	}
-	crs, err := x.recordCustomResources(ctx, b)
+}
+
+// taintedNodes names the nodes that carry a taint gpuctl added.
+func (x *executor) taintedNodes(ctx context.Context) ([]string, error) {
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	r.CustomResources, r.TracksCustomResources = crs, true
-	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
+	var tainted []string
 	for i := range nodes.Items {
 		if added, err := taint.Added(&nodes.Items[i]); err == nil && len(added) > 0 {
-			r.TaintedNodes = append(r.TaintedNodes, nodes.Items[i].Name)
+			tainted = append(tainted, nodes.Items[i].Name)
 		}
 	}
-	if p := b.prev; p != nil {
-		prevReleases := p.Releases
-		if p.Uninstalled {
-			prevReleases = nil // uninstalled: what runs now is all this run's
+	return tainted, nil
+}
+
+// mergePrevious adds to r what the previous record prev (nil: none) names: an object created by
+// either run stays created. The releases of an uninstalled install are gone: what runs now is all
+// this run's.
+func mergePrevious(r, prev *record.Record) {
+	var before record.Record
+	if prev != nil {
+		before = *prev
+		if prev.Uninstalled {
+			before.Releases = nil
 		}
-		r.Releases = record.MergeObjects(prevReleases, r.Releases)
-		r.CRDs = record.MergeObjects(p.CRDs, r.CRDs)
-		r.Namespaces = record.MergeObjects(p.Namespaces, r.Namespaces)
-		r.Objects = record.MergeObjects(p.Objects, r.Objects)
-	} else {
-		r.Releases, r.CRDs, r.Namespaces = record.MergeObjects(nil, r.Releases), record.MergeObjects(nil, r.CRDs), record.MergeObjects(nil, r.Namespaces)
-		r.Objects = record.MergeObjects(nil, r.Objects)
 	}
-	return record.Write(ctx, kc, r)
+	r.Releases = record.MergeObjects(before.Releases, r.Releases)
+	r.CRDs = record.MergeObjects(before.CRDs, r.CRDs)
+	r.Namespaces = record.MergeObjects(before.Namespaces, r.Namespaces)
+	r.Objects = record.MergeObjects(before.Objects, r.Objects)
 }
 
 // recordCustomResources are the stack's custom resources gpuctl created, by UID: the ones an earlier

@@ -70,100 +70,132 @@ func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) 
 	case plan.KindSafety:
 		return "nothing changed (the check only reads)", nil
 	case plan.KindRelease:
-		rc, err := x.releaseClient(s.Release.Namespace)
-		if err != nil {
-			return "", err
-		}
-		r, err := rc.Last(s.Release.Name)
-		if err != nil {
-			return "", err
-		}
-		if r == nil {
-			return "release " + s.Release.Name + ": not installed", nil
-		}
-		return fmt.Sprintf("release %s: %s revision %d", r.Name, r.Status, r.Revision), nil
+		return x.releaseState(s.Release)
 	case plan.KindCRDs:
-		var names []string
-		for _, name := range s.Charts {
-			crds, _, err := render.ChartCRDs(name, s.ChartReleases[name])
-			if err != nil {
-				return "", err
-			}
-			for _, c := range crds {
-				names = append(names, c.Name)
-			}
-		}
-		established := 0
-		for _, n := range names {
-			crd, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, n, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return "", err
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					established++
-				}
-			}
-		}
-		return fmt.Sprintf("%d/%d CRDs established", established, len(names)), nil
+		return x.crdsState(ctx, s)
 	case plan.KindTaint:
-		// One list, not a GET per GPU node.
-		nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return "", err
-		}
-		gpu := map[string]bool{}
-		for _, n := range x.gpuNodes {
-			gpu[n] = true
-		}
-		tainted := 0
-		for _, node := range nodes.Items {
-			if !gpu[node.Name] {
-				continue
-			}
-			for _, t := range node.Spec.Taints {
-				if t.Key == s.Taint.Key && t.Effect == corev1.TaintEffect(s.Taint.Effect) {
-					tainted++
-					break
-				}
-			}
-		}
-		return fmt.Sprintf("%d/%d GPU nodes tainted %s=%s:%s", tainted, len(x.gpuNodes), s.Taint.Key, s.Taint.Value, s.Taint.Effect), nil
-	case plan.KindObjects, plan.KindSecrets:
-		objs := s.Objects
-		if s.Kind == plan.KindSecrets {
-			objs = x.secrets
-		}
-		var missing []string
-		for _, o := range objs {
-			u := &unstructured.Unstructured{Object: o}
-			exists, err := x.exists(ctx, u)
-			if err != nil {
-				return "", err
-			}
-			if !exists {
-				missing = append(missing, u.GetKind()+" "+u.GetName())
-			}
-		}
-		msg := fmt.Sprintf("%d/%d objects exist", len(objs)-len(missing), len(objs))
-		if len(missing) > 0 {
-			msg += " (missing: " + strings.Join(missing, ", ") + ")"
-		}
-		return msg, nil
+		return x.taintState(ctx, s.Taint)
+	case plan.KindObjects:
+		return x.objectsState(ctx, s.Objects)
+	case plan.KindSecrets:
+		return x.objectsState(ctx, x.secrets)
 	case plan.KindClusterPolicy:
-		u, err := x.clients.Dynamic.Resource(health.ClusterPolicyResource()).Get(ctx, s.PolicyName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return "ClusterPolicy " + s.PolicyName + " does not exist", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return "ClusterPolicy " + u.GetName() + " exists", nil
+		return x.clusterPolicyState(ctx, s.PolicyName)
 	}
 	return "", nil
+}
+
+// releaseState is the status and revision of the release's newest revision.
+func (x *executor) releaseState(rel *plan.Release) (string, error) {
+	rc, err := x.releaseClient(rel.Namespace)
+	if err != nil {
+		return "", err
+	}
+	r, err := rc.Last(rel.Name)
+	if err != nil {
+		return "", err
+	}
+	if r == nil {
+		return "release " + rel.Name + ": not installed", nil
+	}
+	return fmt.Sprintf("release %s: %s revision %d", r.Name, r.Status, r.Revision), nil
+}
+
+// crdsState says how many of the CRDs of the step's charts are established.
+func (x *executor) crdsState(ctx context.Context, s *plan.Step) (string, error) {
+	var names []string
+	for _, name := range s.Charts {
+		crds, _, err := render.ChartCRDs(name, s.ChartReleases[name])
+		if err != nil {
+			return "", err
+		}
+		for _, c := range crds {
+			names = append(names, c.Name)
+		}
+	}
+	established, err := x.establishedCRDs(ctx, names)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d/%d CRDs established", established, len(names)), nil
+}
+
+// establishedCRDs counts the CRDs of names that exist and are established.
+func (x *executor) establishedCRDs(ctx context.Context, names []string) (int, error) {
+	established := 0
+	for _, n := range names {
+		crd, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, n, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				established++
+			}
+		}
+	}
+	return established, nil
+}
+
+// taintState says how many of the run's GPU nodes carry the taint (its key and effect).
+func (x *executor) taintState(ctx context.Context, t *plan.Taint) (string, error) {
+	// One list, not a GET per GPU node.
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	gpu := map[string]bool{}
+	for _, n := range x.gpuNodes {
+		gpu[n] = true
+	}
+	tainted := 0
+	for _, node := range nodes.Items {
+		if !gpu[node.Name] {
+			continue
+		}
+		for _, nt := range node.Spec.Taints {
+			if nt.Key == t.Key && nt.Effect == corev1.TaintEffect(t.Effect) {
+				tainted++
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d/%d GPU nodes tainted %s=%s:%s", tainted, len(x.gpuNodes), t.Key, t.Value, t.Effect), nil
+}
+
+// objectsState says how many of objs exist, naming the missing ones.
+func (x *executor) objectsState(ctx context.Context, objs []map[string]any) (string, error) {
+	var missing []string
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		exists, err := x.exists(ctx, u)
+		if err != nil {
+			return "", err
+		}
+		if !exists {
+			missing = append(missing, u.GetKind()+" "+u.GetName())
+		}
+	}
+	msg := fmt.Sprintf("%d/%d objects exist", len(objs)-len(missing), len(objs))
+	if len(missing) > 0 {
+		msg += " (missing: " + strings.Join(missing, ", ") + ")"
+	}
+	return msg, nil
+}
+
+// clusterPolicyState says whether the ClusterPolicy exists.
+func (x *executor) clusterPolicyState(ctx context.Context, name string) (string, error) {
+	u, err := x.clients.Dynamic.Resource(health.ClusterPolicyResource()).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "ClusterPolicy " + name + " does not exist", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return "ClusterPolicy " + u.GetName() + " exists", nil
 }
 
 // exists reports whether the object is in the cluster.

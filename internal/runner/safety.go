@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,9 +36,47 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "GPU nodes are not tainted: " + skipped})
 		return Outcome{Message: "GPU nodes are not tainted: " + skipped}, nil
 	}
+	if err := x.overridesTolerate(s); err != nil {
+		return Outcome{}, err
+	}
+	gpuNodes, open, err := x.safetyNodes(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := x.reach(s, gpuNodes); err != nil {
+		return Outcome{}, err
+	}
+	var msgs []string
+	changed := false
+	if len(open) == 0 {
+		if changed, err = x.tolerateEverywhere(ctx, s); err != nil {
+			return Outcome{}, err
+		}
+		msgs = append(msgs, "every schedulable worker is a GPU node: the operator and NFD master/gc tolerate the taint")
+	} else {
+		msgs = append(msgs, fmt.Sprintf("%d schedulable non-GPU workers remain for everything else", len(open)))
+	}
+	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if stranded := strandedDaemonSets(dss.Items, gpuNodes); len(stranded) > 0 {
+		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
+			Message: fmt.Sprintf("DaemonSets that run on GPU nodes but do not tolerate the taint: %s; their running pods stay, but new ones will not be scheduled on GPU nodes", strings.Join(stranded, ", ")),
+			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
+		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
+	}
+	return Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
+}
 
-	gpuTaint := corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
-	// Values that replace a chart's default toleration list must still tolerate the taint.
+// gpuTaint is the taint gpuctl puts on GPU nodes.
+func gpuTaint() corev1.Taint {
+	return corev1.Taint{Key: plan.TaintKey, Value: plan.TaintValue, Effect: corev1.TaintEffect(plan.TaintEffect)}
+}
+
+// overridesTolerate fails when values that replace a chart's default toleration list (the operator's
+// daemonsets.tolerations, the NFD worker's) no longer tolerate the taint.
+func (x *executor) overridesTolerate(s *plan.Step) error {
 	for _, check := range []struct {
 		step, what string
 		path       []string
@@ -51,22 +90,20 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 		}
 		tols, set, err := tolerationsAt(st.Release.Values, check.path...)
 		if err != nil {
-			return Outcome{}, err
+			return err
 		}
-		if set && !taint.Tolerates(tols, gpuTaint) {
-			return Outcome{}, &StepError{
+		if set && !taint.Tolerates(tols, gpuTaint()) {
+			return &StepError{
 				Err:  fmt.Errorf("%s would not tolerate %s=%s:%s, so they could not run on the tainted GPU nodes", check.what, plan.TaintKey, plan.TaintValue, plan.TaintEffect),
 				Hint: "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to that list (setting it replaces the default), or install with --no-taint",
 			}
 		}
 	}
+	return nil
+}
 
-	gpu := map[string]bool{}
-	for _, n := range x.gpuNodes {
-		gpu[n] = true
-	}
-	var open []string
-	var gpuNodeObjs []corev1.Node
+// safetyNodes lists the cluster's nodes and sorts them (sortNodes) by the GPU nodes the run knows.
+func (x *executor) safetyNodes(ctx context.Context) (gpuNodes []corev1.Node, open []string, err error) {
 	// What this check and reach read of a node: its name, labels, taints and whether it is cordoned.
 	nodes, err := kube.ListNodes(ctx, x.clients.Kube, func(n *corev1.Node) *corev1.Node {
 		return &corev1.Node{
@@ -75,65 +112,72 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 		}
 	})
 	if err != nil {
-		return Outcome{}, err
+		return nil, nil, err
+	}
+	gpuNodes, open = sortNodes(nodes, x.gpuNodes)
+	return gpuNodes, open, nil
+}
+
+// sortNodes picks out the GPU nodes (by name, from gpu) and the open workers: the other nodes where
+// ordinary pods still go once the GPU nodes are tainted (schedulable, not the control plane, and
+// without a taint of their own that keeps such pods off).
+func sortNodes(nodes []*corev1.Node, gpu []string) (gpuNodes []corev1.Node, open []string) {
+	isGPU := map[string]bool{}
+	for _, n := range gpu {
+		isGPU[n] = true
 	}
 	for _, n := range nodes {
 		switch {
-		case gpu[n.Name]:
-			gpuNodeObjs = append(gpuNodeObjs, *n)
+		case isGPU[n.Name]:
+			gpuNodes = append(gpuNodes, *n)
 		case !n.Spec.Unschedulable && !isControlPlane(n) && !hasBlockingTaint(n.Spec.Taints):
 			open = append(open, n.Name)
 		}
 	}
-	if err := x.reach(s, gpuNodeObjs); err != nil {
-		return Outcome{}, err
-	}
-	var msgs []string
-	changed := false
-	if len(open) == 0 {
-		if !s.Safety.TolerationsPlanned {
-			// The tolerations join the detected facts, below -f and --set, where the next run's detection
-			// puts them: both runs give the same values, so the next one does not upgrade the releases.
-			const source = "detected by the safety check: every schedulable worker is a GPU node"
-			if op := x.plan.Step(s.Safety.OperatorRelease); op != nil && op.Release != nil {
-				op.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.OperatorValues})
-			}
-			if s.Safety.NFDRelease != "" {
-				// NFD is already installed: apply its release again with the tolerations.
-				if nfd := x.plan.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" && nfd.Release != nil {
-					nfd.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.NFDValues})
-					out, err := x.release(ctx, nfd)
-					if err != nil {
-						return Outcome{}, err
-					}
-					changed = out.Changed
-				}
-			}
-		}
-		msgs = append(msgs, "every schedulable worker is a GPU node: the operator and NFD master/gc tolerate the taint")
-	} else {
-		msgs = append(msgs, fmt.Sprintf("%d schedulable non-GPU workers remain for everything else", len(open)))
-	}
+	return gpuNodes, open
+}
 
-	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return Outcome{}, err
+// tolerateEverywhere adds the toleration to the operator and the NFD master/gc, for a cluster where
+// every schedulable worker is a GPU node, unless the plan did already; NFD, already installed by now,
+// has its release applied again. changed: that apply changed the release.
+func (x *executor) tolerateEverywhere(ctx context.Context, s *plan.Step) (changed bool, err error) {
+	if s.Safety.TolerationsPlanned {
+		return false, nil
 	}
+	// The tolerations join the detected facts, below -f and --set, where the next run's detection
+	// puts them: both runs give the same values, so the next one does not upgrade the releases.
+	const source = "detected by the safety check: every schedulable worker is a GPU node"
+	if op := x.plan.Step(s.Safety.OperatorRelease); op != nil && op.Release != nil {
+		op.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.OperatorValues})
+	}
+	if s.Safety.NFDRelease == "" {
+		return false, nil
+	}
+	// NFD is already installed: apply its release again with the tolerations.
+	nfd := x.plan.Step(s.Safety.NFDRelease)
+	if nfd == nil || nfd.Skip != "" || nfd.Release == nil {
+		return false, nil
+	}
+	nfd.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.NFDValues})
+	out, err := x.release(ctx, nfd)
+	if err != nil {
+		return false, err
+	}
+	return out.Changed, nil
+}
+
+// strandedDaemonSets names the DaemonSets whose pods go to a GPU node (by their node selector) but do
+// not tolerate the taint: new pods of theirs will not be scheduled there.
+func strandedDaemonSets(dss []appsv1.DaemonSet, gpuNodes []corev1.Node) []string {
 	var stranded []string
-	for _, d := range dss.Items {
+	for _, d := range dss {
 		spec := d.Spec.Template.Spec
-		if taint.Tolerates(spec.Tolerations, gpuTaint) || !selectsAny(spec.NodeSelector, gpuNodeObjs) {
+		if taint.Tolerates(spec.Tolerations, gpuTaint()) || !selectsAny(spec.NodeSelector, gpuNodes) {
 			continue
 		}
 		stranded = append(stranded, d.Namespace+"/"+d.Name)
 	}
-	if len(stranded) > 0 {
-		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
-			Message: fmt.Sprintf("DaemonSets that run on GPU nodes but do not tolerate the taint: %s; their running pods stay, but new ones will not be scheduled on GPU nodes", strings.Join(stranded, ", ")),
-			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
-		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
-	}
-	return Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
+	return stranded
 }
 
 // reach fails when a GPU node — NFD may have found ones detection did not know, which preflight could

@@ -123,3 +123,109 @@ func TestSafety(t *testing.T) {
 		}
 	})
 }
+
+func TestSortNodes(t *testing.T) {
+	cordoned := node("cpu-cordoned", nil)
+	cordoned.Spec.Unschedulable = true
+	cordonedGPU := node("gpu-cordoned", nil)
+	cordonedGPU.Spec.Unschedulable = true
+	for _, tc := range []struct {
+		name     string
+		nodes    []*corev1.Node
+		wantGPU  []string
+		wantOpen []string
+	}{
+		{"a plain CPU worker is open", []*corev1.Node{node("gpu-1", nil), node("cpu-1", nil)}, []string{"gpu-1"}, []string{"cpu-1"}},
+		{"a cordoned worker is not open", []*corev1.Node{node("gpu-1", nil), cordoned}, []string{"gpu-1"}, nil},
+		{"a control-plane node is not open, by either role label", []*corev1.Node{
+			node("cp-1", map[string]string{"node-role.kubernetes.io/control-plane": ""}),
+			node("master-1", map[string]string{"node-role.kubernetes.io/master": ""}),
+		}, nil, nil},
+		{"a worker with a NoSchedule or NoExecute taint of its own is not open", []*corev1.Node{
+			node("reserved", nil, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}),
+			node("draining", nil, corev1.Taint{Key: "drain", Effect: corev1.TaintEffectNoExecute}),
+		}, nil, nil},
+		{"a PreferNoSchedule taint leaves a worker open", []*corev1.Node{
+			node("soft", nil, corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}),
+		}, nil, []string{"soft"}},
+		{"a GPU node is a GPU node even when cordoned", []*corev1.Node{cordonedGPU}, []string{"gpu-cordoned"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gpu, open := sortNodes(tc.nodes, []string{"gpu-1", "gpu-cordoned"})
+			var gpuNames []string
+			for _, n := range gpu {
+				gpuNames = append(gpuNames, n.Name)
+			}
+			if !reflect.DeepEqual(gpuNames, tc.wantGPU) || !reflect.DeepEqual(open, tc.wantOpen) {
+				t.Errorf("GPU nodes %v, open %v; want %v, %v", gpuNames, open, tc.wantGPU, tc.wantOpen)
+			}
+		})
+	}
+}
+
+func TestOverridesTolerate(t *testing.T) {
+	without := []any{map[string]any{"key": "sku", "operator": "Exists"}}
+	with := []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}}
+	for _, tc := range []struct {
+		name      string
+		operator  map[string]any
+		nfd       map[string]any
+		wantError string
+	}{
+		{"the charts' own tolerations pass", nil, nil, ""},
+		{"an operator override with the GPU toleration passes", map[string]any{"daemonsets": map[string]any{"tolerations": with}}, nil, ""},
+		{"an operator override without it fails, naming daemonsets.tolerations", map[string]any{"daemonsets": map[string]any{"tolerations": without}}, nil, "daemonsets.tolerations"},
+		{"an NFD worker override without it fails, naming the worker's tolerations", nil, map[string]any{"worker": map[string]any{"tolerations": without}}, "node-feature-discovery.worker.tolerations"},
+		{"an NFD worker override with it passes", nil, map[string]any{"worker": map[string]any{"tolerations": with}}, ""},
+		{"tolerations that are not a list fail", map[string]any{"daemonsets": map[string]any{"tolerations": "all"}}, nil, "values daemonsets.tolerations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &plan.Plan{Steps: []plan.Step{
+				{ID: "safety", Kind: plan.KindSafety, Safety: &plan.Safety{OperatorRelease: "release-gpu-operator", NFDRelease: "release-nfd"}},
+				{ID: "release-gpu-operator", Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator", Values: tc.operator}},
+				{ID: "release-nfd", Kind: plan.KindRelease, Release: &plan.Release{Name: "node-feature-discovery", Values: tc.nfd}},
+			}}
+			err := (&executor{plan: p}).overridesTolerate(p.Step("safety"))
+			switch {
+			case tc.wantError == "" && err != nil:
+				t.Errorf("err %v, want none", err)
+			case tc.wantError != "" && (err == nil || !strings.Contains(err.Error(), tc.wantError)):
+				t.Errorf("err %v, want one naming %q", err, tc.wantError)
+			}
+		})
+	}
+}
+
+func TestTolerateEverywhere(t *testing.T) {
+	nfdValues := map[string]any{"master": map[string]any{"tolerations": []any{"y"}}}
+	for _, tc := range []struct {
+		name                  string
+		planned               bool
+		nfdRelease, nfdSkip   string
+		wantOperator, wantNFD int // layers added
+	}{
+		{"tolerations the plan already has are not added again", true, "release-nfd", "", 0, 0},
+		{"without an NFD release only the operator gets them", false, "", "", 1, 0},
+		{"an NFD release the plan skips is not applied again", false, "release-nfd", "NFD is already running", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &plan.Plan{Steps: []plan.Step{
+				{ID: "safety", Kind: plan.KindSafety, Safety: &plan.Safety{TolerationsPlanned: tc.planned,
+					OperatorRelease: "release-gpu-operator", NFDRelease: tc.nfdRelease,
+					OperatorValues: map[string]any{"operator": map[string]any{"tolerations": []any{"x"}}}, NFDValues: nfdValues}},
+				{ID: "release-gpu-operator", Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator"}},
+				{ID: "release-nfd", Kind: plan.KindRelease, Skip: tc.nfdSkip, Release: &plan.Release{Name: "node-feature-discovery"}},
+			}}
+			changed, err := (&executor{plan: p}).tolerateEverywhere(context.Background(), p.Step("safety"))
+			if err != nil || changed {
+				t.Fatalf("changed %v, err %v; want no change and no error", changed, err)
+			}
+			if got := len(p.Step("release-gpu-operator").Release.Layers); got != tc.wantOperator {
+				t.Errorf("operator release: %d layers added, want %d", got, tc.wantOperator)
+			}
+			if got := len(p.Step("release-nfd").Release.Layers); got != tc.wantNFD {
+				t.Errorf("NFD release: %d layers added, want %d", got, tc.wantNFD)
+			}
+		})
+	}
+}

@@ -1,0 +1,252 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
+)
+
+// FinalizerError names an object a finalizer keeps from going away.
+type FinalizerError struct {
+	Object     string
+	Finalizers []string
+	Waited     time.Duration
+}
+
+func (e *FinalizerError) Error() string {
+	return fmt.Sprintf("%s is still there after %s: finalizer %s holds it", e.Object, e.Waited.Round(time.Second), strings.Join(e.Finalizers, ", "))
+}
+
+func finalizerHint(fe *FinalizerError) string {
+	kind, name, _ := strings.Cut(fe.Object, " ")
+	kind = strings.ToLower(kind)
+	ns := ""
+	if n, rest, ok := strings.Cut(name, "/"); ok {
+		ns, name = " -n "+n, rest
+	}
+	return fmt.Sprintf("the controller that set %s must remove it; if that controller is gone for good, remove the finalizer yourself "+
+		"(kubectl patch %s %s%s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]') and run gpuctl uninstall again",
+		strings.Join(fe.Finalizers, ", "), kind, name, ns)
+}
+
+// deletePlanned deletes the plan's objects of one step, each only while it has the planned UID,
+// in the foreground: the API server removes an object deleted so only once the garbage collector
+// has removed every dependent that blocks its owner's deletion, and NVIDIA's operator makes all its
+// operands so (controllerutil.SetControllerReference sets blockOwnerDeletion; NVIDIA/gpu-operator
+// controllers/object_controls.go and internal/state at v26.7.0). So when the object is gone, its
+// DaemonSets, pods, service accounts and RBAC are gone too.
+func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (Outcome, error) {
+	planned := u.p.deletions(step)
+	var kept []string
+	if step == stepDeleteCustomResources || step == stepDeleteNFDInstance {
+		for _, k := range u.p.Kept {
+			if (k.Kind == "NodeFeatureDiscovery") == (step == stepDeleteNFDInstance) {
+				kept = append(kept, "kept "+k.String())
+			}
+		}
+	}
+	deleted, err := u.deleteObjects(ctx, planned, progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if len(deleted) == 0 {
+		return Outcome{Skipped: true, Message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
+	}
+	return Outcome{Changed: true, Message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
+}
+
+// deleteObjects deletes planned objects (foreground, with their UID as precondition) and waits until
+// they are gone; it returns the ones it deleted.
+func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
+	type target struct {
+		ri dynamic.ResourceInterface
+		d  PlannedDeletion
+	}
+	var targets []target
+	for _, d := range planned {
+		gv, err := schema.ParseGroupVersion(d.APIVersion)
+		if err != nil {
+			return nil, err
+		}
+		gvr := gv.WithResource(resourceOf(d.Kind))
+		var ri dynamic.ResourceInterface = u.Clients.Dynamic.Resource(gvr)
+		if d.Namespace != "" {
+			ri = u.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
+		}
+		uid := d.UID
+		err = ri.Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+			Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsConflict(err):
+			// Someone else's object of that name now: it is theirs.
+			progress(d.String() + " was re-created by someone else: kept")
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("delete %s: %w", d, err)
+		}
+		targets = append(targets, target{ri, d})
+		if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
+			u.deleted = append(u.deleted, d.UID)
+		}
+	}
+	var deleted []string
+	for _, t := range targets {
+		progress("waiting for " + t.d.String() + " and what it owns to go")
+		if err := u.waitGone(ctx, t.ri, t.d.Kind, t.d.Name, t.d.UID); err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, t.d.String())
+	}
+	return deleted, nil
+}
+
+// resourceOf is the resource name of the kinds uninstall plans deletions of.
+func resourceOf(kind string) string {
+	for _, r := range stackResources() {
+		if r.kind == kind {
+			return r.gvr.Resource
+		}
+	}
+	if kind == "NodeFeature" {
+		return nodeFeaturesGVR.Resource
+	}
+	return strings.ToLower(kind) + "s"
+}
+
+// waitGone waits up to FinalizerWait for an object to be gone (or replaced: another UID), then names
+// what holds it: its finalizers, or, for a foreground deletion, the dependents still there.
+func (u *Uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
+	var last *unstructured.Unstructured
+	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if uid != "" && obj.GetUID() != uid {
+			return true, nil
+		}
+		last = obj
+		return false, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && last != nil {
+		obj := describe(kind, last.GetNamespace(), name)
+		fs := slices.DeleteFunc(slices.Clone(last.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerDeleteDependents })
+		if len(fs) > 0 {
+			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.FinalizerWait}
+		}
+		if len(fs) < len(last.GetFinalizers()) {
+			left, lerr := u.dependents(ctx, []types.UID{last.GetUID()})
+			if lerr == nil && len(left) > 0 {
+				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.FinalizerWait, strings.Join(left, ", "))
+			}
+		}
+		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, u.FinalizerWait, last.GetDeletionTimestamp())
+	}
+	return err
+}
+
+// dependentResources are the kinds NVIDIA's operator creates for its operands (NVIDIA/gpu-operator
+// assets/ and manifests/ at v26.7.0), and the pods of its DaemonSets: namespaced ones in the operator's
+// namespace. A kind the cluster does not serve (SecurityContextConstraints off OpenShift, the
+// Prometheus Operator's) has none.
+func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
+	v1 := func(group, resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}
+	}
+	namespaced = []schema.GroupVersionResource{v1("apps", "daemonsets"), v1("apps", "deployments"), v1("", "pods"), v1("", "serviceaccounts"),
+		v1("", "configmaps"), v1("", "services"), v1("rbac.authorization.k8s.io", "roles"), v1("rbac.authorization.k8s.io", "rolebindings"),
+		v1("monitoring.coreos.com", "servicemonitors"), v1("monitoring.coreos.com", "prometheusrules")}
+	cluster = []schema.GroupVersionResource{v1("rbac.authorization.k8s.io", "clusterroles"), v1("rbac.authorization.k8s.io", "clusterrolebindings"),
+		v1("node.k8s.io", "runtimeclasses"), v1("security.openshift.io", "securitycontextconstraints")}
+	return namespaced, cluster
+}
+
+// dependents names the objects of dependentResources that an owner in uids owns, directly or
+// through a DaemonSet (its pods).
+func (u *Uninstaller) dependents(ctx context.Context, uids []types.UID) ([]string, error) {
+	owners := map[types.UID]bool{}
+	for _, id := range uids {
+		owners[id] = true
+	}
+	namespaced, cluster := dependentResources()
+	var out []string
+	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if kube.Absent(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", gvr.Resource, err)
+		}
+		for _, o := range list.Items {
+			if slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return owners[r.UID] }) {
+				out = append(out, describe(o.GetKind(), o.GetNamespace(), o.GetName()))
+				if gvr.Resource == "daemonsets" {
+					owners[o.GetUID()] = true // its pods, listed after it
+				}
+			}
+		}
+		return nil
+	}
+	for _, gvr := range namespaced {
+		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr).Namespace(u.namespace())); err != nil {
+			return nil, err
+		}
+	}
+	for _, gvr := range cluster {
+		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// waitDependents waits until nothing the deleted ClusterPolicy and NVIDIADriver objects owned is
+// left. Their foreground deletion already waited for what existed then; this also covers what the
+// operator's last reconcile created while they went, which the garbage collector removes once it
+// sees the owner gone (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
+func (u *Uninstaller) waitDependents(ctx context.Context, progress func(string)) (Outcome, error) {
+	if len(u.deleted) == 0 {
+		return Outcome{Skipped: true, Message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
+	}
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+		l, err := u.dependents(ctx, u.deleted)
+		if err != nil {
+			return false, err
+		}
+		left = l
+		if len(l) > 0 {
+			progress(fmt.Sprintf("%d objects left", len(l)))
+		}
+		return len(l) == 0, nil
+	})
+	if err != nil && ctx.Err() == nil && len(left) > 0 {
+		return Outcome{}, fmt.Errorf("still there after %s: %s", u.FinalizerWait, strings.Join(left, ", "))
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Message: "none left"}, nil
+}
