@@ -137,6 +137,8 @@ func TestInstallPlan(t *testing.T) {
 	}
 	if code, out, _ := gpuctl(t, c, "install", "--dry-run"); code != 0 || !strings.Contains(out, "Writes:") {
 		t.Errorf("install --dry-run (text): exit %d, no summary of its writes:\n%s", code, out)
+	} else {
+		t.Logf("install --dry-run:\n%s", out[strings.Index(out, "Writes:"):])
 	}
 	t.Run("the dry run writes nothing", func(t *testing.T) {
 		if got := gpuctlManaged(t, c); !slices.Equal(got, managedBefore) {

@@ -106,6 +106,9 @@ type InstallResult struct {
 	Preflight *preflight.Report `json:"preflight,omitempty"`
 	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
 	Interrupted *InterruptedError `json:"interrupted,omitempty"`
+	// TaintedUnlisted are the nodes the run tainted that the plan did not name: GPU nodes NFD labelled
+	// during the run, tainted by the plan's rule (a dry run's Writes.NodeRule).
+	TaintedUnlisted []string `json:"taintedUnlisted,omitempty"`
 }
 
 // StepResult is the outcome of one step.
@@ -180,7 +183,8 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 		}
 	}
 	if o.DryRun && planErr == nil {
-		return res, nil
+		p.Writes, err = installWrites(ctx, i.Clients, p)
+		return res, err
 	}
 	// Preflight judges the plan before the first write; a failed check (or a plan that cannot be
 	// built, e.g. another tool's operator is installed) stops the run with nothing changed.
@@ -213,7 +217,12 @@ func (i *Install) Run(ctx context.Context) (res *InstallResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	taintedBefore, err := gpuctlTainted(ctx, i.Clients.Kube)
+	if err != nil {
+		return res, err
+	}
 	err = x.run(ctx)
+	res.TaintedUnlisted = taintedUnlisted(ctx, i.Clients.Kube, p, taintedBefore, sink)
 	if ierr := (*InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
 	}
