@@ -32,10 +32,11 @@ type installPlanDoc struct {
 			Action string `json:"action"`
 		} `json:"crds"`
 		Releases []struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-			Operation string `json:"operation"`
-			Revision  int    `json:"revision"`
+			Name         string `json:"name"`
+			Namespace    string `json:"namespace"`
+			Operation    string `json:"operation"`
+			Revision     int    `json:"revision"`
+			FromRevision int    `json:"fromRevision"`
 		} `json:"releases"`
 		Nodes    []taintDocChange `json:"nodes"`
 		NodeRule string           `json:"nodeRule"`
@@ -309,6 +310,64 @@ func TestInstallPlan(t *testing.T) {
 		}
 		if len(seen) == 0 {
 			t.Error("the install tainted no node: the test would prove nothing about taints")
+		}
+	})
+
+	t.Run("a second dry run lists what a second run then does", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "install", "--dry-run", "-o", "json")
+		if code != 0 {
+			t.Fatalf("install --dry-run exited %d:\n%s", code, stderr)
+		}
+		var again installPlanDoc
+		if err := json.Unmarshal([]byte(stdout), &again); err != nil || again.Writes == nil {
+			t.Fatalf("install --dry-run -o json: %v\n%s", err, stdout)
+		}
+		var changes []string
+		for _, o := range again.Writes.Objects {
+			if o.Action != "unchanged" {
+				changes = append(changes, o.Action+" "+objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name))
+			}
+		}
+		for _, crd := range again.Writes.CRDs {
+			if crd.Action != "unchanged" && crd.Action != "keep" {
+				changes = append(changes, crd.Action+" CRD "+crd.Name)
+			}
+		}
+		for _, r := range again.Writes.Releases {
+			if r.Operation != "unchanged" {
+				changes = append(changes, r.Operation+" release "+r.Name)
+			}
+		}
+		for _, n := range again.Writes.Nodes {
+			changes = append(changes, "taint "+n.Node)
+		}
+		code, stdout, stderr = gpuctl(t, c, "install", "-o", "json")
+		if code != 0 {
+			t.Fatalf("install exited %d:\n%s", code, stderr)
+		}
+		var res struct {
+			Changed  bool `json:"changed"`
+			Releases []struct {
+				Name     string `json:"name"`
+				Revision int    `json:"revision"`
+			} `json:"releases"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("install -o json: %v\n%s", err, stdout)
+		}
+		if res.Changed != (len(changes) > 0) {
+			t.Errorf("the second run changed the cluster: %v; its dry run listed %v", res.Changed, changes)
+		}
+		for _, r := range again.Writes.Releases {
+			want := r.Revision
+			if r.Operation == "unchanged" {
+				want = r.FromRevision
+			}
+			for _, got := range res.Releases {
+				if got.Name == r.Name && got.Revision != want {
+					t.Errorf("release %s at revision %d after the second run; its dry run listed %s (revision %d)", r.Name, got.Revision, r.Operation, want)
+				}
+			}
 		}
 	})
 }
