@@ -110,6 +110,9 @@ type InstallResult struct {
 	Preflight *preflight.Report `json:"preflight,omitempty"`
 	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
 	Interrupted *runner.InterruptedError `json:"interrupted,omitempty"`
+	// TaintedUnlisted are the nodes the run tainted that the plan did not name: GPU nodes NFD labelled
+	// during the run, tainted by the plan's rule (a dry run's Writes.NodeRule).
+	TaintedUnlisted []string `json:"taintedUnlisted,omitempty"`
 }
 
 // Run detects, plans, and (unless DryRun) executes the Plan. The context bounds everything; its
@@ -157,8 +160,13 @@ func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan
 	if i.Confirm != nil && !i.Confirm(p) {
 		return res, ErrNotConfirmed
 	}
+	taintedBefore, err := gpuctlTainted(ctx, i.Clients.Kube)
+	if err != nil {
+		return res, err
+	}
 	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
 		Inputs: recordInputs(o, i.files), Version: i.Version, Command: i.verb()}).Run(ctx)
+	res.TaintedUnlisted = taintedUnlisted(ctx, i.Clients.Kube, p, taintedBefore, sink)
 	if ierr := (*runner.InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
 	}
@@ -216,7 +224,8 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		}
 	}
 	if o.DryRun && planErr == nil {
-		return res, p, nil, nil
+		p.Writes, err = installWrites(ctx, i.Clients, p)
+		return res, p, nil, err
 	}
 	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink)
 	res.Preflight = &rep

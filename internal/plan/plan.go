@@ -61,6 +61,8 @@ type Plan struct {
 	// Timeout bounds the whole run.
 	Timeout Duration `json:"timeout"`
 	Steps   []Step   `json:"steps"`
+	// Writes is every write the run makes, as --dry-run lists it (nil otherwise).
+	Writes *Writes `json:"writes,omitempty"`
 }
 
 // Step is one thing to do.

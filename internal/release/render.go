@@ -16,12 +16,14 @@ import (
 )
 
 // Render renders a chart as `helm template` does, offline: no cluster is contacted, and Capabilities
-// come from kubeVersion ("" = Helm's default). CRDs from crds/ come first when includeCRDs.
+// come from kubeVersion ("" = Helm's default) and APIVersions (added to Helm's default set, as
+// `helm template --api-versions`). CRDs from crds/ come first when includeCRDs.
 type Render struct {
 	Name, Namespace string
 	Chart           *chart.Chart
 	Values          map[string]any
 	KubeVersion     string
+	APIVersions     []string
 	IncludeCRDs     bool
 }
 
@@ -47,6 +49,7 @@ func (r *Render) Run(ctx context.Context) (string, error) {
 	in.Replace = true
 	in.IncludeCRDs = r.IncludeCRDs
 	in.KubeVersion = &caps.KubeVersion
+	in.APIVersions = r.APIVersions
 	rel, err := in.RunWithContext(ctx, r.Chart, r.Values)
 	if err != nil {
 		return "", fmt.Errorf("render %s: %w", r.Name, err)

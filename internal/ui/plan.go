@@ -36,6 +36,12 @@ func PrintPlan(w io.Writer, p *plan.Plan, style Style) error {
 			fmt.Fprintf(b, "    %s\n", style.paint(ansiDim, s.Why))
 		}
 	}
+	if p.Writes != nil {
+		fmt.Fprintf(b, "\n%s %s\n", style.paint(ansiBold, "Writes:"), style.paint(ansiDim, "(-o json lists each)"))
+		for _, l := range p.Writes.Summary() {
+			fmt.Fprintf(b, "  %s\n", l)
+		}
+	}
 	for _, s := range p.Steps {
 		if s.Release == nil || s.Skip != "" {
 			continue
