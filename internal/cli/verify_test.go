@@ -148,6 +148,7 @@ func TestVerifyInterruptedOutput(t *testing.T) {
 		{ID: "delete", Title: "Delete this run's pods", Outcome: event.StepSucceeded, Changed: true}}
 	res := &engine.VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Plan: p, Done: p, Removed: p.DeleteAtEnd, Steps: steps}
 	ie := &runner.InterruptedError{Finished: steps[:2], InFlight: &wait, Count: 3, Resume: engine.VerifyResume}
+	res.Interrupted = ie
 
 	var b bytes.Buffer
 	if err := writeVerify(&b, "json", res, ie, ui.Style{}); err != ie {
@@ -158,7 +159,7 @@ func TestVerifyInterruptedOutput(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Steps) != 4 || len(got.Removed) != 2 {
+	if len(got.Steps) != 4 || len(got.Removed) != 2 || got.Interrupted == nil || got.Interrupted.InFlight.ID != "wait" {
 		t.Errorf("-o json of an interrupted run: %s", b.String())
 	}
 

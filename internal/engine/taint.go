@@ -48,6 +48,18 @@ type TaintResult struct {
 	NotDone []plan.NodeUnchanged `json:"notDone,omitempty"`
 	// Steps are the run's steps with their outcomes (none in a dry run).
 	Steps []runner.StepResult `json:"steps,omitempty"`
+	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
+	Interrupted *runner.InterruptedError `json:"interrupted,omitempty"`
+}
+
+// interrupted is the run's error, an interrupt before the first write made one (interrupted), and
+// keeps an interrupt in the result (res may be nil: interrupted before the plan).
+func (res *TaintResult) interrupted(ctx context.Context, err error) error {
+	err = interrupted(ctx, err)
+	if ie := (*runner.InterruptedError)(nil); res != nil && errors.As(err, &ie) {
+		res.Interrupted = ie
+	}
+	return err
 }
 
 // StrandedError refuses `gpuctl taint` before its first write: the taint would strand these workloads
@@ -84,7 +96,7 @@ func (t *TaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
 		}
 		return carryOut(ctx, t.Clients, res, nodes, t.Sink, t.OnNode)
 	})
-	return res, err
+	return res, res.interrupted(ctx, err)
 }
 
 // plan detects the cluster and decides, with install's rules, what taint does.
@@ -153,7 +165,7 @@ func (u *UntaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
 		res = &TaintResult{Plan: plan.UntaintNodesPlan(nodes), DryRun: u.DryRun}
 		return carryOut(ctx, u.Clients, res, nodes, u.Sink, u.OnNode)
 	})
-	return res, err
+	return res, res.interrupted(ctx, err)
 }
 
 // lockedUnlessDry runs run under gpuctl's install lock, or, for a dry run (which writes nothing, not

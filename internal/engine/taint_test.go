@@ -231,7 +231,7 @@ func TestTaintAndUntaintInterrupted(t *testing.T) {
 			if !strings.Contains(ie.Resume, tc.resume) {
 				t.Errorf("resume %q", ie.Resume)
 			}
-			if res == nil || len(res.Done) != 1 || len(res.NotDone) != 2 || len(res.Steps) != 1 || res.Steps[0].Outcome != event.StepInterrupted {
+			if res == nil || len(res.Done) != 1 || len(res.NotDone) != 2 || len(res.Steps) != 1 || res.Steps[0].Outcome != event.StepInterrupted || res.Interrupted != ie {
 				t.Errorf("result %+v", res)
 			}
 			for _, n := range res.NotDone {
@@ -247,5 +247,25 @@ func TestTaintAndUntaintInterrupted(t *testing.T) {
 				t.Errorf("tainted now: %v", got)
 			}
 		})
+	}
+}
+
+// An interrupt before the first write (here while taint detects the cluster) says nothing was changed.
+func TestTaintInterruptedBeforeTheFirstWrite(t *testing.T) {
+	c := checkCluster(nil)
+	cs := c.Kube.(*fake.Clientset)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return true, nil, ctx.Err()
+	})
+	_, err := (&TaintNodes{Clients: c}).Run(ctx)
+	var ie *runner.InterruptedError
+	if !errors.As(err, &ie) || !ie.BeforeFirstWrite {
+		t.Fatalf("err = %v, want an interrupt before the first write", err)
+	}
+	if p := nodePatches(cs); len(p) != 0 {
+		t.Errorf("patched %v", p)
 	}
 }

@@ -135,6 +135,8 @@ type VerifyResult struct {
 	Removed []string `json:"removed,omitempty"`
 	// Steps are the run's steps with their outcomes, the deletion of its pods last (none in a dry run).
 	Steps []runner.StepResult `json:"steps,omitempty"`
+	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
+	Interrupted *runner.InterruptedError `json:"interrupted,omitempty"`
 }
 
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
@@ -167,7 +169,21 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		res = r.res
 		return r.run(ctx)
 	})
+	err = interrupted(ctx, err)
+	if ie := (*runner.InterruptedError)(nil); res != nil && errors.As(err, &ie) {
+		res.Interrupted = ie
+	}
 	return res, err
+}
+
+// interrupted is err, or, when the user interrupted the run (ctx) before its runner began (while it
+// waited for the lock, read the cluster or planned), an *runner.InterruptedError that says nothing
+// was changed: every write of these verbs is a step of the runner, whose interrupts say more.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || !runner.Interrupted(ctx) || errors.As(err, new(*runner.InterruptedError)) {
+		return err
+	}
+	return &runner.InterruptedError{BeforeFirstWrite: true}
 }
 
 func (v *Verify) emit(e event.Event) {

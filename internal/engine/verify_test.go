@@ -277,8 +277,8 @@ func TestVerifyInterruptRemovesThePods(t *testing.T) {
 	if !strings.Contains(ie.Resume, "gpuctl verify again") {
 		t.Errorf("resume %q", ie.Resume)
 	}
-	if res == nil || len(res.Removed) != 2 {
-		t.Fatalf("removed %v, want both pods", res)
+	if res == nil || len(res.Removed) != 2 || res.Interrupted != ie {
+		t.Fatalf("removed %v, want both pods, and the interrupt in the result", res)
 	}
 	// The pods are deleted after the interrupt, as a step of its own.
 	if last := res.Steps[len(res.Steps)-1]; last.ID != "delete" || last.Outcome != event.StepSucceeded || !last.Changed {
@@ -392,5 +392,27 @@ func TestVerifyLeavesAReplacedPodAlone(t *testing.T) {
 	}
 	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "left pod gpu-operator/"+leftover.Name+" alone") }) {
 		t.Errorf("no event says the pod was left alone: %q", msgs)
+	}
+}
+
+// An interrupt before the first write (here while verify reads the GPU nodes) says nothing was
+// changed, and no pod is created.
+func TestVerifyInterruptedBeforeTheFirstWrite(t *testing.T) {
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	kc.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return true, nil, ctx.Err()
+	})
+	_, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}}).Run(ctx)
+	var ie *runner.InterruptedError
+	if !errors.As(err, &ie) || !ie.BeforeFirstWrite {
+		t.Fatalf("err = %v, want an interrupt before the first write", err)
+	}
+	for _, a := range kc.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetVerb() == "create" {
+			t.Errorf("created a pod")
+		}
 	}
 }
