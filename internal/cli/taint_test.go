@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 func TestTaintFlags(t *testing.T) {
@@ -68,5 +70,31 @@ func TestPrintTaintResult(t *testing.T) {
 	printTaintResult(&b, &engine.TaintResult{Plan: p}, &engine.StrandedError{})
 	if b.String() != "" {
 		t.Errorf("a refused run printed %q", b.String())
+	}
+}
+
+// An interrupted taint prints what it wrote and what it did not, and report says where it stopped:
+// the nodes the step's state read back, and how to go on.
+func TestTaintInterruptedOutput(t *testing.T) {
+	add := plan.NodeChange{Node: "gpu-1", Action: plan.ActionAdd, Taints: []plan.TaintSpec{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}}}
+	other := plan.NodeChange{Node: "gpu-2", Action: plan.ActionAdd, Taints: add.Taints}
+	p := &plan.NodePlan{Verb: "taint", Changes: []plan.NodeChange{add, other}}
+	step := runner.StepResult{ID: "taint", Title: "Taint 2 GPU nodes", Outcome: event.StepInterrupted, Message: "1/2 planned nodes tainted nvidia.com/gpu=present:NoSchedule"}
+	ie := &runner.InterruptedError{InFlight: &step, Count: 1, Resume: engine.TaintResume}
+	res := &engine.TaintResult{Plan: p, Done: []plan.NodeChange{add}, NotDone: []plan.NodeUnchanged{{Node: "gpu-2", Reason: "not written: the run stopped first"}}, Steps: []runner.StepResult{step}}
+
+	var b strings.Builder
+	printTaintResult(&b, res, ie)
+	if want := "gpuctl taint did:\n  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n"; !strings.HasPrefix(b.String(), want) || !strings.Contains(b.String(), "  not done: node/gpu-2: not written: the run stopped first\n") {
+		t.Errorf("result:\n%s", b.String())
+	}
+	b.Reset()
+	if code := report(&b, ie); code != ExitInterrupted {
+		t.Errorf("exit %d, want %d", code, ExitInterrupted)
+	}
+	for _, want := range []string{"interrupted during step 1/1, Taint 2 GPU nodes", "taint: 1/2 planned nodes tainted", "To go on, run gpuctl taint again"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
 	}
 }

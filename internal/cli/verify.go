@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -88,8 +89,15 @@ func validateVerify(o engine.VerifyOptions, output string) error {
 }
 
 // writeVerify prints a verify run's result (or its plan, for a dry run) and returns the error that
-// gives its exit code.
+// gives its exit code. An interrupted run's result (the steps, the pods it removed) is written only as
+// -o json or yaml: it has no verdicts to show, and report says where it stopped.
 func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error, style ui.Style) error {
+	if ie := (*runner.InterruptedError)(nil); res != nil && errors.As(err, &ie) {
+		if werr := writeResult(w, output, res, nil); werr != nil {
+			return werr
+		}
+		return err
+	}
 	if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
 		switch {
 		case errors.Is(err, engine.ErrNotInstalled):

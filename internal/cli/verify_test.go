@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -133,5 +135,45 @@ func TestVerifyRunOutputReportsWhatItDid(t *testing.T) {
 	}
 	if got.DryRun || !reflect.DeepEqual(got.Done, p) {
 		t.Errorf("done %+v, want %+v", got.Done, p)
+	}
+}
+
+// An interrupted verify writes its result (the steps, the pods it removed) as -o json, nothing as
+// text (it has no verdicts), and exits 130 saying where it stopped and how to go on.
+func TestVerifyInterruptedOutput(t *testing.T) {
+	p := verifyPlanFixture()
+	wait := runner.StepResult{ID: "wait", Title: "Wait for each pod's verdict", Outcome: event.StepInterrupted,
+		Message: "nothing changed (it was waiting): gpu-1 waiting (ContainerCreating); gpu-2 passed"}
+	steps := []runner.StepResult{{ID: "delete-earlier", Outcome: event.StepSucceeded}, {ID: "create", Outcome: event.StepSucceeded, Changed: true}, wait,
+		{ID: "delete", Title: "Delete this run's pods", Outcome: event.StepSucceeded, Changed: true}}
+	res := &engine.VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Plan: p, Done: p, Removed: p.DeleteAtEnd, Steps: steps}
+	ie := &runner.InterruptedError{Finished: steps[:2], InFlight: &wait, Count: 3, Resume: engine.VerifyResume}
+	res.Interrupted = ie
+
+	var b bytes.Buffer
+	if err := writeVerify(&b, "json", res, ie, ui.Style{}); err != ie {
+		t.Errorf("err = %v, want the interrupt", err)
+	}
+	validateDocument(t, b.Bytes())
+	var got engine.VerifyResult
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Steps) != 4 || len(got.Removed) != 2 || got.Interrupted == nil || got.Interrupted.InFlight.ID != "wait" {
+		t.Errorf("-o json of an interrupted run: %s", b.String())
+	}
+
+	b.Reset()
+	if err := writeVerify(&b, "text", res, ie, ui.Style{}); err != ie || b.Len() != 0 {
+		t.Errorf("as text: err %v, stdout %q", err, b.String())
+	}
+
+	if code := report(&b, ie); code != ExitInterrupted {
+		t.Errorf("exit %d, want %d", code, ExitInterrupted)
+	}
+	for _, want := range []string{"interrupted during step 3/3, Wait for each pod's verdict", "in flight:", "gpu-1 waiting (ContainerCreating)", "To go on, run gpuctl verify again"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
 	}
 }

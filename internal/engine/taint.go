@@ -29,7 +29,7 @@ type TaintNodes struct {
 	Force bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
-	// Sink receives the lock's warnings (nil: discarded).
+	// Sink receives the lock's warnings and the run's step (nil: discarded).
 	Sink event.Sink
 	// OnNode reports each node's outcome as it is written.
 	OnNode func(taint.NodeResult)
@@ -46,6 +46,20 @@ type TaintResult struct {
 	// NotDone are the planned changes it did not make, with why: the node changed since the plan so
 	// that the change no longer holds (nothing written), or the write failed.
 	NotDone []plan.NodeUnchanged `json:"notDone,omitempty"`
+	// Steps are the run's steps with their outcomes (none in a dry run).
+	Steps []runner.StepResult `json:"steps,omitempty"`
+	// Interrupted says how far an interrupted run got (nil when it was not interrupted).
+	Interrupted *runner.InterruptedError `json:"interrupted,omitempty"`
+}
+
+// interrupted is the run's error, an interrupt before the first write made one (interrupted), and
+// keeps an interrupt in the result (res may be nil: interrupted before the plan).
+func (res *TaintResult) interrupted(ctx context.Context, err error) error {
+	err = interrupted(ctx, err)
+	if ie := (*runner.InterruptedError)(nil); res != nil && errors.As(err, &ie) {
+		res.Interrupted = ie
+	}
+	return err
 }
 
 // StrandedError refuses `gpuctl taint` before its first write: the taint would strand these workloads
@@ -64,29 +78,25 @@ func (e *StrandedError) Unwrap() error { return preflight.ErrFailed }
 // noPolicy is why `gpuctl taint` cannot count on gpuctl's MutatingAdmissionPolicy when it is not in force.
 const noPolicy = "gpuctl's MutatingAdmissionPolicy is not in force (gpuctl install adds it with the operator where the cluster serves MutatingAdmissionPolicy)"
 
-// Run plans, refuses what install would refuse, and (without DryRun) writes the plan.
+// Run plans, refuses what install would refuse, and (without DryRun) writes the plan. An interrupt
+// ends it with a *runner.InterruptedError that says how many planned nodes carry the taint.
 func (t *TaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
-	if !t.DryRun {
-		// Taken before detection: the nodes it finds are the ones no other run is changing.
-		var lk *runner.Lock
-		if ctx, lk, err = runner.TakeLock(ctx, t.Clients, t.WaitForLock, t.Sink); err != nil {
-			return nil, runner.LockError(err)
+	// Under the lock, detection runs first: the nodes it finds are the ones no other run is changing.
+	err = lockedUnlessDry(ctx, t.DryRun, t.Clients, t.WaitForLock, t.Sink, func(ctx context.Context) error {
+		p, nodes, err := t.plan(ctx)
+		if p == nil {
+			return err
 		}
-		defer lk.Release(ctx)
-		defer func() { err = lk.Lost(err) }()
-	}
-	p, nodes, err := t.plan(ctx)
-	if p == nil {
-		return nil, err
-	}
-	res = &TaintResult{Plan: p, DryRun: t.DryRun}
-	if err != nil {
-		return res, err
-	}
-	if s := p.Stranded(); len(s) > 0 && !t.Force {
-		return res, &StrandedError{Workloads: s}
-	}
-	return res, carryOut(ctx, t.Clients, res, nodes, t.OnNode)
+		res = &TaintResult{Plan: p, DryRun: t.DryRun}
+		if err != nil {
+			return err
+		}
+		if s := p.Stranded(); len(s) > 0 && !t.Force {
+			return &StrandedError{Workloads: s}
+		}
+		return carryOut(ctx, t.Clients, res, nodes, t.Sink, t.OnNode)
+	})
+	return res, res.interrupted(ctx, err)
 }
 
 // plan detects the cluster and decides, with install's rules, what taint does.
@@ -140,63 +150,29 @@ type UntaintNodes struct {
 	OnNode      func(taint.NodeResult)
 }
 
-// Run plans and (without DryRun) writes the plan.
+// Run plans and (without DryRun) writes the plan. An interrupt ends it with a
+// *runner.InterruptedError that says how many planned nodes no longer carry gpuctl's taint.
 func (u *UntaintNodes) Run(ctx context.Context) (res *TaintResult, err error) {
-	if !u.DryRun {
-		var lk *runner.Lock
-		if ctx, lk, err = runner.TakeLock(ctx, u.Clients, u.WaitForLock, u.Sink); err != nil {
-			return nil, runner.LockError(err)
+	err = lockedUnlessDry(ctx, u.DryRun, u.Clients, u.WaitForLock, u.Sink, func(ctx context.Context) error {
+		list, err := kube.ListNodes(ctx, u.Clients.Kube, taint.Trim)
+		if err != nil {
+			return fmt.Errorf("untaint nodes: %w", err)
 		}
-		defer lk.Release(ctx)
-		defer func() { err = lk.Lost(err) }()
-	}
-	list, err := kube.ListNodes(ctx, u.Clients.Kube, taint.Trim)
-	if err != nil {
-		return nil, fmt.Errorf("untaint nodes: %w", err)
-	}
-	nodes := make([]corev1.Node, len(list))
-	for i, n := range list {
-		nodes[i] = *n
-	}
-	res = &TaintResult{Plan: plan.UntaintNodesPlan(nodes), DryRun: u.DryRun}
-	return res, carryOut(ctx, u.Clients, res, nodes, u.OnNode)
+		nodes := make([]corev1.Node, len(list))
+		for i, n := range list {
+			nodes[i] = *n
+		}
+		res = &TaintResult{Plan: plan.UntaintNodesPlan(nodes), DryRun: u.DryRun}
+		return carryOut(ctx, u.Clients, res, nodes, u.Sink, u.OnNode)
+	})
+	return res, res.interrupted(ctx, err)
 }
 
-// carryOut writes res.Plan's changes (not in a dry run) to the nodes as the plan read them, records in
-// res what was and was not done, and fails for every change not done and every node whose record
-// gpuctl could not read.
-func carryOut(ctx context.Context, c *kube.Clients, res *TaintResult, nodes []corev1.Node, onNode func(taint.NodeResult)) error {
-	p := res.Plan
-	problems := p.Problems()
-	if res.DryRun {
-		if problems != "" {
-			return errors.New(problems)
-		}
-		return nil
+// lockedUnlessDry runs run under gpuctl's install lock, or, for a dry run (which writes nothing, not
+// even the lock's Lease), without it.
+func lockedUnlessDry(ctx context.Context, dryRun bool, c *kube.Clients, wait time.Duration, sink event.Sink, run func(context.Context) error) error {
+	if dryRun {
+		return run(ctx)
 	}
-	byName := make(map[string]*corev1.Node, len(nodes))
-	for i := range nodes {
-		byName[nodes[i].Name] = &nodes[i]
-	}
-	planned := make([]taint.Planned, 0, len(p.Changes))
-	changes := make(map[string]plan.NodeChange, len(p.Changes))
-	for _, ch := range p.Changes {
-		planned = append(planned, taint.Planned{Node: byName[ch.Node], Taint: taint.GPUTaint, Untaint: p.Verb == "untaint"})
-		changes[ch.Node] = ch
-	}
-	out, err := (&taint.Apply{Client: c.Kube, OnNode: onNode}).Run(ctx, planned)
-	for _, r := range out.Nodes {
-		if r.Err != nil {
-			res.NotDone = append(res.NotDone, plan.NodeUnchanged{Node: r.Node, Reason: r.Err.Error()})
-			continue
-		}
-		res.Done = append(res.Done, changes[r.Node])
-	}
-	if problems != "" {
-		err = errors.Join(err, errors.New(problems))
-	}
-	if err != nil {
-		return fmt.Errorf("%s nodes: %w", p.Verb, err)
-	}
-	return nil
+	return runner.Locked(ctx, c, wait, sink, func(ctx context.Context, _ *runner.Lock) error { return run(ctx) })
 }

@@ -10,15 +10,18 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -166,4 +169,103 @@ func TestTaintJudgedAsInstallJudgesIt(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// An interrupt while the nodes are written ends the run with a *runner.InterruptedError whose
+// in-flight step reads back how many planned nodes carry the change: the one written before the
+// interrupt, none after.
+func TestTaintAndUntaintInterrupted(t *testing.T) {
+	gpu := func(name string, tainted bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true"}},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}
+		if tainted {
+			n.Spec.Taints = []corev1.Taint{taint.GPUTaint}
+			n.Annotations = map[string]string{taint.AddedTaintsAnnotation: `[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]`}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		verb    string
+		tainted bool
+		run     func(ctx context.Context, c *kube.Clients) (*TaintResult, error)
+		state   string
+		resume  string
+	}{
+		{verb: "taint", run: func(ctx context.Context, c *kube.Clients) (*TaintResult, error) {
+			return (&TaintNodes{Clients: c}).Run(ctx)
+		}, state: "1/3 planned nodes tainted nvidia.com/gpu=present:NoSchedule", resume: "gpuctl taint again"},
+		{verb: "untaint", tainted: true, run: func(ctx context.Context, c *kube.Clients) (*TaintResult, error) {
+			return (&UntaintNodes{Clients: c}).Run(ctx)
+		}, state: "1/3 planned nodes no longer carry gpuctl's taint", resume: "gpuctl untaint again"},
+	} {
+		t.Run(tc.verb, func(t *testing.T) {
+			c := checkCluster(nil, gpu("gpu-2", tc.tainted), gpu("gpu-3", tc.tainted))
+			cs := c.Kube.(*fake.Clientset)
+			if tc.tainted {
+				n, _ := cs.CoreV1().Nodes().Get(t.Context(), "gpu-1", metav1.GetOptions{})
+				t1 := gpu("gpu-1", true)
+				n.Spec.Taints, n.Annotations = t1.Spec.Taints, t1.Annotations
+				if _, err := cs.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			// Ctrl-C during the first node's write; the API server refuses the writes of a cancelled
+			// client from then on (the fake does not look at the context).
+			cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if ctx.Err() != nil {
+					return true, nil, ctx.Err()
+				}
+				cancel()
+				return false, nil, nil
+			})
+			res, err := tc.run(ctx, c)
+			var ie *runner.InterruptedError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want a *runner.InterruptedError", err)
+			}
+			if ie.InFlight == nil || ie.InFlight.ID != tc.verb || ie.InFlight.Message != tc.state || ie.Count != 1 {
+				t.Errorf("in flight %+v of %d, want step %s with %q", ie.InFlight, ie.Count, tc.verb, tc.state)
+			}
+			if !strings.Contains(ie.Resume, tc.resume) {
+				t.Errorf("resume %q", ie.Resume)
+			}
+			if res == nil || len(res.Done) != 1 || len(res.NotDone) != 2 || len(res.Steps) != 1 || res.Steps[0].Outcome != event.StepInterrupted || res.Interrupted != ie {
+				t.Errorf("result %+v", res)
+			}
+			for _, n := range res.NotDone {
+				if n.Reason != "not written: the run stopped first" {
+					t.Errorf("not done %+v", n)
+				}
+			}
+			want := 1
+			if tc.tainted {
+				want = 2
+			}
+			if got := taintedNodes(t, c); len(got) != want {
+				t.Errorf("tainted now: %v", got)
+			}
+		})
+	}
+}
+
+// An interrupt before the first write (here while taint detects the cluster) says nothing was changed.
+func TestTaintInterruptedBeforeTheFirstWrite(t *testing.T) {
+	c := checkCluster(nil)
+	cs := c.Kube.(*fake.Clientset)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return true, nil, ctx.Err()
+	})
+	_, err := (&TaintNodes{Clients: c}).Run(ctx)
+	var ie *runner.InterruptedError
+	if !errors.As(err, &ie) || !ie.BeforeFirstWrite {
+		t.Fatalf("err = %v, want an interrupt before the first write", err)
+	}
+	if p := nodePatches(cs); len(p) != 0 {
+		t.Errorf("patched %v", p)
+	}
 }

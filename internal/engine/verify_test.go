@@ -23,6 +23,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // kubelet is what the fake cluster's scheduler and kubelet do with a verify pod created for a node.
@@ -182,6 +183,10 @@ func TestVerify(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
+			// The verdict is the run's answer, not a step's failure: its line says just that.
+			if tc.wantErr == ErrVerifyFailed && !strings.HasPrefix(err.Error(), "GPU verification failed: ") {
+				t.Errorf("err = %q", err)
+			}
 			if left := verifyPodsLeft(t, kc); len(left) > 0 {
 				t.Errorf("verify left pods behind: %v", left)
 			}
@@ -226,6 +231,21 @@ func TestVerify(t *testing.T) {
 			if !reflect.DeepEqual(res.Done, res.Plan) {
 				t.Errorf("the run did %+v, planned %+v", res.Done, res.Plan)
 			}
+			// The plan's steps, then the deletion of the run's pods; the wait fails with a node.
+			var outcomes []string
+			for _, s := range res.Steps {
+				outcomes = append(outcomes, s.ID+":"+string(s.Outcome))
+			}
+			earlier, wait := "delete-earlier:skipped", "wait:succeeded"
+			if tc.earlier > 0 {
+				earlier = "delete-earlier:succeeded"
+			}
+			if tc.wantErr != nil {
+				wait = "wait:failed"
+			}
+			if want := []string{earlier, "create:succeeded", wait, "delete:succeeded"}; !slices.Equal(outcomes, want) {
+				t.Errorf("steps %v, want %v", outcomes, want)
+			}
 		})
 	}
 }
@@ -242,15 +262,39 @@ func TestVerifyInterruptRemovesThePods(t *testing.T) {
 		}
 	})}
 	res, err := v.Run(ctx)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	var ie *runner.InterruptedError
+	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want a *runner.InterruptedError", err)
 	}
-	if res == nil || len(res.Removed) != 2 {
-		t.Errorf("removed %v, want both pods", res)
+	// Nothing earlier to delete (skipped), the pods created, the wait in flight; its state names
+	// what it last saw.
+	if ie.InFlight == nil || ie.InFlight.ID != "wait" || !strings.Contains(ie.InFlight.Message, "gpu-2") {
+		t.Errorf("in flight %+v, want the wait, with what it last saw", ie.InFlight)
+	}
+	if got := stepIDs(ie.Finished); !slices.Equal(got, []string{"delete-earlier", "create"}) || len(ie.NotStarted) != 0 || ie.Count != 3 {
+		t.Errorf("finished %v, not started %v of %d", got, ie.NotStarted, ie.Count)
+	}
+	if !strings.Contains(ie.Resume, "gpuctl verify again") {
+		t.Errorf("resume %q", ie.Resume)
+	}
+	if res == nil || len(res.Removed) != 2 || res.Interrupted != ie {
+		t.Fatalf("removed %v, want both pods, and the interrupt in the result", res)
+	}
+	// The pods are deleted after the interrupt, as a step of its own.
+	if last := res.Steps[len(res.Steps)-1]; last.ID != "delete" || last.Outcome != event.StepSucceeded || !last.Changed {
+		t.Errorf("steps %+v, want the run's pods deleted last", res.Steps)
 	}
 	if left := verifyPodsLeft(t, kc); len(left) > 0 {
 		t.Errorf("verify left pods behind: %v", left)
 	}
+}
+
+func stepIDs(steps []runner.StepResult) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.ID)
+	}
+	return out
 }
 
 func TestVerifyNotInstalled(t *testing.T) {
@@ -348,5 +392,27 @@ func TestVerifyLeavesAReplacedPodAlone(t *testing.T) {
 	}
 	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "left pod gpu-operator/"+leftover.Name+" alone") }) {
 		t.Errorf("no event says the pod was left alone: %q", msgs)
+	}
+}
+
+// An interrupt before the first write (here while verify reads the GPU nodes) says nothing was
+// changed, and no pod is created.
+func TestVerifyInterruptedBeforeTheFirstWrite(t *testing.T) {
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	kc.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return true, nil, ctx.Err()
+	})
+	_, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}}).Run(ctx)
+	var ie *runner.InterruptedError
+	if !errors.As(err, &ie) || !ie.BeforeFirstWrite {
+		t.Fatalf("err = %v, want an interrupt before the first write", err)
+	}
+	for _, a := range kc.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetVerb() == "create" {
+			t.Errorf("created a pod")
+		}
 	}
 }

@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
+)
+
+// The steps of a verify run, by ID. Scripts that follow --progress json watch the wait's.
+const (
+	verifyStepDeleteEarlier = "delete-earlier"
+	verifyStepCreate        = "create"
+	verifyStepWait          = "wait"
+	// verifyStepDelete deletes the run's pods after the others, on every way out.
+	verifyStepDelete = "delete"
+)
+
+// verifyRun carries out one verify plan and records what it did.
+type verifyRun struct {
+	v    *Verify
+	o    VerifyOptions
+	p    *plan.VerifyPlan
+	pods typedcorev1.PodInterface
+	res  *VerifyResult
+	// created are the run's pods by name: their node's verdict, UID and creation time.
+	created map[string]*createdPod
+	// creating: the create step began, so pods of this run may exist.
+	creating bool
+	// verdict is ErrVerifyFailed's error when a node did not pass.
+	verdict error
+}
+
+type createdPod struct {
+	nv      *NodeVerification
+	uid     types.UID
+	started time.Time
+}
+
+func newVerifyRun(v *Verify, o VerifyOptions, p *plan.VerifyPlan) *verifyRun {
+	done := &plan.VerifyPlan{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, ImagePullSecrets: p.ImagePullSecrets}
+	return &verifyRun{v: v, o: o, p: p, pods: v.Clients.Kube.CoreV1().Pods(p.Namespace), created: map[string]*createdPod{},
+		res: &VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Plan: p, Done: done}}
+}
+
+// run carries out the plan's steps through the runner, then deletes the run's pods, on every way
+// out (an interrupt, a failed step, a lost lock), with a context of its own: the run's may be
+// cancelled. A node that did not pass is the run's verdict, returned as it is.
+func (r *verifyRun) run(ctx context.Context) error {
+	rn := &runner.Runner{Sink: r.v.Sink, Resume: VerifyResume}
+	err := rn.Run(ctx, r.steps())
+	r.res.Steps = rn.Results
+	if r.creating {
+		r.res.Steps = append(r.res.Steps, r.deleteCreated(ctx))
+	}
+	if r.verdict != nil && errors.Is(err, ErrVerifyFailed) {
+		return r.verdict
+	}
+	return err
+}
+
+// steps are the plan's steps: the earlier runs' pods deleted, this run's created, their verdicts.
+func (r *verifyRun) steps() []runner.Step {
+	earlier := runner.Step{ID: verifyStepDeleteEarlier, Title: "Delete the pods earlier verify runs left",
+		Do: r.deleteEarlier, State: r.earlierState}
+	if len(r.p.Delete) == 0 {
+		earlier.Skip = "no pod of an earlier run is left"
+	}
+	return []runner.Step{
+		earlier,
+		{ID: verifyStepCreate, Title: "Create one CUDA pod per GPU node", Do: r.create, State: r.createdState},
+		{ID: verifyStepWait, Title: "Wait for each pod's verdict", Do: r.waitStep, State: r.waitState,
+			Hint: "the result names each GPU node that did not pass, with its pod's last log lines and events"},
+	}
+}
+
+// deleteEarlier deletes the plan's earlier pods, each only while it has the UID planned, and waits
+// until they are gone (they may hold a GPU).
+func (r *verifyRun) deleteEarlier(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
+	var targets []podTarget
+	for _, d := range r.p.Delete {
+		targets = append(targets, podTarget{name: d.Name, uid: d.UID})
+	}
+	deleted, err := deletePods(ctx, r.v.Clients.Kube, r.pods, earlierSelector, targets, r.skipped)
+	for _, d := range r.p.Delete {
+		if slices.Contains(deleted, d.Name) {
+			r.res.Done.Delete = append(r.res.Done.Delete, d)
+			r.res.RemovedEarlier = append(r.res.RemovedEarlier, d.Name)
+		}
+	}
+	if err != nil {
+		return runner.Outcome{}, err
+	}
+	if len(deleted) == 0 {
+		return runner.Outcome{Skipped: true, Message: "each was gone, or another pod had its name"}, nil
+	}
+	return runner.Outcome{Changed: true, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s",
+		len(deleted), strings.Join(r.res.RemovedEarlier, ", "))}, nil
+}
+
+// earlierState says which of the planned earlier pods are still there.
+func (r *verifyRun) earlierState(ctx context.Context) (string, error) {
+	list, err := r.pods.List(ctx, metav1.ListOptions{LabelSelector: earlierSelector})
+	if err != nil {
+		return "", err
+	}
+	var left []string
+	for _, d := range r.p.Delete {
+		if slices.ContainsFunc(list.Items, func(p corev1.Pod) bool { return p.UID == d.UID }) {
+			left = append(left, d.Name)
+		}
+	}
+	if len(left) == 0 {
+		return fmt.Sprintf("all %d deleted", len(r.p.Delete)), nil
+	}
+	return fmt.Sprintf("%d/%d still there: %s", len(left), len(r.p.Delete), strings.Join(left, ", ")), nil
+}
+
+// skipped says that a planned deletion did not happen, and why.
+func (r *verifyRun) skipped(name, why string) {
+	r.v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("left pod %s/%s alone: %s", r.p.Namespace, name, why)})
+}
+
+// create creates the plan's pods.
+func (r *verifyRun) create(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
+	r.creating = true
+	for _, pp := range r.p.Create {
+		made, err := r.pods.Create(ctx, verifyPod(r.p, pp), metav1.CreateOptions{})
+		if err != nil {
+			return runner.Outcome{}, fmt.Errorf("create pod %s/%s: %w", pp.Namespace, pp.Name, err)
+		}
+		r.created[pp.Name] = &createdPod{nv: &NodeVerification{Node: pp.Node, Pod: pp.Name}, uid: made.UID, started: time.Now()}
+		r.res.Done.Create = append(r.res.Done.Create, pp)
+	}
+	return runner.Outcome{Changed: true, Message: fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)}, nil
+}
+
+// createdState says which of the plan's pods exist (the run deletes them next).
+func (r *verifyRun) createdState(ctx context.Context) (string, error) {
+	list, err := r.pods.List(ctx, metav1.ListOptions{LabelSelector: r.runSelector()})
+	if err != nil {
+		return "", err
+	}
+	var on []string
+	for _, pp := range r.p.Create {
+		if slices.ContainsFunc(list.Items, func(p corev1.Pod) bool { return p.Name == pp.Name }) {
+			on = append(on, pp.Node)
+		}
+	}
+	if len(on) == 0 {
+		return fmt.Sprintf("0/%d pods created", len(r.p.Create)), nil
+	}
+	return fmt.Sprintf("%d/%d pods created (on %s)", len(on), len(r.p.Create), strings.Join(on, ", ")), nil
+}
+
+// waitStep waits for every pod's verdict, up to the timeout, and then gives each its verdict.
+func (r *verifyRun) waitStep(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
+	err := r.wait(ctx, progress)
+	switch {
+	case ctx.Err() != nil && !runner.Interrupted(ctx):
+		// Not Ctrl-C: the lock was lost (the cause says so) or the run's deadline passed.
+		return runner.Outcome{}, fmt.Errorf("stopped: %w", context.Cause(ctx))
+	case ctx.Err() != nil:
+		return runner.Outcome{}, ctx.Err()
+	case err != nil && !errors.Is(err, context.DeadlineExceeded):
+		return runner.Outcome{}, err
+	}
+	return r.verdicts(ctx)
+}
+
+// waitState is what an interrupted wait had seen: it changed nothing.
+func (r *verifyRun) waitState(context.Context) (string, error) {
+	var seen []string
+	for _, pp := range r.p.Create {
+		c := r.created[pp.Name]
+		switch {
+		case c == nil:
+		case c.nv.Outcome != "":
+			seen = append(seen, pp.Node+" "+string(c.nv.Outcome))
+		case c.nv.Reason != "":
+			seen = append(seen, pp.Node+" waiting ("+c.nv.Reason+")")
+		default:
+			seen = append(seen, pp.Node+" waiting")
+		}
+	}
+	return "nothing changed (it was waiting): " + strings.Join(seen, "; "), nil
+}
+
+func (r *verifyRun) runSelector() string { return labels.Set{VerifyRunLabel: r.p.RunID}.String() }
+
+// deleteCreated deletes the run's pods as a step of its own, after the plan's steps however they
+// ended, and returns its result. It has its own bounded context (the run's may be cancelled), and its
+// events carry no place in the plan: it is not one of the steps an interrupt counts.
+func (r *verifyRun) deleteCreated(ctx context.Context) runner.StepResult {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	sink := event.Or(r.v.Sink)
+	rn := &runner.Runner{Sink: event.SinkFunc(func(e event.Event) {
+		e.Index, e.Count = 0, 0
+		sink.Event(e)
+	})}
+	_ = rn.Run(ctx, []runner.Step{{ID: verifyStepDelete, Title: "Delete this run's pods", Do: r.deleteRunPods,
+		Hint: fmt.Sprintf("kubectl delete pods -n %s -l %s (or the next gpuctl verify removes them)", r.p.Namespace, r.runSelector())}})
+	return rn.Results[0]
+}
+
+// deleteRunPods deletes those of the plan's DeleteAtEnd that carry this run's label, by the UIDs they
+// have, and waits until they are gone.
+func (r *verifyRun) deleteRunPods(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
+	list, err := r.pods.List(ctx, metav1.ListOptions{LabelSelector: r.runSelector()})
+	if err != nil {
+		return runner.Outcome{}, fmt.Errorf("list the run's pods: %w", err)
+	}
+	var targets []podTarget
+	for _, p := range list.Items {
+		if slices.Contains(r.p.DeleteAtEnd, p.Name) {
+			targets = append(targets, podTarget{name: p.Name, uid: p.UID})
+		}
+	}
+	deleted, err := deletePods(ctx, r.v.Clients.Kube, r.pods, r.runSelector(), targets, r.skipped)
+	for _, name := range r.p.DeleteAtEnd {
+		if slices.Contains(deleted, name) {
+			r.res.Done.DeleteAtEnd = append(r.res.Done.DeleteAtEnd, name)
+		}
+	}
+	r.res.Removed = r.res.Done.DeleteAtEnd
+	switch {
+	case err != nil:
+		return runner.Outcome{}, err
+	case len(deleted) == 0:
+		return runner.Outcome{Skipped: true, Message: "none of the run's pods exists"}, nil
+	}
+	return runner.Outcome{Changed: true, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(deleted), r.p.Namespace)}, nil
+}
