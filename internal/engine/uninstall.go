@@ -73,34 +73,29 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		p, err := un.Plan(ctx)
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
-	ctx, lk, err := runner.TakeLock(ctx, u.Clients, o.WaitForLock, sink)
-	if err != nil {
-		return &UninstallResult{}, runner.LockError(err)
-	}
-	defer func() {
-		lk.Release(ctx)
-		if err == nil && o.Purge {
-			// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run
-			// waiting for it creates it again).
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), runner.ReleaseTimeout)
-			defer rcancel()
-			purgeLease(rctx, u.Clients)
+	res = &UninstallResult{}
+	err = runner.Locked(ctx, u.Clients, o.WaitForLock, sink, func(ctx context.Context, _ *runner.Lock) error {
+		rec, err := record.Read(ctx, u.Clients.Kube)
+		if err != nil {
+			return err
 		}
-		err = lk.Lost(err)
-	}()
-
-	rec, err := record.Read(ctx, u.Clients.Kube)
-	if err != nil {
-		return &UninstallResult{}, err
+		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
+		// Every decision is made here, before the first write; the steps carry the plan out.
+		if res.Plan, err = un.Plan(ctx); err != nil {
+			return err
+		}
+		r, err := un.Run(ctx, res.Plan)
+		res.Steps, res.Changed = r.Results, r.Changed
+		return err
+	})
+	if err == nil && o.Purge {
+		// --purge leaves nothing of gpuctl's: the lock's Lease goes too, once released (a run waiting
+		// for it creates it again).
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), runner.ReleaseTimeout)
+		defer rcancel()
+		purgeLease(rctx, u.Clients)
 	}
-	un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
-	// Every decision is made here, before the first write; the steps carry the plan out.
-	p, err := un.Plan(ctx)
-	if err != nil {
-		return &UninstallResult{Plan: p}, err
-	}
-	r, err := un.Run(ctx, p)
-	return &UninstallResult{Plan: p, Steps: r.Results, Changed: r.Changed}, err
+	return res, err
 }
 
 // purgeLease deletes the lock's Lease when no run holds it.
