@@ -62,69 +62,87 @@ var ErrMissingLicense = errors.New("missing NVIDIA AI Enterprise licensing input
 func licensingStep(values map[string]any, ns string, lic Licensing, existing detect.Existing) (Step, []string, error) {
 	step := Step{ID: "licensing", Kind: KindSecrets, Title: "NVIDIA AI Enterprise secrets",
 		Why: "the vGPU guest driver needs its NLS license and pulls from NVIDIA's NVAIE registry"}
-	var missing, reused, notes []string
-	var reusedIfUnset string
-	needed := false
+	var need secretNeeds
 	if name, _ := at(values, "driver", "licensingConfig", "secretName").(string); name == LicensingSecret {
-		needed = true
-		switch {
-		case lic.NLSTokenFile == "" && lic.GriddConfFile == "" && existing.HasSecret(ns, LicensingSecret):
-			reused = append(reused, LicensingSecret)
-		default:
-			if lic.NLSTokenFile == "" {
-				missing = append(missing, "the NLS client token (--nls-token-file)")
-			}
-			if lic.GriddConfFile == "" {
-				missing = append(missing, "gridd.conf (--gridd-conf-file; an empty file is valid)")
-			}
-			step.Secrets = append(step.Secrets, SecretSpec{Name: LicensingSecret, Namespace: ns, Type: "Opaque",
-				Keys: []string{NLSTokenKey, GriddConfKey}, Files: []string{lic.NLSTokenFile, lic.GriddConfFile}})
-		}
+		need.licensingSecret(&step, ns, lic, existing)
 	}
 	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); containsString(pullSecrets, NGCPullSecret) {
-		needed = true
-		src := ngcKeySource(lic)
-		switch {
-		case lic.NGCAPIKeyFile == "" && existing.HasSecret(ns, NGCPullSecret):
-			// Whether the key's environment variable is set is not the plan's to know (Build is
-			// pure): the engine replaces the Secret when it is, and keeps it otherwise.
-			reusedIfUnset = "the environment variable " + lic.NGCAPIKeyEnv + " is set"
-			if lic.NGCAPIKeyEnv == "" {
-				src = ""
-				reused = append(reused, NGCPullSecret)
-			} else {
-				reused = append(reused, NGCPullSecret+" (unless "+lic.NGCAPIKeyEnv+" is set)")
-			}
-		case src == "":
-			missing = append(missing, "the NGC API key (--ngc-api-key-file FILE or -, or the environment variable --ngc-api-key-env names; never a flag value)")
-		}
-		if src != "" {
-			step.Secrets = append(step.Secrets, SecretSpec{Name: NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
-				Keys: []string{".dockerconfigjson"}, Files: []string{src}, Server: NGCRegistry, KeepIfUnset: reusedIfUnset != ""})
-		}
+		need.pullSecret(&step, ns, lic, existing)
 	}
-	if !needed {
+	if !need.needed {
 		step.Skip = "the values use no NVIDIA AI Enterprise secrets"
+		var notes []string
 		if given := lic.given(); len(given) > 0 {
 			notes = append(notes, strings.Join(given, ", ")+": not used, "+step.Skip+" (driver.licensingConfig.secretName, driver.imagePullSecrets)")
 		}
 		return step, notes, nil
 	}
-	if len(missing) > 0 {
+	if len(need.missing) > 0 {
 		return step, nil, fmt.Errorf("%w: the values use the %s driver from %s, which needs %s", ErrMissingLicense,
-			"vGPU guest", NGCRegistry, strings.Join(missing, ", "))
+			"vGPU guest", NGCRegistry, strings.Join(need.missing, ", "))
 	}
-	if len(reused) > 0 {
-		note := fmt.Sprintf("reusing the existing Secret%s %s in %s (no new licensing inputs given; give them to replace %s)",
-			plural(len(reused)), strings.Join(reused, " and "), ns, map[bool]string{true: "them", false: "it"}[len(reused) > 1])
-		notes = append(notes, note)
-		if len(step.Secrets) == 0 {
-			step.Skip = note
+	if len(need.reused) == 0 {
+		return step, nil, nil
+	}
+	note := fmt.Sprintf("reusing the existing Secret%s %s in %s (no new licensing inputs given; give them to replace %s)",
+		plural(len(need.reused)), strings.Join(need.reused, " and "), ns, map[bool]string{true: "them", false: "it"}[len(need.reused) > 1])
+	if len(step.Secrets) == 0 {
+		step.Skip = note
+	} else {
+		step.Why += "; " + note
+	}
+	return step, []string{note}, nil
+}
+
+// secretNeeds is what the values' NVIDIA AI Enterprise secrets need: whether any is used, the
+// inputs missing for them, and the existing Secrets reused.
+type secretNeeds struct {
+	needed          bool
+	missing, reused []string
+}
+
+// licensingSecret plans the NLS licensing Secret: reused when it exists and no new input is given,
+// otherwise written from the token and gridd.conf files (each missing one named).
+func (n *secretNeeds) licensingSecret(step *Step, ns string, lic Licensing, existing detect.Existing) {
+	n.needed = true
+	if lic.NLSTokenFile == "" && lic.GriddConfFile == "" && existing.HasSecret(ns, LicensingSecret) {
+		n.reused = append(n.reused, LicensingSecret)
+		return
+	}
+	if lic.NLSTokenFile == "" {
+		n.missing = append(n.missing, "the NLS client token (--nls-token-file)")
+	}
+	if lic.GriddConfFile == "" {
+		n.missing = append(n.missing, "gridd.conf (--gridd-conf-file; an empty file is valid)")
+	}
+	step.Secrets = append(step.Secrets, SecretSpec{Name: LicensingSecret, Namespace: ns, Type: "Opaque",
+		Keys: []string{NLSTokenKey, GriddConfKey}, Files: []string{lic.NLSTokenFile, lic.GriddConfFile}})
+}
+
+// pullSecret plans the NGC pull Secret: from the key's file or environment variable, or reused when
+// it exists and no key file is given.
+func (n *secretNeeds) pullSecret(step *Step, ns string, lic Licensing, existing detect.Existing) {
+	n.needed = true
+	src := ngcKeySource(lic)
+	keepIfUnset := false
+	switch {
+	case lic.NGCAPIKeyFile == "" && existing.HasSecret(ns, NGCPullSecret):
+		// Whether the key's environment variable is set is not the plan's to know (Build is pure): the
+		// engine replaces the Secret when it is, and keeps it otherwise.
+		keepIfUnset = true
+		if lic.NGCAPIKeyEnv == "" {
+			src = ""
+			n.reused = append(n.reused, NGCPullSecret)
 		} else {
-			step.Why += "; " + note
+			n.reused = append(n.reused, NGCPullSecret+" (unless "+lic.NGCAPIKeyEnv+" is set)")
 		}
+	case src == "":
+		n.missing = append(n.missing, "the NGC API key (--ngc-api-key-file FILE or -, or the environment variable --ngc-api-key-env names; never a flag value)")
 	}
-	return step, notes, nil
+	if src != "" {
+		step.Secrets = append(step.Secrets, SecretSpec{Name: NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
+			Keys: []string{".dockerconfigjson"}, Files: []string{src}, Server: NGCRegistry, KeepIfUnset: keepIfUnset})
+	}
 }
 
 // given lists the licensing flags that name an input.
