@@ -60,24 +60,41 @@ func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) 
 // waitNFDFirstPass waits for the NFD worker DaemonSet (ours or another, recognised as detection
 // recognises it) to be rolled out, then for as many nodes to carry NFD labels as it runs pods.
 func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Progress)) error {
-	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	worker, err := x.nfdWorker(ctx)
 	if err != nil {
 		return err
 	}
-	var worker *appsv1.DaemonSet
+	desired, err := x.waitNFDWorkersReady(ctx, worker, progress)
+	if err != nil {
+		return fmt.Errorf("NFD worker DaemonSet %s/%s not ready: %w", worker.Namespace, worker.Name, err)
+	}
+	if err := x.waitNFDLabels(ctx, desired, progress); err != nil {
+		return fmt.Errorf("NFD has not labelled its nodes: %w", err)
+	}
+	return nil
+}
+
+// nfdWorker finds the NFD worker DaemonSet, in whatever namespace it runs.
+func (x *executor) nfdWorker(ctx context.Context) (*appsv1.DaemonSet, error) {
+	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
 	for i := range dss.Items {
 		if detect.Classify(detect.WorkloadFromDaemonSet(&dss.Items[i])) == detect.ComponentNFDWorker {
-			worker = &dss.Items[i]
-			break
+			return &dss.Items[i], nil
 		}
 	}
-	if worker == nil {
-		return fmt.Errorf("no NFD worker DaemonSet found")
-	}
+	return nil, fmt.Errorf("no NFD worker DaemonSet found")
+}
+
+// waitNFDWorkersReady watches the worker DaemonSet until its current spec is ready on every node it
+// wants, and returns how many that is.
+func (x *executor) waitNFDWorkersReady(ctx context.Context, worker *appsv1.DaemonSet, progress func(health.Progress)) (int32, error) {
 	ds := x.clients.Kube.AppsV1().DaemonSets(worker.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", worker.Name).String()
 	var desired int32
-	_, err = watchtools.UntilWithSync(ctx, &cache.ListWatch{
+	_, err := watchtools.UntilWithSync(ctx, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			return ds.List(ctx, o)
@@ -96,11 +113,13 @@ func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Pr
 		progress(health.Progress{Done: int(st.NumberReady), Total: int(desired), Message: fmt.Sprintf("%d/%d NFD workers ready", st.NumberReady, desired)})
 		return st.ObservedGeneration >= d.Generation && desired > 0 && st.NumberReady == desired && st.UpdatedNumberScheduled == desired, nil
 	})
-	if err != nil {
-		return fmt.Errorf("NFD worker DaemonSet %s/%s not ready: %w", worker.Namespace, worker.Name, err)
-	}
+	return desired, err
+}
+
+// waitNFDLabels watches the nodes until NFD has labelled as many as its workers run on.
+func (x *executor) waitNFDLabels(ctx context.Context, desired int32, progress func(health.Progress)) error {
 	labelled := map[string]bool{}
-	_, err = watchtools.UntilWithSync(ctx, cache.NewListWatchFromClient(x.clients.Kube.CoreV1().RESTClient(), "nodes", "", fields.Everything()),
+	_, err := watchtools.UntilWithSync(ctx, cache.NewListWatchFromClient(x.clients.Kube.CoreV1().RESTClient(), "nodes", "", fields.Everything()),
 		&corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
 			n, ok := ev.Object.(*corev1.Node)
 			if !ok {
@@ -116,10 +135,7 @@ func (x *executor) waitNFDFirstPass(ctx context.Context, progress func(health.Pr
 			progress(health.Progress{Done: done, Total: int(desired), Message: fmt.Sprintf("%d/%d nodes labelled by NFD", done, desired)})
 			return done >= int(desired), nil
 		})
-	if err != nil {
-		return fmt.Errorf("NFD has not labelled its nodes: %w", err)
-	}
-	return nil
+	return err
 }
 
 func hasLabelPrefix(labels map[string]string, prefix string) bool {
