@@ -74,6 +74,6 @@ stack is healthy. It changes nothing. Exit codes: 0 healthy, 4 not ready, 7 noth
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
 	f.BoolVar(&wait, "wait", false, "wait until the stack is healthy (or --timeout passes) before reporting")
-	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	f.DurationVar(&timeout, "timeout", engine.DefaultStatusWait, "how long --wait waits")
 	return cmd
 }

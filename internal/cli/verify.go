@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -64,7 +63,7 @@ run holds the lock, 7 nothing installed.`,
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
 	f.StringVar(&o.Image, "image", engine.DefaultVerifyImage, "the workload's image (a mirror's copy of CUDA's vectorAdd sample for air-gapped clusters)")
 	f.StringVar(&o.Nodes, "nodes", "", "label selector that narrows the GPU nodes to verify (e.g. nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB)")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the workloads to finish")
+	f.DurationVar(&o.Timeout, "timeout", engine.DefaultVerifyTimeout, "how long to wait for the workloads to finish")
 	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the operator's namespace to pull --image with (repeatable)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing, take no lock: print the pods verify would delete (with UIDs) and create")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")

@@ -17,6 +17,10 @@ const (
 	DefaultUninstallTimeout = 10 * time.Minute
 	// DefaultFinalizerWait is how long a deleted object may stay before uninstall names what holds it.
 	DefaultFinalizerWait = 2 * time.Minute
+	// DefaultVerifyTimeout bounds the wait for verify's workloads.
+	DefaultVerifyTimeout = 5 * time.Minute
+	// DefaultStatusWait bounds `gpuctl status --wait`.
+	DefaultStatusWait = 5 * time.Minute
 	// DefaultNamespace is where the stack is installed unless told otherwise.
 	DefaultNamespace = plan.DefaultNamespace
 )

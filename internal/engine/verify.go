@@ -47,7 +47,7 @@ type VerifyOptions struct {
 	Image string `json:"image"`
 	// Nodes is a label selector that narrows the GPU nodes ("" = all).
 	Nodes string `json:"nodes,omitempty"`
-	// Timeout bounds the wait for the workloads (default 5m).
+	// Timeout bounds the wait for the workloads (default DefaultVerifyTimeout).
 	Timeout time.Duration `json:"-"`
 	// ImagePullSecrets name Secrets in the namespace to pull Image with.
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
@@ -64,7 +64,7 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 		o.Image = DefaultVerifyImage
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Minute
+		o.Timeout = DefaultVerifyTimeout
 	}
 	if o.LogLines <= 0 {
 		o.LogLines = 20
