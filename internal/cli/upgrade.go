@@ -20,7 +20,6 @@ type upgradeCmd struct {
 	getenv          func(string) string
 	o               engine.UpgradeOptions
 	yes, monitoring bool
-	dryRun          bool
 	output          string
 }
 

@@ -1,7 +1,6 @@
 package wizard
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -323,10 +322,4 @@ func initialChoices(base engine.InstallOptions, detected string, hostDriver bool
 		c.Driver = driverHost
 	}
 	return c
-}
-
-// describe is the one line a choice adds to the review, for people.
-func (c choices) describe() string {
-	taint := map[string]string{taintAuto: "taint as gpuctl decides", taintYes: "taint GPU nodes", taintNo: "no taint"}[c.Taint]
-	return fmt.Sprintf("profile %s · operator %s · %s · driver %s · MIG %s", c.Profile, c.Operator, taint, c.Driver, c.MIG)
 }

@@ -38,14 +38,6 @@ type stepState struct {
 	pending        []string
 }
 
-func (s *stepState) finished() bool {
-	switch s.state {
-	case event.StepSucceeded, event.StepSkipped, event.StepFailed, stepInterrupted:
-		return true
-	}
-	return false
-}
-
 func (s *stepState) interrupted() bool {
 	return s.state == stepInterrupted || (s.state == event.StepFailed && s.err == "interrupted")
 }

@@ -180,7 +180,6 @@ type (
 		res *engine.InstallResult
 		err error
 	}
-	pickedMsg struct{}
 )
 
 // Init lists the contexts and starts the spinner.
