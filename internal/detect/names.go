@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,7 +30,7 @@ func labelPrefixExcept(prefix string, except ...string) func(*corev1.Node) (stri
 	return func(n *corev1.Node) (string, bool) {
 		var keys []string
 		for k := range n.Labels {
-			if strings.HasPrefix(k, prefix) && !contains(except, k) {
+			if strings.HasPrefix(k, prefix) && !slices.Contains(except, k) {
 				keys = append(keys, k)
 			}
 		}
@@ -39,15 +40,6 @@ func labelPrefixExcept(prefix string, except ...string) func(*corev1.Node) (stri
 		sort.Strings(keys)
 		return keys[0] + "=" + n.Labels[keys[0]], true
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isGKENodeName matches GKE's VM names, gke-<cluster>-<pool>-<8 hex>-<4 characters>, cluster and pool names

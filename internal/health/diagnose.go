@@ -35,7 +35,7 @@ const (
 // plus at most five log requests. It never fails: what it could not read is listed in Report.Errors. An empty
 // namespace skips pods and DaemonSets; no nodes skips nodes.
 func Diagnose(ctx context.Context, kube kubernetes.Interface, namespace string, nodes []string) Report {
-	d := &diagnosis{ctx: ctx, kube: kube, ns: namespace, names: sortedUnique(nodes)}
+	d := &diagnosis{ctx: ctx, kube: kube, ns: namespace, names: SortedUniqueNames(nodes)}
 	d.report.Namespace = namespace
 	d.list()
 	d.buildNodes()

@@ -29,7 +29,7 @@ func DriverUpgradeSettled(state string) bool {
 // (DriverUpgradeSettled), and returns each node's final state. Progress reads "1/2 GPU nodes'
 // driver upgrades settled", with the nodes still upgrading as Pending.
 func (w *Waiter) DriverUpgradesSettled(ctx context.Context, nodes []string) (map[string]string, error) {
-	names := sortedUnique(nodes)
+	names := SortedUniqueNames(nodes)
 	states := map[string]string{}
 	if len(names) == 0 {
 		return states, nil

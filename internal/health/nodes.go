@@ -40,8 +40,8 @@ func cachedNodes(s *source) map[string]*corev1.Node {
 	return out
 }
 
-// sortedUnique returns names sorted, without duplicates or empty names.
-func sortedUnique(names []string) []string {
+// SortedUniqueNames returns names sorted, without duplicates or empty names.
+func SortedUniqueNames(names []string) []string {
 	out := slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s == "" })
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -69,7 +69,7 @@ func (w *Waiter) NodesLabelled(ctx context.Context, nodes []string, anyOf map[st
 	if len(anyOf) == 0 {
 		return fmt.Errorf("wait for node labels: no labels given")
 	}
-	names := sortedUnique(nodes)
+	names := SortedUniqueNames(nodes)
 	if len(names) == 0 {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (w *Waiter) NodesLabelled(ctx context.Context, nodes []string, anyOf map[st
 // resource > 0 (the mixed MIG strategy advertises those instead; NVIDIA/gpu-operator
 // controllers/state_manager.go@v26.7.0). Progress reads "1/2 GPU nodes advertise nvidia.com/gpu".
 func (w *Waiter) GPUsAllocatable(ctx context.Context, nodes []string) error {
-	names := sortedUnique(nodes)
+	names := SortedUniqueNames(nodes)
 	if len(names) == 0 {
 		return nil
 	}

@@ -102,3 +102,23 @@ func TestGPUsAllocatable(t *testing.T) {
 		})
 	}
 }
+
+// TestSortedUniqueNames: the node names every wait and the runner count, sorted, once each, never "".
+func TestSortedUniqueNames(t *testing.T) {
+	tests := []struct {
+		in, want []string
+	}{
+		{nil, []string{}},
+		{[]string{"b", "a", "b"}, []string{"a", "b"}},
+		{[]string{"", "gpu-1", "", "gpu-0"}, []string{"gpu-0", "gpu-1"}},
+	}
+	for _, tc := range tests {
+		in := slices.Clone(tc.in)
+		if got := SortedUniqueNames(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("SortedUniqueNames(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !slices.Equal(tc.in, in) {
+			t.Errorf("SortedUniqueNames changed its argument to %q", tc.in)
+		}
+	}
+}

@@ -25,7 +25,7 @@ import (
 func (w *Waiter) ValidatorsReady(ctx context.Context, namespace string, known []string) ([]string, error) {
 	v := &validatorWait{
 		namespace:   namespace,
-		known:       sortedUnique(known),
+		known:       SortedUniqueNames(known),
 		gpuSelector: labels.SelectorFromSet(labels.Set{GPUPresentLabel: "true"}),
 		podSelector: labels.SelectorFromSet(labels.Set{"app": validatorApp}),
 	}
@@ -106,7 +106,7 @@ func (v *validatorWait) gpuNodes() []string {
 			}
 		}
 	}
-	return sortedUnique(gpuNodes)
+	return SortedUniqueNames(gpuNodes)
 }
 
 // validatedNodes are the nodes with a Ready validator pod that is not going away.

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
@@ -66,7 +67,7 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 	if name, _ := at(values, "driver", "licensingConfig", "secretName").(string); name == LicensingSecret {
 		need.licensingSecret(&step, ns, lic, existing)
 	}
-	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); containsString(pullSecrets, NGCPullSecret) {
+	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); slices.ContainsFunc(pullSecrets, func(e any) bool { return namesSecret(e, NGCPullSecret) }) {
 		need.pullSecret(&step, ns, lic, existing)
 	}
 	if !need.needed {
@@ -85,7 +86,7 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 		return step, nil, nil
 	}
 	note := fmt.Sprintf("reusing the existing Secret%s %s in %s (no new licensing inputs given; give them to replace %s)",
-		plural(len(need.reused)), strings.Join(need.reused, " and "), ns, map[bool]string{true: "them", false: "it"}[len(need.reused) > 1])
+		pluralS(len(need.reused)), strings.Join(need.reused, " and "), ns, map[bool]string{true: "them", false: "it"}[len(need.reused) > 1])
 	if len(step.Secrets) == 0 {
 		step.Skip = note
 	} else {
@@ -158,7 +159,8 @@ func (l Licensing) given() []string {
 	return out
 }
 
-func plural(n int) string {
+// pluralS is the "s" of a plural noun: "" when n is 1.
+func pluralS(n int) string {
 	if n == 1 {
 		return ""
 	}
@@ -178,16 +180,12 @@ func ngcKeySource(lic Licensing) string {
 	return ""
 }
 
-func containsString(list []any, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-		if m, ok := x.(map[string]any); ok && m["name"] == s {
-			return true
-		}
+// namesSecret reports whether an imagePullSecrets entry, a name or {name: ...}, names the Secret name.
+func namesSecret(entry any, name string) bool {
+	if m, ok := entry.(map[string]any); ok {
+		return m["name"] == name
 	}
-	return false
+	return entry == name
 }
 
 func at(m map[string]any, path ...string) any {

@@ -118,3 +118,23 @@ func TestFlagsThatDoNotApplyAreWarnings(t *testing.T) {
 		}
 	})
 }
+
+// TestNamesSecret: an imagePullSecrets entry names the Secret as a plain name or as {name: ...}.
+func TestNamesSecret(t *testing.T) {
+	tests := []struct {
+		entry any
+		want  bool
+	}{
+		{"ngc-secret", true},
+		{map[string]any{"name": "ngc-secret"}, true},
+		{"other", false},
+		{map[string]any{"name": "other"}, false},
+		{map[string]any{}, false},
+		{nil, false},
+	}
+	for _, tc := range tests {
+		if got := namesSecret(tc.entry, "ngc-secret"); got != tc.want {
+			t.Errorf("namesSecret(%v) = %v, want %v", tc.entry, got, tc.want)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 	n := env.Detection.Existing.NFD
 	if !n.Present {
 		if n.LabelledNodes > 0 {
-			return pass(fmt.Sprintf("none runs, though %s labels of an earlier one; gpuctl installs NFD", plural(n.LabelledNodes, "node carries", "nodes carry")))
+			return pass(fmt.Sprintf("none runs, though %s labels of an earlier one; gpuctl installs NFD", quantity(n.LabelledNodes, "node carries", "nodes carry")))
 		}
 		return pass("none; gpuctl installs NFD")
 	}
@@ -191,9 +191,9 @@ func checkDevicePlugin(_ context.Context, env *Env) Result {
 		if on == 0 && dp.Desired == 0 {
 			continue
 		}
-		where := plural(on, "GPU node", "GPU nodes")
+		where := quantity(on, "GPU node", "GPU nodes")
 		if on == 0 {
-			where = plural(int(dp.Desired), "node", "nodes")
+			where = quantity(int(dp.Desired), "node", "nodes")
 		}
 		line := fmt.Sprintf("DaemonSet %s/%s runs on %s", dp.Namespace, dp.Name, where)
 		if dp.ManagedBy != "" {

@@ -17,7 +17,8 @@ func listNames(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }
 
-func plural(n int, one, many string) string {
+// quantity is n and the phrase that fits it: one when n is 1, else many ("1 node carries", "3 nodes carry").
+func quantity(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
@@ -33,14 +34,14 @@ func checkGPUNodes(_ context.Context, env *Env) Result {
 	}
 	d := env.Detection
 	if len(d.GPUNodes) == 0 {
-		return warn(fmt.Sprintf("none of the %s shows an NVIDIA GPU yet", plural(d.Nodes.Total, "node", "nodes")),
+		return warn(fmt.Sprintf("none of the %s shows an NVIDIA GPU yet", quantity(d.Nodes.Total, "node", "nodes")),
 			"if the GPU nodes have joined, NFD will label them once it runs and gpuctl waits for that; otherwise add the GPU nodes first (kubectl get nodes)")
 	}
 	var names []string
 	for _, n := range d.GPUNodes {
 		names = append(names, n.Name)
 	}
-	return pass(plural(len(names), "GPU node", "GPU nodes") + ": " + listNames(names))
+	return pass(quantity(len(names), "GPU node", "GPU nodes") + ": " + listNames(names))
 }
 
 // checkHostDriver: GPU drivers come either from the hosts or from the driver container, not a mix

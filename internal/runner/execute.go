@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -102,7 +101,7 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		validated, err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace, x.gpuNodes)
 		if err == nil {
 			// The operator may have labelled GPU nodes NFD had not when the earlier steps ran.
-			x.gpuNodes = sortedUnique(append(slices.Clone(x.gpuNodes), validated...))
+			x.gpuNodes = health.SortedUniqueNames(append(slices.Clone(x.gpuNodes), validated...))
 		}
 		return Outcome{Message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
 	case plan.KindWaitAllocatable:
@@ -268,12 +267,6 @@ func (x *executor) taint(ctx context.Context, s *plan.Step) (Outcome, error) {
 		msg += fmt.Sprintf(", %d already were", present)
 	}
 	return Outcome{Message: msg, Changed: added > 0}, nil
-}
-
-func sortedUnique(names []string) []string {
-	out := slices.Clone(names)
-	sort.Strings(out)
-	return slices.Compact(out)
 }
 
 // releaseClient is the Helm client of a namespace (releases are stored where they are installed).

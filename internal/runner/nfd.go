@@ -47,7 +47,7 @@ func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) 
 			}
 		}
 	}
-	x.gpuNodes = sortedUnique(gpu)
+	x.gpuNodes = health.SortedUniqueNames(gpu)
 	if len(x.gpuNodes) == 0 {
 		return Outcome{}, &StepError{
 			Err:  fmt.Errorf("NFD labelled the nodes and found no NVIDIA PCI device (vendor 10de) on any"),

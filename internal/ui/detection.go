@@ -61,7 +61,7 @@ func printCluster(w io.Writer, r *detect.Result) error {
 	if len(others) > 0 {
 		p("  also scored:\t%s\n", strings.Join(others, ", "))
 	}
-	p("Kubernetes:\tserver %s; kubelets %s\n", orNone(r.KubernetesVersion, "unknown"), orNone(strings.Join(r.KubeletVersions, ", "), "none"))
+	p("Kubernetes:\tserver %s; kubelets %s\n", OrNone(r.KubernetesVersion, "unknown"), OrNone(strings.Join(r.KubeletVersions, ", "), "none"))
 	if r.Autopilot != nil {
 		if r.Autopilot.Detected {
 			p("Autopilot:\tyes (%s)\n", evidenceList(r.Autopilot.Evidence))
@@ -88,8 +88,8 @@ func printGPUNodes(w io.Writer, r *detect.Result) error {
 		if g.GPUs > 0 {
 			count = fmt.Sprint(g.GPUs)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Pool, count, orNone(g.Product, "-"), yesNo(g.Tainted),
-			orNone(g.HostDriver, "-"), evidenceList(g.Reasons))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Pool, count, OrNone(g.Product, "-"), yesNo(g.Tainted),
+			OrNone(g.HostDriver, "-"), evidenceList(g.Reasons))
 	}
 	return tw.Flush()
 }
@@ -100,8 +100,8 @@ func printPools(w io.Writer, r *detect.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  POOL\tNODES\tGPU NODES\tINSTANCE\tOS IMAGE\tKERNEL\tRUNTIME")
 	for _, pl := range r.Pools {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\n", pl.Name, pl.Count, pl.GPUNodes, orNone(pl.InstanceType, "-"),
-			orNone(strings.Join(pl.OSImages, ", "), "-"), orNone(strings.Join(pl.Kernels, ", "), "-"), orNone(strings.Join(pl.Runtimes, ", "), "-"))
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\n", pl.Name, pl.Count, pl.GPUNodes, OrNone(pl.InstanceType, "-"),
+			OrNone(strings.Join(pl.OSImages, ", "), "-"), OrNone(strings.Join(pl.Kernels, ", "), "-"), OrNone(strings.Join(pl.Runtimes, ", "), "-"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -134,7 +134,7 @@ func printInstalled(w io.Writer, r *detect.Result) error {
 		p("  Device plugins:\tnone\n")
 	}
 	for _, dp := range e.DevicePlugins {
-		p("  Device plugin:\t%s/%s (%s), %d/%d ready, on %s\n", dp.Namespace, dp.Name, dp.Provider, dp.Ready, dp.Desired, orNone(strings.Join(dp.Nodes, ", "), "no node"))
+		p("  Device plugin:\t%s/%s (%s), %d/%d ready, on %s\n", dp.Namespace, dp.Name, dp.Provider, dp.Ready, dp.Desired, OrNone(strings.Join(dp.Nodes, ", "), "no node"))
 	}
 	if g := e.GKEDriverInstaller; g != nil {
 		p("  GKE driver installer:\t%s/%s, %d/%d ready\n", g.Namespace, g.Name, g.Ready, g.Desired)
@@ -149,14 +149,14 @@ func printInstalled(w io.Writer, r *detect.Result) error {
 		}
 		p("  Operands:\t%s\n", strings.Join(names, ", "))
 	}
-	p("  Host driver:\t%s\n", orNone(strings.Join(e.HostDriverNodes, ", "), "no node labelled nvidia.com/gpu.deploy.driver=pre-installed"))
+	p("  Host driver:\t%s\n", OrNone(strings.Join(e.HostDriverNodes, ", "), "no node labelled nvidia.com/gpu.deploy.driver=pre-installed"))
 	return tw.Flush()
 }
 
 // clusterPolicyText is a ClusterPolicy's state and ready reason, and whether the operator honours it
 // (only the active one).
 func clusterPolicyText(cp detect.ClusterPolicy, active string) string {
-	state := orNone(cp.State, "no status")
+	state := OrNone(cp.State, "no status")
 	if cp.ReadyReason != "" {
 		state += " (" + cp.ReadyReason + ")"
 	}
@@ -185,7 +185,7 @@ func evidenceList(ev []detect.Evidence) string {
 func nfdText(n detect.NFDInstall) string {
 	if !n.Present {
 		if n.LabelledNodes > 0 {
-			return fmt.Sprintf("not running, but %s NFD labels from an earlier run", plural(n.LabelledNodes, "node")+" carry")
+			return fmt.Sprintf("not running, but %s NFD labels from an earlier run", Plural(n.LabelledNodes, "node")+" carry")
 		}
 		return "none"
 	}
@@ -199,7 +199,7 @@ func nfdText(n detect.NFDInstall) string {
 	if n.OLM != nil {
 		parts = append(parts, fmt.Sprintf("from OLM subscription %s/%s", n.OLM.Namespace, n.OLM.Name))
 	}
-	parts = append(parts, plural(n.LabelledNodes, "node")+" labelled")
+	parts = append(parts, Plural(n.LabelledNodes, "node")+" labelled")
 	return strings.Join(parts, "; ")
 }
 
@@ -215,7 +215,7 @@ func operatorText(o detect.OperatorInstall) string {
 		parts = append(parts, "Helm release "+releaseText(o.Helm))
 	}
 	if s := o.OLM; s != nil {
-		parts = append(parts, fmt.Sprintf("OLM subscription %s/%s (%s, %s)", s.Namespace, s.Name, s.Package, orNone(s.InstalledCSV, "not installed")))
+		parts = append(parts, fmt.Sprintf("OLM subscription %s/%s (%s, %s)", s.Namespace, s.Name, s.Package, OrNone(s.InstalledCSV, "not installed")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -277,7 +277,7 @@ func schedulingText(s detect.Scheduling) string {
 	case s.AllWorkersGPU:
 		return fmt.Sprintf("every schedulable worker is a GPU node (%d): the GPU operator, NFD master and NFD gc need a nvidia.com/gpu toleration", len(s.GPUWorkers))
 	default:
-		return fmt.Sprintf("safe: the operator and NFD can still run on %s without GPUs or taints (%s)", plural(len(s.OpenWorkers), "worker"), strings.Join(firstN(s.OpenWorkers, 3), ", "))
+		return fmt.Sprintf("safe: the operator and NFD can still run on %s without GPUs or taints (%s)", Plural(len(s.OpenWorkers), "worker"), strings.Join(firstN(s.OpenWorkers, 3), ", "))
 	}
 }
 
@@ -288,14 +288,16 @@ func firstN(s []string, n int) []string {
 	return append(append([]string{}, s[:n]...), "…")
 }
 
-func plural(n int, noun string) string {
+// Plural is n and the noun, with an "s" unless n is 1: "1 node", "3 nodes".
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func orNone(s, none string) string {
+// OrNone is s, or none when s is empty.
+func OrNone(s, none string) string {
 	if s == "" {
 		return none
 	}

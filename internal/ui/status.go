@@ -31,8 +31,8 @@ func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tALLOCATABLE\tDRIVER\tTOOLKIT\tDEVICE PLUGIN\tTAINTED\tDRIVER UPGRADE")
 		for _, n := range r.Nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, orNone(n.Product, "-"), n.Allocatable,
-				n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), orNone(n.DriverUpgradeState, "-"))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"), n.Allocatable,
+				n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // View draws the current screen in the alternate screen buffer.
@@ -198,13 +199,6 @@ func table(rows [][]string) []string {
 	return out
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func (m *Model) mark(s preflight.Status) string {
 	switch s {
 	case preflight.StatusPass:
@@ -276,7 +270,7 @@ func (m *Model) detectView() string {
 			if n.HostDriver != "" {
 				drv = "yes: " + n.HostDriver
 			}
-			rows = append(rows, []string{"  " + n.Name, gpus, orDash(n.Product), drv, orDash(osName), orDash(n.Pool)})
+			rows = append(rows, []string{"  " + n.Name, gpus, ui.OrNone(n.Product, "-"), drv, ui.OrNone(osName, "-"), ui.OrNone(n.Pool, "-")})
 		}
 		for i, l := range table(rows) {
 			if i == 0 {
@@ -312,14 +306,14 @@ func existingLines(e detect.Existing) []string {
 	out = append(out, "Node Feature Discovery: "+nfd)
 	op := "none"
 	if e.GPUOperator.Present {
-		op = "in " + orDash(e.GPUOperator.Namespace)
+		op = "in " + ui.OrNone(e.GPUOperator.Namespace, "-")
 		if e.GPUOperator.Helm != nil {
 			op += fmt.Sprintf(" (helm release %s, chart %s)", e.GPUOperator.Helm.Name, e.GPUOperator.Helm.Chart)
 		}
 	}
 	out = append(out, "GPU operator: "+op)
 	if len(e.ClusterPolicies) > 0 {
-		out = append(out, fmt.Sprintf("ClusterPolicies: %d (active: %s)", len(e.ClusterPolicies), orDash(e.ActiveClusterPolicy)))
+		out = append(out, fmt.Sprintf("ClusterPolicies: %d (active: %s)", len(e.ClusterPolicies), ui.OrNone(e.ActiveClusterPolicy, "-")))
 	}
 	if len(e.DevicePlugins) > 0 {
 		var names []string
@@ -342,7 +336,7 @@ func (m *Model) reportLines(b *strings.Builder, r preflight.Report, all bool) {
 		counts[res.Status]++
 	}
 	fmt.Fprintf(b, "%s %d passed, %s, %d failed, %d skipped\n", m.st.heading.Render("Preflight"),
-		counts[preflight.StatusPass], plural(counts[preflight.StatusWarn], "warning"), counts[preflight.StatusFail], counts[preflight.StatusSkip])
+		counts[preflight.StatusPass], ui.Plural(counts[preflight.StatusWarn], "warning"), counts[preflight.StatusFail], counts[preflight.StatusSkip])
 	for _, res := range r.Results {
 		if res.Status != preflight.StatusWarn && res.Status != preflight.StatusFail && !(all && res.Status != preflight.StatusPass) {
 			continue
@@ -400,7 +394,7 @@ func (m *Model) choicesView() string {
 			} else if f.kind == kindSecret && f.input.Value() != "" {
 				val = strings.Repeat("•", 8)
 			} else {
-				val = orDash(f.input.Value())
+				val = ui.OrNone(f.input.Value(), "-")
 			}
 		}
 		b.WriteString(cur + label + val + "\n")
@@ -505,14 +499,14 @@ func valueLines(r *plan.Release, defaults map[string]any) []string {
 	sort.Strings(keys)
 	rows := make([][]string, 0, len(keys))
 	for _, k := range keys {
-		rows = append(rows, []string{k + "=" + flat[k], "(" + orDash(source[k]) + ")"})
+		rows = append(rows, []string{k + "=" + flat[k], "(" + ui.OrNone(source[k], "-") + ")"})
 	}
 	out := table(rows)
 	if len(rows) == 0 {
 		out = []string{"(none: the chart's defaults)"}
 	}
 	if same > 0 {
-		out = append(out, fmt.Sprintf("(and %s set to the chart's default)", plural(same, "value")))
+		out = append(out, fmt.Sprintf("(and %s set to the chart's default)", ui.Plural(same, "value")))
 	}
 	return out
 }
@@ -666,11 +660,4 @@ func (m *Model) nodeLines(b *strings.Builder, s *stepState) {
 	if extra := s.total - len(names); extra > 0 {
 		fmt.Fprintf(b, "      %d more GPU nodes NFD found\n", extra)
 	}
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
