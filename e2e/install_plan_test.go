@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/action"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -211,11 +213,7 @@ func TestInstallPlan(t *testing.T) {
 			if last.Revision != r.Revision || last.Status != "deployed" {
 				t.Errorf("release %s: revision %d %s, the dry run listed revision %d", r.Name, last.Revision, last.Status, r.Revision)
 			}
-			manifest, err := rc.DeployedManifest(r.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := render.DecodeManifest(manifest)
+			objs, err := render.DecodeManifest(deployedManifest(t, flags, r.Namespace, r.Name, r.Revision))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,4 +394,22 @@ func without(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// deployedManifest is the manifest Helm stored for revision of the release name in ns.
+func deployedManifest(t *testing.T, flags *genericclioptions.ConfigFlags, ns, name string, revision int) string {
+	t.Helper()
+	cfg := action.NewConfiguration()
+	if err := cfg.Init(flags, ns, "secret"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.Releases.Get(name, revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, ok := r.(*releasev1.Release)
+	if !ok {
+		t.Fatalf("release %s/%s revision %d: %T", ns, name, revision, r)
+	}
+	return rel.Manifest
 }
