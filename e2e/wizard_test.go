@@ -176,10 +176,15 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 			t.Fatal(err)
 		}
-		// The printed document names its apiVersion and kind; the Plan is the rest.
+		// The printed document names its apiVersion and kind, and a dry run adds what the plan would
+		// write in the cluster as it is now (its writes, read from the cluster); the Plan is the rest.
 		if m, ok := got.(map[string]any); ok {
+			if w, _ := m["writes"].(map[string]any); len(w) == 0 {
+				t.Error("install --dry-run lists no writes")
+			}
 			delete(m, "apiVersion")
 			delete(m, "kind")
+			delete(m, "writes")
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("plans differ:\nconfirmed in the wizard:\n%s\nreplayed:\n%s", confirmed, stdout)

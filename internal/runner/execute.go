@@ -46,7 +46,8 @@ func (x *executor) steps() []Step {
 	out := make([]Step, len(x.plan.Steps))
 	for i := range x.plan.Steps {
 		s := &x.plan.Steps[i]
-		out[i] = Step{ID: s.ID, Title: s.Title, Skip: s.Skip,
+		// The plan's step, not a copy: an earlier step may skip a later one at run time (retaint).
+		out[i] = Step{ID: s.ID, Title: s.Title, Skipped: func() string { return s.Skip },
 			Do: func(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
 				return x.step(ctx, s, progress)
 			},

@@ -17,6 +17,10 @@ type Step struct {
 	ID, Title string
 	// Skip, when set, says why the step does nothing; Run reports it skipped and does not call Do.
 	Skip string
+	// Skipped, when set, is asked just before the step would start, for a reason to skip it that an
+	// earlier step decided (install's safety check drops the taint and the wait for gpuctl's policy
+	// once NFD has found the GPU nodes); "" runs it.
+	Skipped func() string
 	// Hint is said when the step fails (unless its error carries a better one).
 	Hint string
 	// Do carries the step out, reporting progress as it goes.
@@ -26,6 +30,14 @@ type Step struct {
 	State func(ctx context.Context) (string, error)
 	// Explain adds to a failed step's event what only a look at the cluster tells (nil: nothing).
 	Explain func(ctx context.Context, ev *event.Event)
+}
+
+// skip is why the step does nothing now ("" = it runs).
+func (s *Step) skip() string {
+	if s.Skip == "" && s.Skipped != nil {
+		return s.Skipped()
+	}
+	return s.Skip
 }
 
 // Outcome is what one step reports when it ends well.
@@ -78,9 +90,9 @@ func (r *Runner) Run(ctx context.Context, steps []Step) error {
 			e.Step, e.Title, e.Index, e.Count, e.Time = s.ID, s.Title, i+1, len(steps), time.Now()
 			sink.Event(e)
 		}
-		if s.Skip != "" {
-			emit(event.Event{Type: event.StepSkipped, Message: s.Skip})
-			r.Results = append(r.Results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped, Message: s.Skip})
+		if skip := s.skip(); skip != "" {
+			emit(event.Event{Type: event.StepSkipped, Message: skip})
+			r.Results = append(r.Results, StepResult{ID: s.ID, Title: s.Title, Outcome: event.StepSkipped, Message: skip})
 			continue
 		}
 		if Interrupted(ctx) {

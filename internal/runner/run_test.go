@@ -128,3 +128,27 @@ func TestRunner(t *testing.T) {
 		})
 	}
 }
+
+// An earlier step may decide that a later one has nothing to do (install's safety check drops the
+// taint once NFD has found the GPU nodes): the runner asks just before the step would start.
+func TestRunnerAsksWhetherToSkipWhenTheStepComes(t *testing.T) {
+	reason := ""
+	ran := false
+	steps := []Step{
+		{ID: "a", Title: "Step a", Do: func(context.Context, func(health.Progress)) (Outcome, error) {
+			reason = "decided by a"
+			return Outcome{}, nil
+		}},
+		{ID: "b", Title: "Step b", Skipped: func() string { return reason }, Do: func(context.Context, func(health.Progress)) (Outcome, error) {
+			ran = true
+			return Outcome{}, nil
+		}},
+	}
+	r := &Runner{}
+	if err := r.Run(t.Context(), steps); err != nil {
+		t.Fatal(err)
+	}
+	if ran || len(r.Results) != 2 || r.Results[1].Outcome != event.StepSkipped || r.Results[1].Message != "decided by a" {
+		t.Errorf("step b ran %v; results %+v", ran, r.Results)
+	}
+}
