@@ -147,7 +147,7 @@ func (r *Runner) step(ctx context.Context, s *Step, emit func(event.Event)) erro
 }
 
 // failedEvent is the event of a step that failed with err: the hint and diagnosis its error carries
-// (a *StepError, a wait's *health.StuckError), else the step's own hint.
+// (a *StepError, an error with a Hint method, a wait's *health.StuckError), else the step's own hint.
 func failedEvent(err error, hint string) event.Event {
 	ev := event.Event{Type: event.StepFailed, Err: err.Error(), Hint: hint}
 	if se := (*StepError)(nil); errors.As(err, &se) {
@@ -156,8 +156,10 @@ func failedEvent(err error, hint string) event.Event {
 		}
 		ev.Detail = se.Detail
 	}
-	if fe := (*FinalizerError)(nil); errors.As(err, &fe) {
-		ev.Hint = finalizerHint(fe)
+	// An error that knows what to do next says so (a finalizer holding an object, a release another
+	// Helm operation holds), whichever step returned it.
+	if h := (interface{ Hint() string })(nil); errors.As(err, &h) && h.Hint() != "" {
+		ev.Hint = h.Hint()
 	}
 	if stuck := (*health.StuckError)(nil); errors.As(err, &stuck) {
 		ev.Hint = stuck.Hint

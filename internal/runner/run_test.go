@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,6 +59,15 @@ func TestRunner(t *testing.T) {
 			},
 			outcomes: []string{"a:failed"}, err: "step a: boom",
 			failed: event.Event{Type: event.StepFailed, Step: "a", Err: "boom", Hint: "do this", Detail: "because"}},
+		{name: "an error that says what to do next wins over the step's hint",
+			do: map[string]func(context.Context, context.CancelFunc) (Outcome, error){
+				"a": func(context.Context, context.CancelFunc) (Outcome, error) {
+					return Outcome{}, fmt.Errorf("delete: %w", &FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}})
+				},
+			},
+			outcomes: []string{"a:failed"}, err: "step a: delete: ClusterPolicy cluster-policy is still there after 0s: finalizer example.com/hold holds it",
+			failed: event.Event{Type: event.StepFailed, Step: "a", Err: "delete: ClusterPolicy cluster-policy is still there after 0s: finalizer example.com/hold holds it",
+				Hint: (&FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}}).Hint()}},
 		{name: "an interrupt during a step reads back its state",
 			do: map[string]func(context.Context, context.CancelFunc) (Outcome, error){
 				"c": func(ctx context.Context, cancel context.CancelFunc) (Outcome, error) {

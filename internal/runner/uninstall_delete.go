@@ -30,7 +30,8 @@ func (e *FinalizerError) Error() string {
 	return fmt.Sprintf("%s is still there after %s: finalizer %s holds it", e.Object, e.Waited.Round(time.Second), strings.Join(e.Finalizers, ", "))
 }
 
-func finalizerHint(fe *FinalizerError) string {
+// Hint says how to get past the finalizer: its controller removes it, or the user does.
+func (fe *FinalizerError) Hint() string {
 	kind, name, _ := strings.Cut(fe.Object, " ")
 	kind = strings.ToLower(kind)
 	ns := ""

@@ -9,7 +9,7 @@ import (
 )
 
 func TestFinalizerHintNamesTheObjectAndHowToProceed(t *testing.T) {
-	hint := finalizerHint(&FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}})
+	hint := (&FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}}).Hint()
 	for _, want := range []string{"example.com/hold", "kubectl patch clusterpolicy cluster-policy", "gpuctl uninstall again"} {
 		if !contains(hint, want) {
 			t.Errorf("hint %q lacks %q", hint, want)
