@@ -124,11 +124,23 @@ func profileVGPU(p profile.Profile) bool { return profileLicensing(p) }
 
 // buildFields returns the questions for the chosen profile, keeping earlier answers by ID.
 func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle, detected string, c choices, old []field) []field {
-	keep := map[string]field{}
-	for _, f := range old {
-		keep[f.id] = f
+	chosen := profiles[0]
+	for _, p := range profiles {
+		if p.Name == c.Profile {
+			chosen = p
+		}
 	}
-	var fs []field
+	fs := []field{profileField(profiles, detected), operatorField(bundles), taintField(), driverField(chosen), migField()}
+	for i, v := range []string{c.Profile, c.Operator, c.Taint, c.Driver, c.MIG} {
+		fs[i].selectValue(v)
+	}
+	if profileLicensing(chosen) {
+		fs = append(fs, licensingFields(st, c, old)...)
+	}
+	return fs
+}
+
+func profileField(profiles []profile.Profile, detected string) field {
 	po := make([]option, 0, len(profiles))
 	for _, p := range profiles {
 		label := p.Name
@@ -137,17 +149,11 @@ func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle,
 		}
 		po = append(po, option{p.Name, label})
 	}
-	pf := field{id: fieldProfile, label: "Profile", kind: kindSelect, options: po,
+	return field{id: fieldProfile, label: "Profile", kind: kindSelect, options: po,
 		help: "the values for your platform (runtime paths, who brings the driver); detected: " + detected}
-	pf.selectValue(c.Profile)
-	fs = append(fs, pf)
-	chosen := profiles[0]
-	for _, p := range profiles {
-		if p.Name == c.Profile {
-			chosen = p
-		}
-	}
+}
 
+func operatorField(bundles []bundle.Bundle) field {
 	bo := make([]option, 0, len(bundles))
 	for _, b := range bundles {
 		label := b.Version
@@ -156,18 +162,19 @@ func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle,
 		}
 		bo = append(bo, option{b.Version, label})
 	}
-	of := field{id: fieldOperator, label: "GPU Operator release", kind: kindSelect, options: bo,
+	return field{id: fieldOperator, label: "GPU Operator release", kind: kindSelect, options: bo,
 		help: "NVIDIA GPU Operator release to install; the default is the newest gpuctl has tested"}
-	of.selectValue(c.Operator)
-	fs = append(fs, of)
+}
 
-	tf := field{id: fieldTaint, label: "Taint GPU nodes", kind: kindSelect,
+func taintField() field {
+	return field{id: fieldTaint, label: "Taint GPU nodes", kind: kindSelect,
 		options: []option{{taintAuto, "auto: where no pod would be stranded and GPU pods get the toleration"},
 			{taintYes, "yes: nvidia.com/gpu=present:NoSchedule (--taint)"}, {taintNo, "no (--no-taint)"}},
 		help: "keeps pods that do not ask for GPUs off the GPU nodes; the review shows gpuctl's decision and why; gpuctl untaint undoes it"}
-	tf.selectValue(c.Taint)
-	fs = append(fs, tf)
+}
 
+// driverField offers who brings the driver, as far as the chosen profile leaves a choice.
+func driverField(chosen profile.Profile) field {
 	df := field{id: fieldDriver, label: "GPU driver", kind: kindSelect}
 	switch {
 	case profileVGPU(chosen):
@@ -180,34 +187,37 @@ func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle,
 		df.options = []option{{driverContainer, "driver container: the operator installs it"}, {driverHost, "pre-installed on the nodes"}}
 		df.help = "choose pre-installed only if every GPU node already runs an NVIDIA driver"
 	}
-	df.selectValue(c.Driver)
-	fs = append(fs, df)
+	return df
+}
 
-	mf := field{id: fieldMIG, label: "MIG strategy", kind: kindSelect,
+func migField() field {
+	return field{id: fieldMIG, label: "MIG strategy", kind: kindSelect,
 		options: []option{{"single", "single (chart default)"}, {"mixed", "mixed"}, {"none", "none"}},
 		help:    "how MIG slices are advertised: single when all GPUs of a node share one layout"}
-	mf.selectValue(c.MIG)
-	fs = append(fs, mf)
+}
 
-	if profileLicensing(chosen) {
-		nf := keep[fieldNLS]
-		if nf.id == "" {
-			nf = field{id: fieldNLS, label: "NLS client token", kind: kindFile, input: newInput(st, c.NLSTokenFile, false),
-				help: "client_configuration_token.tok from the NVIDIA Licensing Portal; ctrl+o browses"}
-		}
-		gf := keep[fieldGridd]
-		if gf.id == "" {
-			gf = field{id: fieldGridd, label: "gridd.conf", kind: kindFile, input: newInput(st, c.GriddConfFile, false),
-				help: "the vGPU licensing gridd.conf (an empty file is valid); ctrl+o browses"}
-		}
-		kf := keep[fieldNGC]
-		if kf.id == "" {
-			kf = field{id: fieldNGC, label: "NGC API key", kind: kindSecret, input: newInput(st, c.NGCKey, true),
-				help: "pulls the driver from nvcr.io/nvaie; masked, never saved (empty: use $" + ngcKeyEnv + ")"}
-		}
-		fs = append(fs, nf, gf, kf)
+// licensingFields are the NVIDIA AI Enterprise inputs, keeping what was typed in them before.
+func licensingFields(st styles, c choices, old []field) []field {
+	keep := map[string]field{}
+	for _, f := range old {
+		keep[f.id] = f
 	}
-	return fs
+	nf := keep[fieldNLS]
+	if nf.id == "" {
+		nf = field{id: fieldNLS, label: "NLS client token", kind: kindFile, input: newInput(st, c.NLSTokenFile, false),
+			help: "client_configuration_token.tok from the NVIDIA Licensing Portal; ctrl+o browses"}
+	}
+	gf := keep[fieldGridd]
+	if gf.id == "" {
+		gf = field{id: fieldGridd, label: "gridd.conf", kind: kindFile, input: newInput(st, c.GriddConfFile, false),
+			help: "the vGPU licensing gridd.conf (an empty file is valid); ctrl+o browses"}
+	}
+	kf := keep[fieldNGC]
+	if kf.id == "" {
+		kf = field{id: fieldNGC, label: "NGC API key", kind: kindSecret, input: newInput(st, c.NGCKey, true),
+			help: "pulls the driver from nvcr.io/nvaie; masked, never saved (empty: use $" + ngcKeyEnv + ")"}
+	}
+	return []field{nf, gf, kf}
 }
 
 func newInput(st styles, value string, secret bool) textinput.Model {

@@ -47,11 +47,7 @@ func start(t *testing.T, f *fakeBackend, opts ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 256)}
-	t.Cleanup(func() {
-		if m.run != nil {
-			m.drain()
-		}
-	})
+	t.Cleanup(m.drain)
 	h.update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	h.exec(m.Init())
 	h.settle()
@@ -147,11 +143,39 @@ func keyMsg(k string) tea.KeyPressMsg {
 
 func (h *harness) view() string { return h.m.Render() }
 
-// expectScreen fails unless the wizard shows the screen.
-func (h *harness) expectScreen(s screen) {
+// step is the step of the screen shown.
+func (h *harness) step() step { return h.m.top().step() }
+
+// session is the session of the screen shown.
+func (h *harness) session() session { return h.m.top().session() }
+
+// choices is the choices screen, shown or under the screen shown.
+func (h *harness) choices() *choicesScreen {
 	h.t.Helper()
-	if h.m.screen != s {
-		h.t.Fatalf("on screen %s, want %s:\n%s", screenNames[h.m.screen], screenNames[s], h.view())
+	for _, s := range h.m.screens {
+		if c, ok := s.(*choicesScreen); ok {
+			return c
+		}
+	}
+	h.t.Fatalf("no choices screen:\n%s", h.view())
+	return nil
+}
+
+// install is the install screen (fails unless it is shown).
+func (h *harness) install() *installScreen {
+	h.t.Helper()
+	in, ok := h.m.top().(*installScreen)
+	if !ok {
+		h.t.Fatalf("on screen %s, want %s:\n%s", stepNames[h.step()], stepNames[stepInstall], h.view())
+	}
+	return in
+}
+
+// expectScreen fails unless the wizard shows the screen.
+func (h *harness) expectScreen(s step) {
+	h.t.Helper()
+	if h.step() != s {
+		h.t.Fatalf("on screen %s, want %s:\n%s", stepNames[h.step()], stepNames[s], h.view())
 	}
 }
 
@@ -171,12 +195,12 @@ func (h *harness) golden() {
 	h.t.Helper()
 	v := h.view()
 	lines := strings.Split(v, "\n")
-	if len(lines) != h.m.height {
-		h.t.Errorf("view has %d lines, the screen %d", len(lines), h.m.height)
+	if len(lines) != h.m.env.height {
+		h.t.Errorf("view has %d lines, the screen %d", len(lines), h.m.env.height)
 	}
 	for i, l := range lines {
-		if w := ansi.StringWidth(l); w > h.m.width {
-			h.t.Errorf("line %d is %d wide, the screen %d: %q", i+1, w, h.m.width, l)
+		if w := ansi.StringWidth(l); w > h.m.env.width {
+			h.t.Errorf("line %d is %d wide, the screen %d: %q", i+1, w, h.m.env.width, l)
 		}
 	}
 	golden.RequireEqual(h.t, v)
@@ -186,11 +210,11 @@ func (h *harness) golden() {
 func (h *harness) toReview() {
 	h.t.Helper()
 	h.keys("enter") // context
-	h.expectScreen(screenDetect)
+	h.expectScreen(stepDetect)
 	h.keys("enter") // detection
-	h.expectScreen(screenChoices)
+	h.expectScreen(stepChoices)
 	h.keys("enter") // choices
-	h.expectScreen(screenReview)
+	h.expectScreen(stepReview)
 }
 
 func TestScreens(t *testing.T) {
@@ -218,7 +242,7 @@ func TestScreens(t *testing.T) {
 		f.failCheck = "existing-operator"
 		h := start(t, f)
 		h.keys("enter", "enter")
-		h.expectScreen(screenDetect)
+		h.expectScreen(stepDetect)
 		h.expectView("blocked: failed: existing-operator")
 		h.golden()
 		h.keys("pgdown", "pgdown")
@@ -233,11 +257,11 @@ func TestScreens(t *testing.T) {
 	t.Run("choices for TKGS ask for the licensing inputs, the NGC key masked", func(t *testing.T) {
 		h := start(t, newFake())
 		h.keys("enter", "enter")
-		for h.m.fields[0].value() != "tkgs" {
+		for h.choices().fields[0].value() != "tkgs" {
 			h.keys("right")
 		}
 		h.expectView("NLS client token", "gridd.conf", "NGC API key", "vGPU guest driver container")
-		for h.m.fields[h.m.fieldSel].id != fieldNGC {
+		for h.choices().field().id != fieldNGC {
 			h.keys("down")
 		}
 		h.typeText("nvapi-secret")
@@ -284,9 +308,9 @@ func TestFlow(t *testing.T) {
 		h.keys("s")
 		h.expectView("✔ saved")
 		h.keys("enter")
-		h.expectScreen(screenInstall)
-		if !h.m.finished || h.m.outcome.Err != nil {
-			t.Fatalf("install not finished well: %v\n%s", h.m.outcome.Err, h.view())
+		h.expectScreen(stepInstall)
+		if !h.install().finished || h.install().outcome.Err != nil {
+			t.Fatalf("install not finished well: %v\n%s", h.install().outcome.Err, h.view())
 		}
 		if got := f.wrote(); len(got) != 8 {
 			t.Errorf("steps run: %v", got)
@@ -299,14 +323,14 @@ func TestFlow(t *testing.T) {
 		if !out.Confirmed || out.Quit || out.Context != "gke-prod" {
 			t.Errorf("outcome %+v", out)
 		}
-		if !strings.Contains(out.Summary, "gpuctl install --config "+h.m.cfg.SavePath) {
+		if !strings.Contains(out.Summary, "gpuctl install --config "+h.m.env.cfg.SavePath) {
 			t.Errorf("summary does not name the replay:\n%s", out.Summary)
 		}
 		b, err := os.ReadFile(planFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := planJSON(h.m.review.Plan)
+		want, _ := planJSON(h.install().s.review.Plan)
 		if got := strings.Join(strings.Fields(string(b)), ""); got != strings.Join(strings.Fields(want), "") {
 			t.Errorf("plan file differs from the reviewed plan")
 		}
@@ -316,38 +340,38 @@ func TestFlow(t *testing.T) {
 		f := newFake()
 		h := start(t, f)
 		h.keys("down", "enter") // second context? no: gke-prod is last, down stays
-		h.expectScreen(screenDetect)
+		h.expectScreen(stepDetect)
 		h.keys("esc")
-		h.expectScreen(screenContext)
+		h.expectScreen(stepContext)
 		h.keys("up", "enter")
-		if h.m.kubeContext != "dev" {
-			t.Errorf("context %q, want dev", h.m.kubeContext)
+		if h.session().kubeContext != "dev" {
+			t.Errorf("context %q, want dev", h.session().kubeContext)
 		}
 		h.keys("enter")
-		h.expectScreen(screenChoices)
+		h.expectScreen(stepChoices)
 		h.keys("down", "down", "right", "right") // taint: no
 		h.keys("down", "down", "right")          // MIG: mixed
 		h.keys("enter")
-		h.expectScreen(screenReview)
+		h.expectScreen(stepReview)
 		h.expectView("(skipped: --no-taint)")
-		if o := h.m.opts; !o.NoTaint || !slices.Equal(o.Set, []string{"mig.strategy=mixed"}) {
+		if o := h.session().opts; !o.NoTaint || !slices.Equal(o.Set, []string{"mig.strategy=mixed"}) {
 			t.Errorf("options %+v", o)
 		}
 		h.keys("esc")
-		h.expectScreen(screenChoices)
-		if c := choicesFrom(h.m.fields); c.Taint != taintNo || c.MIG != "mixed" {
+		h.expectScreen(stepChoices)
+		if c := choicesFrom(h.choices().fields); c.Taint != taintNo || c.MIG != "mixed" {
 			t.Errorf("answers lost going back: %+v", c)
 		}
 		h.keys("up", "up", "left") // taint: yes (--taint)
 		h.keys("enter")
-		h.expectScreen(screenReview)
-		if o := h.m.opts; o.NoTaint || !o.Taint {
+		h.expectScreen(stepReview)
+		if o := h.session().opts; o.NoTaint || !o.Taint {
 			t.Errorf("taint answer not taken back: %+v", o)
 		}
 		h.keys("esc", "esc")
-		h.expectScreen(screenDetect)
+		h.expectScreen(stepDetect)
 		h.keys("esc")
-		h.expectScreen(screenContext)
+		h.expectScreen(stepContext)
 		if len(f.installs) != 0 || len(f.wrote()) != 0 {
 			t.Errorf("navigating installed something: %v", f.wrote())
 		}
@@ -360,8 +384,8 @@ func TestFlow(t *testing.T) {
 		h.keys("enter", "enter")
 		h.expectView("‹ pre-installed on the nodes ›")
 		h.keys("enter")
-		if !slices.Equal(h.m.opts.Set, []string{"driver.enabled=false"}) || h.m.opts.Profile != "" {
-			t.Errorf("options %+v", h.m.opts)
+		if !slices.Equal(h.session().opts.Set, []string{"driver.enabled=false"}) || h.session().opts.Profile != "" {
+			t.Errorf("options %+v", h.session().opts)
 		}
 	})
 
@@ -371,14 +395,14 @@ func TestFlow(t *testing.T) {
 		h := start(t, f)
 		h.toReview()
 		h.keys("enter")
-		h.expectScreen(screenReview)
+		h.expectScreen(stepReview)
 		h.expectView("the cluster changed since the review")
 		if len(f.wrote()) != 0 {
 			t.Fatalf("wrote %v", f.wrote())
 		}
 		h.keys("enter")
-		h.expectScreen(screenInstall)
-		if len(f.wrote()) == 0 || !h.m.outcome.Confirmed {
+		h.expectScreen(stepInstall)
+		if len(f.wrote()) == 0 || !h.install().outcome.Confirmed {
 			t.Error("the second confirmation did not install")
 		}
 	})
@@ -389,19 +413,19 @@ func TestFlow(t *testing.T) {
 		tok, gridd := filepath.Join(dir, "client_configuration_token.tok"), filepath.Join(dir, "gridd.conf")
 		h := start(t, f)
 		h.keys("enter", "enter")
-		for h.m.fields[0].value() != "tkgs" {
+		for h.choices().fields[0].value() != "tkgs" {
 			h.keys("right")
 		}
 		for _, in := range []struct{ id, text string }{{fieldNLS, tok}, {fieldGridd, gridd}, {fieldNGC, "nvapi-secret"}} {
-			for h.m.fields[h.m.fieldSel].id != in.id {
+			for h.choices().field().id != in.id {
 				h.keys("down")
 			}
 			h.typeText(in.text)
 		}
 		h.keys("enter")
-		h.expectScreen(screenReview)
+		h.expectScreen(stepReview)
 		h.keys("s", "enter")
-		b, err := os.ReadFile(h.m.cfg.SavePath)
+		b, err := os.ReadFile(h.m.env.cfg.SavePath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,6 +441,38 @@ func TestFlow(t *testing.T) {
 	})
 }
 
+// TestGoingBack: a screen shown again after going back starts from what the screens before it
+// have now, not from what a later screen had made of an earlier answer.
+func TestGoingBack(t *testing.T) {
+	t.Run("going back and detecting again offers the new detection's answers, not the old ones", func(t *testing.T) {
+		f := newFake()
+		h := start(t, f)
+		h.keys("enter", "enter")
+		h.expectView("‹ gke (detected) ›")
+		f.distro = "kubeadm"
+		h.keys("esc", "r")
+		h.expectView("Distribution kubeadm")
+		h.keys("enter")
+		h.expectView("‹ kubeadm (detected) ›")
+	})
+
+	t.Run("a config saved for other choices is not named as the replay of the install", func(t *testing.T) {
+		h := start(t, newFake())
+		h.toReview()
+		h.keys("s")
+		h.expectView("✔ saved")
+		h.keys("esc", "down", "down", "right", "right", "enter") // taint: no
+		h.expectView("(skipped: --no-taint)")
+		h.keys("enter", "enter")
+		if !h.quit {
+			t.Fatalf("enter on the finished install did not quit:\n%s", h.view())
+		}
+		if s := h.m.Outcome().Summary; strings.Contains(s, "--config") || !strings.Contains(s, "--no-taint") {
+			t.Errorf("summary replays the saved config, not the install:\n%s", s)
+		}
+	})
+}
+
 func TestFilePicker(t *testing.T) {
 	t.Run("ctrl+o browses for the NLS token and enter picks the file", func(t *testing.T) {
 		dir := t.TempDir()
@@ -426,18 +482,18 @@ func TestFilePicker(t *testing.T) {
 		}
 		h := start(t, newFake(), func(c *Config) { c.WorkDir = dir })
 		h.keys("enter", "enter")
-		for h.m.fields[0].value() != "tkgs" {
+		for h.choices().fields[0].value() != "tkgs" {
 			h.keys("right")
 		}
-		for h.m.fields[h.m.fieldSel].id != fieldNLS {
+		for h.choices().field().id != fieldNLS {
 			h.keys("down")
 		}
 		h.update(tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl})
 		h.settle()
 		h.expectView("Choose the NLS client token file", "client_configuration_token.tok")
 		h.keys("enter")
-		if h.m.picker != nil || h.m.fields[h.m.fieldSel].value() != tok {
-			t.Errorf("picked %q, want %q:\n%s", h.m.fields[h.m.fieldSel].value(), tok, h.view())
+		if h.choices().picker != nil || h.choices().field().value() != tok {
+			t.Errorf("picked %q, want %q:\n%s", h.choices().field().value(), tok, h.view())
 		}
 	})
 }
@@ -450,7 +506,7 @@ func TestNoColor(t *testing.T) {
 				h.keys(k)
 			}
 			if v := h.view(); strings.Contains(v, "\x1b") {
-				t.Errorf("%s: escape codes without colour: %q", screenNames[h.m.screen], v)
+				t.Errorf("%s: escape codes without colour: %q", stepNames[h.step()], v)
 			}
 		}
 	})
@@ -497,7 +553,7 @@ func TestCtrlC(t *testing.T) {
 		h.expectView("Stop the install?")
 		h.golden()
 		h.keys("n")
-		if h.m.asking || h.quit {
+		if h.install().asking || h.quit {
 			t.Fatal("n did not keep going")
 		}
 		h.keys("ctrl+c", "y")
@@ -527,11 +583,11 @@ func TestResize(t *testing.T) {
 				}
 				lines := strings.Split(h.view(), "\n")
 				if len(lines) != size[1] {
-					t.Errorf("%s: %d lines", screenNames[h.m.screen], len(lines))
+					t.Errorf("%s: %d lines", stepNames[h.step()], len(lines))
 				}
 				for _, l := range lines {
 					if ansi.StringWidth(l) > size[0] {
-						t.Errorf("%s: line wider than %d: %q", screenNames[h.m.screen], size[0], l)
+						t.Errorf("%s: line wider than %d: %q", stepNames[h.step()], size[0], l)
 					}
 				}
 			}
