@@ -25,22 +25,6 @@ type detectScreen struct {
 	err   error
 }
 
-// checkedMsg is engine.Check's answer to the request of a detection or a review.
-type checkedMsg struct {
-	req *request
-	res *engine.CheckResult
-	err error
-}
-
-// checkCmd runs engine.Check for the session's context with o.
-func checkCmd(s session, req *request, o engine.InstallOptions) tea.Cmd {
-	b, ctx, kc := s.cfg.Backend, s.ctx, s.kubeContext
-	return func() tea.Msg {
-		res, err := b.Check(ctx, kc, o)
-		return checkedMsg{req: req, res: res, err: err}
-	}
-}
-
 func newDetectScreen(s session) *detectScreen { return &detectScreen{s: s} }
 
 func (d *detectScreen) step() step       { return stepDetect }

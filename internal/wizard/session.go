@@ -85,5 +85,23 @@ func back() tea.Cmd { return route(1, nil) }
 
 func interrupt() tea.Msg { return interruptMsg{} }
 
-// request tells an answer to the question a screen asked last from one it no longer waits for.
-type request struct{ n int }
+// request tells an answer to the question a screen asked last from one it no longer waits for: a
+// screen keeps the pointer of its last request and drops answers to any other. (Not an empty struct,
+// whose pointers Go may make equal.)
+type request struct{ _ byte }
+
+// checkedMsg is engine.Check's answer to the request of a detection or a review.
+type checkedMsg struct {
+	req *request
+	res *engine.CheckResult
+	err error
+}
+
+// checkCmd runs engine.Check for the session's context with o.
+func checkCmd(s session, req *request, o engine.InstallOptions) tea.Cmd {
+	b, ctx, kc := s.cfg.Backend, s.ctx, s.kubeContext
+	return func() tea.Msg {
+		res, err := b.Check(ctx, kc, o)
+		return checkedMsg{req: req, res: res, err: err}
+	}
+}
