@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -30,66 +29,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 )
-
-// helmRelease reads a release of the gpu-operator namespace through Helm's storage.
-func helmRelease(t *testing.T, c *sandbox.Cluster, name string) *release.Release {
-	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rc.Last(name)
-	if err != nil || r == nil {
-		t.Fatalf("release %s: %v", name, err)
-	}
-	return r
-}
-
-// nodeMetadata is every node's full label map and taints (timeAdded aside): what uninstall must give
-// back byte for byte.
-type nodeMetadata struct {
-	Labels map[string]string
-	Taints []corev1.Taint
-}
-
-func nodesMetadata(t *testing.T, c *sandbox.Cluster) map[string]nodeMetadata {
-	t.Helper()
-	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	taints := taintsByNode(t, c)
-	out := map[string]nodeMetadata{}
-	for _, n := range nodes.Items {
-		out[n.Name] = nodeMetadata{Labels: maps.Clone(n.Labels), Taints: taints[n.Name]}
-	}
-	return out
-}
-
-// statusJSON runs gpuctl status -o json and returns its exit code and decoded result.
-func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.StatusResult) {
-	t.Helper()
-	code, stdout, _ := gpuctl(t, c, append([]string{"status", "-o", "json"}, args...)...)
-	var res engine.StatusResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatalf("status -o json: %v\n%s", err, stdout)
-	}
-	return code, res
-}
-
-func uninstallJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.UninstallResult, string) {
-	t.Helper()
-	code, stdout, stderr := gpuctl(t, c, append([]string{"uninstall", "-o", "json"}, args...)...)
-	var res engine.UninstallResult
-	if stdout != "" {
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("uninstall -o json: %v\n%s", err, stdout)
-		}
-	}
-	return code, res, stderr
-}
 
 // TestDay2 is the life of a cluster after the install, on one sandbox with the real controllers:
 // status → uninstall → install again → status on a broken stack → a finalizer that stops uninstall

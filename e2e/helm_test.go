@@ -3,24 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -46,129 +35,6 @@ func TestChartsInstallWithPlainHelm(t *testing.T) {
 	if got := c.OperatorNamespace(); got != ns {
 		t.Errorf("the operator runs for namespace %q, want %q", got, ns)
 	}
-}
-
-// helmInstall is `helm install RELEASE ./charts/CHART -n NS --create-namespace`: the chart copied out
-// of the binary to a directory, as a person would check it out, installed with Helm's SDK alone.
-func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string) {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	flags.Namespace = &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, ns, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := loader.Load(filepath.Join(dir, chart))
-	if err != nil {
-		t.Fatalf("helm cannot load %s from a directory: %v", chart, err)
-	}
-	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace = releaseName, ns, true
-	in.Timeout = time.Minute
-	in.WaitStrategy = kube.HookOnlyStrategy // `helm install` without --wait
-	if _, err := in.RunWithContext(t.Context(), ch, nil); err != nil {
-		t.Fatalf("helm install %s: %v", releaseName, err)
-	}
-}
-
-// helmCLI is Helm's own command line at the version gpuctl's go.mod requires, and helm3CLI Helm
-// v3's at the version e2e/tools/helm3 pins (both built ahead of the tests by `sandbox tools`; a cache
-// hit here).
-var (
-	helmCLI = sync.OnceValues(func() (string, error) {
-		return sandbox.EnsureHelmCLI(context.Background(), nil)
-	})
-	helm3CLI = sync.OnceValues(func() (string, error) {
-		return sandbox.EnsureHelm3CLI(context.Background(), nil)
-	})
-)
-
-// helm runs Helm's (v4) CLI against the sandbox and returns its exit code and combined output.
-func helm(t *testing.T, c *sandbox.Cluster, args ...string) (int, string) {
-	t.Helper()
-	bin, err := helmCLI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return helmBin(t, c, bin, args...)
-}
-
-// helmBin runs the Helm CLI bin against the sandbox and returns its exit code and combined output.
-func helmBin(t *testing.T, c *sandbox.Cluster, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := helmCommand(t, c, bin, args...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("helm %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	t.Logf("%s %s → exit %d\n%s", filepath.Base(filepath.Dir(bin)), strings.Join(args, " "), code, out)
-	return code, string(out)
-}
-
-// helmCommand is the Helm CLI bin with args against the sandbox, with a Helm home of its own.
-func helmCommand(t *testing.T, c *sandbox.Cluster, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
-		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	return cmd
-}
-
-// chartDir is gpuctl's chart copied out of the binary, as a person would check it out.
-func chartDir(t *testing.T, chart string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, chart)
-}
-
-// releaseHistory is every revision of a release in the gpu-operator namespace, oldest first.
-func releaseHistory(t *testing.T, c *sandbox.Cluster, name string) []*release.Release {
-	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := rc.History(name)
-	if err != nil {
-		t.Fatalf("history of %s: %v", name, err)
-	}
-	return h
-}
-
-// history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
-func history(t *testing.T, c *sandbox.Cluster, name string) string {
-	t.Helper()
-	h := releaseHistory(t, c, name)
-	var out []string
-	for _, r := range h {
-		out = append(out, fmt.Sprintf("%d:%s", r.Revision, r.Status))
-	}
-	return strings.Join(out, " ")
-}
-
-func clusterPolicyUID(t *testing.T, c *sandbox.Cluster) types.UID {
-	t.Helper()
-	cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(t.Context(), "cluster-policy", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cp.GetUID()
 }
 
 // Helm's CLI and gpuctl work on the same releases, in any order: Helm rolls back, upgrades and

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -250,52 +249,4 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 			t.Errorf("Secrets changed: %v → %v", before, after)
 		}
 	})
-}
-
-// writableState is clusterState and what it leaves out that gpuctl writes too: kube-system, where
-// gpuctl keeps its lock's Lease and its install record, and Leases, Roles and RoleBindings everywhere.
-// The control plane changes some of these by itself (leader election and the API server renew their
-// Leases, kwok its nodes', the controller manager adds service accounts), so an object that only the
-// control plane's own components ever wrote is left out: whatever gpuctl writes carries a field
-// manager of its own (gpuctl, helm).
-func writableState(t *testing.T, c *sandbox.Cluster) map[string]string {
-	t.Helper()
-	state := clusterState(t, c)
-	dyn := dynamicClient(t, c)
-	for _, r := range []struct {
-		gvr schema.GroupVersionResource
-		ns  string // "" = every namespace
-	}{
-		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, ""},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, ""},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, ""},
-		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "kube-system"},
-		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "kube-system"},
-		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "kube-system"},
-	} {
-		list, err := dyn.Resource(r.gvr).Namespace(r.ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list %s: %v", r.gvr.Resource, err)
-		}
-		for _, o := range list.Items {
-			if controlPlaneOnly(o.GetManagedFields()) || (r.gvr.Resource == "configmaps" && o.GetName() == "kube-root-ca.crt") {
-				continue
-			}
-			state[r.gvr.Resource+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
-	}
-	return state
-}
-
-// controlPlaneOnly: every writer of the object is a component of the sandbox's control plane (field
-// managers are the components' user agents).
-func controlPlaneOnly(managers []metav1.ManagedFieldsEntry) bool {
-	for _, m := range managers {
-		switch m.Manager {
-		case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok":
-		default:
-			return false
-		}
-	}
-	return len(managers) > 0
 }

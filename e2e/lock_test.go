@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -385,58 +382,4 @@ func leaseHistory(t *testing.T, c *sandbox.Cluster, fn func()) []coordinationv1.
 	}
 	t.Fatalf("the watch ended before it saw the Lease's last state")
 	return nil
-}
-
-// runUntil runs gpuctl as a process with JSON progress; at the first event match accepts it calls
-// while with the process's PID, then interrupts it (SIGINT) and returns its exit code and stderr.
-func runUntil(t *testing.T, bin string, args []string, match func(event.Event) bool, while func(pid int)) (int, string) {
-	t.Helper()
-	return signalAt(t, bin, args, match, while, syscall.SIGINT)
-}
-
-// signalAt is runUntil with the signal to send (SIGKILL: a run that cannot clean up).
-func signalAt(t *testing.T, bin string, args []string, match func(event.Event) bool, while func(pid int), sig syscall.Signal) (int, string) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--progress", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	sent := false
-	sc := bufio.NewScanner(errPipe)
-	for sc.Scan() {
-		line := sc.Text()
-		stderr.WriteString(line + "\n")
-		var ev event.Event
-		if sent || json.Unmarshal([]byte(line), &ev) != nil || !match(ev) {
-			continue
-		}
-		if while != nil {
-			while(cmd.Process.Pid)
-		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatalf("signal %s: %v", sig, err)
-		}
-		sent = true
-	}
-	err = cmd.Wait()
-	code := 0
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("gpuctl %v: %v", args, err)
-	}
-	t.Logf("gpuctl %v → exit %d\n%s", args, code, stderr.String())
-	if !sent {
-		t.Fatalf("no progress event matched")
-	}
-	return code, stderr.String()
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/e2e/crdgen"
@@ -70,37 +67,6 @@ func prometheusOperatorCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefin
 		crds = append(crds, &crd)
 	}
 	return crds
-}
-
-// waitForObject watches until the named object exists; the test's deadline bounds it.
-func waitForObject(t *testing.T, c *sandbox.Cluster, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	res := dynamicClient(t, c).Resource(gvr).Namespace(ns)
-	for {
-		list, err := res.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-		if err != nil {
-			t.Fatalf("list %s: %v", gvr.Resource, err)
-		}
-		if len(list.Items) > 0 {
-			return &list.Items[0]
-		}
-		w, err := res.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: list.GetResourceVersion()})
-		if err != nil {
-			t.Fatalf("watch %s: %v", gvr.Resource, err)
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Added || ev.Type == watch.Modified {
-				w.Stop()
-				u, _ := ev.Object.(*unstructured.Unstructured)
-				return u
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s %s/%s did not appear: %v", gvr.Resource, ns, name, ctx.Err())
-		}
-	}
 }
 
 // TestMonitoring: on one sandbox with NVIDIA's real controller, --monitoring without the Prometheus

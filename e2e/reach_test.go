@@ -123,15 +123,6 @@ func TestGPUNodeWithItsOwnTaint(t *testing.T) {
 	})
 }
 
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // TestSafetyTolerationsKeepTheirPlaceOnRerun: on a kubeadm cluster whose every worker is a GPU node,
 // tainted with --taint (gpuctl does not taint such a cluster by default), detection cannot know that
 // before NFD has run, so the first install's safety check adds the operator's and NFD master/gc's

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,76 +13,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 )
-
-// terminal is a tmux session on a private server running one command at 80x24: what a person sees.
-type terminal struct {
-	t      *testing.T
-	socket string
-	// captures keeps each screen the test looked at, for the docs (GPUCTL_WIZARD_CAPTURES).
-	captures []string
-}
-
-func newTerminal(t *testing.T, env []string, command ...string) *terminal {
-	t.Helper()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("GPUCTL_REQUIRE_GPU_OPERATOR_SOURCES") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("tmux is needed for the wizard's terminal test (apt-get install tmux): %v", err)
-		}
-		t.Skipf("tmux not installed: %v", err)
-	}
-	term := &terminal{t: t, socket: fmt.Sprintf("gpuctl-wizard-%d", os.Getpid())}
-	// env -i: the wizard sees only what a person's shell would give it, and no CI variable.
-	args := append([]string{"-L", term.socket, "-f", "/dev/null", "new-session", "-d", "-s", "wizard", "-x", "80", "-y", "24",
-		"env", "-i"}, env...)
-	args = append(args, command...)
-	if out, err := exec.Command(tmux, args...).CombinedOutput(); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(tmux, "-L", term.socket, "kill-server").Run() })
-	return term
-}
-
-func (term *terminal) tmux(args ...string) string {
-	term.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", term.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		term.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "-J", "-t", "wizard") }
-
-func (term *terminal) keys(keys ...string) {
-	term.t.Helper()
-	term.tmux(append([]string{"send-keys", "-t", "wizard"}, keys...)...)
-}
-
-// waitFor polls the screen until it shows every part, and returns it.
-func (term *terminal) waitFor(timeout time.Duration, parts ...string) string {
-	term.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var s string
-	for {
-		s = term.screen()
-		missing := ""
-		for _, p := range parts {
-			if !strings.Contains(s, p) {
-				missing = p
-				break
-			}
-		}
-		if missing == "" {
-			term.captures = append(term.captures, s)
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("after %s the screen does not show %q:\n%s", timeout, missing, s)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // TestWizardInstallsThroughATerminal is a person's first install: the wizard in a real terminal
 // (tmux) against a GKE-flavoured sandbox, driven by keys through every screen to a finished install
