@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -24,18 +25,19 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -43,6 +45,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -142,6 +145,21 @@ func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.S
 		t.Fatalf("status -o json: %v\n%s", err, stdout)
 	}
 	return code, res
+}
+
+// upgradeJSON runs gpuctl upgrade -o json with args and decodes its result; it fails the test unless
+// the upgrade succeeded.
+func upgradeJSON(t *testing.T, c *sandbox.Cluster, args ...string) engine.UpgradeResult {
+	t.Helper()
+	code, stdout, stderr := gpuctl(t, c, append([]string{"upgrade", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("gpuctl upgrade %v exited %d:\n%s", args, code, stderr)
+	}
+	var res engine.UpgradeResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
+	}
+	return res
 }
 
 // runUntil runs gpuctl as a process with JSON progress; at the first event match accepts it calls
@@ -263,10 +281,6 @@ func chartDir(t *testing.T, chart string) string {
 // of the binary to a directory, as a person would check it out, installed with Helm's SDK alone.
 func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &c.Kubeconfig
 	flags.Namespace = &ns
@@ -274,7 +288,7 @@ func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string
 	if err := cfg.Init(flags, ns, "secret"); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := loader.Load(filepath.Join(dir, chart))
+	ch, err := loader.Load(chartDir(t, chart))
 	if err != nil {
 		t.Fatalf("helm cannot load %s from a directory: %v", chart, err)
 	}
@@ -306,17 +320,11 @@ func releaseHistory(t *testing.T, c *sandbox.Cluster, name string) []*release.Re
 // helmRelease reads a release of the gpu-operator namespace through Helm's storage.
 func helmRelease(t *testing.T, c *sandbox.Cluster, name string) *release.Release {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
+	h := releaseHistory(t, c, name)
+	if len(h) == 0 {
+		t.Fatalf("release %s: not found", name)
 	}
-	r, err := rc.Last(name)
-	if err != nil || r == nil {
-		t.Fatalf("release %s: %v", name, err)
-	}
-	return r
+	return h[len(h)-1]
 }
 
 // history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
@@ -331,6 +339,108 @@ func history(t *testing.T, c *sandbox.Cluster, name string) string {
 }
 
 // --- Sandboxes -------------------------------------------------------------------------------------
+
+// TestMain stops the sandboxes tests shared once every test has run.
+func TestMain(m *testing.M) {
+	defer sandboxes.stop()
+	m.Run()
+}
+
+// sandboxes are the sandboxes tests share, one per set of options: a sandbox's start costs 30 to 60
+// seconds of two cores, a reset (uninstall --purge) a few. The package's tests run one after another,
+// so one test at a time has a shared sandbox.
+var sandboxes = &sandboxPool{started: map[string]*sharedSandbox{}}
+
+type sandboxPool struct {
+	mu      sync.Mutex
+	started map[string]*sharedSandbox
+}
+
+func (p *sandboxPool) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.started {
+		s.Stop()
+	}
+}
+
+// A sharedSandbox is a sandbox and what it was like when it started: what a test compares an
+// uninstall --purge with, and what the next test gets back.
+type sharedSandbox struct {
+	*sandbox.Cluster
+	// state and nodes are clusterState and nodesMetadata right after the start.
+	state map[string]string
+	nodes map[string]nodeMetadata
+}
+
+// cleanSandbox gives the test the shared sandbox for opts as it was when it started: nothing of
+// gpuctl's installed, and no order among the tests that share it. A sandbox an earlier test left
+// with something installed is reset with gpuctl uninstall --purge; one that cannot be reset exactly
+// is stopped and replaced. opts.Progress is not used (a shared sandbox outlives the test that starts
+// it, so its progress cannot go to that test's log).
+func cleanSandbox(t *testing.T, opts sandbox.Options) *sharedSandbox {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real Kubernetes control plane; skipped in -short mode")
+	}
+	opts.Progress = nil
+	key := fmt.Sprintf("%+v", opts)
+	sandboxes.mu.Lock()
+	defer sandboxes.mu.Unlock()
+	s := sandboxes.started[key]
+	if s != nil {
+		if why := s.reset(t); why != "" {
+			t.Logf("the shared sandbox is not as it started (%s): starting a new one", why)
+			s.Stop()
+			delete(sandboxes.started, key)
+			s = nil
+		}
+	}
+	if s == nil {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute) // a cold tool cache builds Kubernetes first
+		defer cancel()
+		c, err := sandbox.Start(ctx, opts)
+		if err != nil {
+			t.Fatalf("start sandbox: %v", err)
+		}
+		s = &sharedSandbox{Cluster: c, state: clusterState(t, c), nodes: nodesMetadata(t, c)}
+		sandboxes.started[key] = s
+		t.Logf("started a shared %s sandbox in %s", opts.Distro, time.Since(start).Round(time.Second))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sandbox logs (%s):\n%s", s.Dir, s.LogTails(80))
+		}
+	})
+	return s
+}
+
+// reset uninstalls with --purge whatever the last test left, and says why the sandbox is still not
+// as it started ("" when it is).
+func (s *sharedSandbox) reset(t *testing.T) string {
+	t.Helper()
+	rec, err := record.Read(t.Context(), s.Kube)
+	if err != nil {
+		return fmt.Sprintf("install record: %v", err)
+	}
+	if rec == nil && s.unchanged(t) {
+		return ""
+	}
+	if code, _, stderr := gpuctl(t, s.Cluster, "uninstall", "--yes", "--purge"); code != 0 {
+		return fmt.Sprintf("uninstall --purge exited %d: %s", code, stderr)
+	}
+	if !s.unchanged(t) {
+		return "uninstall --purge left changes"
+	}
+	return ""
+}
+
+// unchanged: the cluster's state and its nodes are as they were when the sandbox started.
+func (s *sharedSandbox) unchanged(t *testing.T) bool {
+	t.Helper()
+	return maps.Equal(s.state, clusterState(t, s.Cluster)) && reflect.DeepEqual(s.nodes, nodesMetadata(t, s.Cluster))
+}
 
 // simulatedGPUNodes names the sandbox's nodes that have GPUs, sorted.
 func simulatedGPUNodes(c *sandbox.Cluster) []string {
@@ -409,26 +519,24 @@ func (term *terminal) keys(keys ...string) {
 // waitFor polls the screen until it shows every part, and returns it.
 func (term *terminal) waitFor(timeout time.Duration, parts ...string) string {
 	term.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var s string
-	for {
-		s = term.screen()
-		missing := ""
+	var s, missing string
+	ctx, cancel := context.WithTimeout(term.t.Context(), timeout)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		s, missing = term.screen(), ""
 		for _, p := range parts {
 			if !strings.Contains(s, p) {
 				missing = p
 				break
 			}
 		}
-		if missing == "" {
-			term.captures = append(term.captures, s)
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("after %s the screen does not show %q:\n%s", timeout, missing, s)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return missing == "", nil
+	})
+	if missing != "" {
+		term.t.Fatalf("after %s the screen does not show %q:\n%s", timeout, missing, s)
 	}
+	term.captures = append(term.captures, s)
+	return s
 }
 
 // --- Reading the cluster ---------------------------------------------------------------------------
@@ -612,17 +720,12 @@ func crdNames(t *testing.T, c *sandbox.Cluster) []string {
 // nvidiaCRDNames lists the nvidia.com CRDs the cluster serves.
 func nvidiaCRDNames(t *testing.T, c *sandbox.Cluster) []string {
 	t.Helper()
-	list, err := apiextensionsclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions().List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, crd := range list.Items {
-		if crd.Spec.Group == "nvidia.com" {
-			out = append(out, crd.Name)
+	for _, name := range crdNames(t, c) {
+		if strings.HasSuffix(name, ".nvidia.com") {
+			out = append(out, name)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -734,18 +837,10 @@ func verifyPodUIDs(t *testing.T, c *sandbox.Cluster) map[string]types.UID {
 	return out
 }
 
+// verifyPodNames are the names of the verify pods in the cluster, sorted.
 func verifyPodNames(t *testing.T, c *sandbox.Cluster) []string {
 	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range pods.Items {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(verifyPodUIDs(t, c)))
 }
 
 func assertNoVerifyPods(t *testing.T, c *sandbox.Cluster) {
@@ -878,4 +973,41 @@ func waitForObject(t *testing.T, c *sandbox.Cluster, gvr schema.GroupVersionReso
 			t.Fatalf("%s %s/%s did not appear: %v", gvr.Resource, ns, name, ctx.Err())
 		}
 	}
+}
+
+// waitUntil polls done until it reports true, and returns as soon as it does: a wait for the state the
+// test checks next, never a timed assertion. timeout (within the test's own deadline) only bounds how
+// long a state that never comes is waited for; then the test fails naming what and done's last error.
+func waitUntil(t *testing.T, timeout time.Duration, what string, done func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := done(ctx)
+		last = err // an error is retried: the API server may be restarting, a watch catching up
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting until %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// breakValidators leaves the stack broken for good: the operator scaled to zero (so nothing recreates
+// the validator DaemonSet), the DaemonSet deleted, and it returns once its pods are gone.
+func breakValidators(t *testing.T, c *sandbox.Cluster) {
+	t.Helper()
+	ctx := t.Context()
+	deps := c.Kube.AppsV1().Deployments("gpu-operator")
+	if _, err := deps.Patch(ctx, "gpu-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Kube.AppsV1().DaemonSets("gpu-operator").Delete(ctx, "nvidia-operator-validator", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, time.Minute, "the validator pods are gone", func(ctx context.Context) (bool, error) {
+		pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
+		return err == nil && len(pods.Items) == 0, err
+	})
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -122,18 +123,10 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 	joinNode(t, c, joined)
 	labelAs(t, c, joined, "nfd-master", map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true"})
 	labelAs(t, c, joined, "kubectl-label", map[string]string{"nvidia.com/mig.config": "all-disabled"})
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+	waitUntil(t, 3*time.Minute, "the operator labels the joined GPU node", func(ctx context.Context) (bool, error) {
 		n, err := c.Kube.CoreV1().Nodes().Get(ctx, joined, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n.Labels["nvidia.com/gpu.present"] == "true" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not label the joined GPU node: %v", n.Labels)
-		}
-	}
+		return err == nil && n.Labels["nvidia.com/gpu.present"] == "true", err
+	})
 	cp, err := dyn.Resource(clusterPolicies).Get(ctx, "cluster-policy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

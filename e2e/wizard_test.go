@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,13 +57,14 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 	s = term.waitFor(30*time.Second, "GPU nodes validated", "gpuctl install --config "+saved)
 	t.Logf("wizard: %s from the first screen to the summary", time.Since(start).Round(time.Second))
 
-	code, err := os.ReadFile(exitFile)
-	for i := 0; err != nil && i < 50; i++ {
-		time.Sleep(100 * time.Millisecond)
+	var code []byte
+	waitUntil(t, time.Minute, "the shell wrote the wizard's exit code", func(context.Context) (bool, error) {
+		var err error
 		code, err = os.ReadFile(exitFile)
-	}
+		return err == nil, err
+	})
 	if strings.TrimSpace(string(code)) != "0" {
-		t.Errorf("gpuctl wizard exited %q (%v):\n%s", code, err, s)
+		t.Errorf("gpuctl wizard exited %q:\n%s", code, s)
 	}
 	if out := os.Getenv("GPUCTL_WIZARD_CAPTURES"); out != "" {
 		if err := os.WriteFile(out, []byte(strings.Join(term.captures, "\f\n")), 0o644); err != nil {
@@ -76,7 +79,7 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 			for _, tn := range taints {
 				tainted = tainted || (tn.Key == "nvidia.com/gpu" && tn.Value == "present")
 			}
-			if gpu := contains(gpuNodes, node); tainted != gpu {
+			if gpu := slices.Contains(gpuNodes, node); tainted != gpu {
 				t.Errorf("node %s: tainted %v, GPU node %v", node, tainted, gpu)
 			}
 		}
@@ -119,13 +122,4 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 			t.Errorf("plans differ:\nconfirmed in the wizard:\n%s\nreplayed:\n%s", confirmed, stdout)
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
