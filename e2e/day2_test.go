@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -370,14 +369,7 @@ func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 	csvs := schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
 
 	t.Run("upgrade moves the Subscription, OLM replaces the CSV, the new controller runs", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
-		if code != 0 {
-			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
-		}
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes")
 		if res.Preview == nil || res.Preview.From != "v25.10.1" || res.Preview.To != "v26.7.0" || !res.Preview.Changed() {
 			t.Errorf("preview %+v", res.Preview)
 		}
@@ -411,19 +403,26 @@ func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 		}
 	})
 	t.Run("a second upgrade changes nothing", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatal(err)
-		}
+		upgradedTo(t, c, "v26.7.0")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0")
 		if res.Install.Changed || res.Preview.Changed() {
 			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
 		}
 	})
 
+	// Last: from whichever release the subtests before it left.
+	t.Run("uninstall removes the certified operator, Red Hat's NFD Operator and their objects, and gives the nodes back", func(t *testing.T) {
+		openshiftUninstall(t, c, nodesBefore)
+	})
+}
+
+// openshiftUninstall uninstalls on the OLM path and checks that the Subscriptions, CSVs, the
+// NodeFeatureDiscovery instance, the ClusterPolicy and the operators' Deployments are gone, and the
+// nodes are as they were (nodesBefore).
+func openshiftUninstall(t *testing.T, c *sandbox.Cluster, nodesBefore map[string]nodeMetadata) {
+	t.Helper()
+	ctx := t.Context()
+	dyn := dynamicClient(t, c)
 	code, res, stderr := uninstallJSON(t, c, "--yes")
 	if code != 0 || !res.Changed {
 		t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)

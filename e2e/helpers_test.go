@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -1010,4 +1012,92 @@ func breakValidators(t *testing.T, c *sandbox.Cluster) {
 		pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
 		return err == nil && len(pods.Items) == 0, err
 	})
+}
+
+// --- Stories ---------------------------------------------------------------------------------------
+
+// A step is one subtest of a story.
+type step struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// story runs steps in order as subtests of t, for a story whose steps each start where the one before
+// ended (a Helm history, revision by revision). Run alone (go test -run 'TestX/later_step'), a step
+// gets the steps before it run first, in t, as its set-up; steps after the last one -run selects are
+// not run. A step that fails ends the story: the ones after it would start from a state it did not
+// leave. A step's own subtests are not run when it is set-up.
+func story(t *testing.T, steps ...step) {
+	t.Helper()
+	last := -1
+	for i, s := range steps {
+		if selected(t, s.name) {
+			last = i
+		}
+	}
+	for _, s := range steps[:last+1] {
+		if !selected(t, s.name) {
+			t.Logf("set-up for a later step: %s", s.name)
+			s.run(t)
+		} else {
+			t.Run(s.name, s.run)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+}
+
+// selected: go test's -run pattern selects t's subtest name (testing's own match: the pattern split
+// at each "/" outside brackets and parentheses, one element per level, spaces in names as "_").
+func selected(t *testing.T, name string) bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	levels := strings.Split(t.Name()+"/"+strings.ReplaceAll(name, " ", "_"), "/")
+	for i, elem := range splitPattern(f.Value.String()) {
+		if i >= len(levels) {
+			break
+		}
+		if ok, err := regexp.MatchString(elem, levels[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// splitPattern splits a -run pattern at each "/" outside brackets and parentheses.
+func splitPattern(p string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range p {
+		switch r {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case '/':
+			if depth == 0 {
+				out = append(out, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, p[start:])
+}
+
+func TestSplitPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"^TestX$", []string{"^TestX$"}},
+		{"^TestX$/^step_two", []string{"^TestX$", "^step_two"}},
+		{"TestX/[a/b]/(c/d)", []string{"TestX", "[a/b]", "(c/d)"}},
+	} {
+		if got := splitPattern(tc.pattern); !slices.Equal(got, tc.want) {
+			t.Errorf("splitPattern(%q) = %q, want %q", tc.pattern, got, tc.want)
+		}
+	}
 }

@@ -158,32 +158,40 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()
 	env := nvaieInputs(t)
-	var estimate string
-	checks := func(t *testing.T, stdout string) {
+	type checkResult struct{ ID, Status, Message string }
+	results := func(t *testing.T, stdout string) []checkResult {
 		t.Helper()
 		var rep struct {
-			Results []struct{ ID, Status, Message string } `json:"results"`
+			Results []checkResult `json:"results"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("check --pre -o json: %v", err)
 		}
-		for _, r := range rep.Results {
+		return rep.Results
+	}
+	checks := func(t *testing.T, stdout string) {
+		t.Helper()
+		for _, r := range results(t, stdout) {
 			// release-size: a plan with the NVAIE values fits in Helm's storage with room to spare.
 			if (r.ID == "plan" || r.ID == "release-size") && r.Status != "pass" {
 				t.Errorf("%s check %s: %s", r.ID, r.Status, r.Message)
 			}
-			if r.ID == "release-size" {
-				t.Logf("release sizes: %s", r.Message)
-				estimate = r.Message
-			}
+		}
+	}
+	// check --pre before the first install, for the subtests that read it.
+	preCode, preStdout, _ := gpuctlEnv(t, c, env, "check", "--pre", "-o", "json")
+	var estimate string
+	for _, r := range results(t, preStdout) {
+		if r.ID == "release-size" {
+			t.Logf("release sizes: %s", r.Message)
+			estimate = r.Message
 		}
 	}
 	t.Run("check --pre takes the licensing inputs", func(t *testing.T) {
-		code, stdout, _ := gpuctlEnv(t, c, env, "check", "--pre", "-o", "json")
-		if code == cli.ExitUsage {
-			t.Fatalf("exit %d", code)
+		if preCode == cli.ExitUsage {
+			t.Fatalf("exit %d", preCode)
 		}
-		checks(t, stdout)
+		checks(t, preStdout)
 	})
 	if code, _, stderr := gpuctlEnv(t, c, env, "install"); code != 0 {
 		t.Fatalf("first install exited %d:\n%s", code, stderr)

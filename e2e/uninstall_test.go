@@ -135,15 +135,22 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 		t.Fatal("the real operator made nothing owned by the ClusterPolicy: the test would prove nothing")
 	}
 
-	var dryRun engine.UninstallResult
-	t.Run("the dry run lists what gpuctl would delete and what it keeps, and changes nothing", func(t *testing.T) {
+	// uninstallDryRun is uninstall --dry-run -o json's plan.
+	uninstallDryRun := func(t *testing.T) engine.UninstallResult {
+		t.Helper()
 		code, stdout, stderr := gpuctl(t, c, "uninstall", "--dry-run", "-o", "json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
+		var dryRun engine.UninstallResult
 		if err := json.Unmarshal([]byte(stdout), &dryRun); err != nil || dryRun.Plan == nil {
 			t.Fatalf("uninstall --dry-run -o json: %v\n%s", err, stdout)
 		}
+		return dryRun
+	}
+
+	t.Run("the dry run lists what gpuctl would delete and what it keeps, and changes nothing", func(t *testing.T) {
+		dryRun := uninstallDryRun(t)
 		var deletes []string
 		for _, d := range dryRun.Plan.Delete {
 			if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
@@ -184,6 +191,7 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 	})
 
 	t.Run("uninstall deletes what gpuctl made, as the dry run said, and is done when it says so", func(t *testing.T) {
+		dryRun := uninstallDryRun(t)
 		code, res, stderr := uninstallJSON(t, c, "--yes")
 		if code != 0 || !res.Changed {
 			t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
