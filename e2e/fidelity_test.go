@@ -196,3 +196,15 @@ func TestNVIDIAsCRDsAreNeverNarrowed(t *testing.T) {
 		assertRealController(t, c, "v25.10.1")
 	})
 }
+
+// nvidiaCRDNames lists the nvidia.com CRDs the cluster serves.
+func nvidiaCRDNames(t *testing.T, c *sandbox.Cluster) []string {
+	t.Helper()
+	var out []string
+	for _, name := range crdNames(t, c) {
+		if strings.HasSuffix(name, ".nvidia.com") {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -719,18 +719,6 @@ func crdNames(t *testing.T, c *sandbox.Cluster) []string {
 	return out
 }
 
-// nvidiaCRDNames lists the nvidia.com CRDs the cluster serves.
-func nvidiaCRDNames(t *testing.T, c *sandbox.Cluster) []string {
-	t.Helper()
-	var out []string
-	for _, name := range crdNames(t, c) {
-		if strings.HasSuffix(name, ".nvidia.com") {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 func clusterPolicyUID(t *testing.T, c *sandbox.Cluster) types.UID {
 	t.Helper()
 	cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(t.Context(), "cluster-policy", metav1.GetOptions{})
@@ -772,55 +760,6 @@ func assertRealController(t *testing.T, c *sandbox.Cluster, release string) {
 		}
 		if r.ExitErr != "" {
 			t.Errorf("controller of %s exited during the test: %s", r.Release, r.ExitErr)
-		}
-	}
-}
-
-func assertNVAIESecrets(t *testing.T, c *sandbox.Cluster, env map[string]string, output string) {
-	t.Helper()
-	ctx := t.Context()
-	lic, err := c.Kube.CoreV1().Secrets("gpu-operator").Get(ctx, "licensing-config", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(lic.Data["client_configuration_token.tok"]) != "nls-token-e2e" {
-		t.Errorf("licensing-config token = %q", lic.Data["client_configuration_token.tok"])
-	}
-	if _, ok := lic.Data["gridd.conf"]; !ok {
-		t.Error("licensing-config has no gridd.conf")
-	}
-	pull, err := c.Kube.CoreV1().Secrets("gpu-operator").Get(ctx, "ngc-secret", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		Auths map[string]struct{ Username, Password string } `json:"auths"`
-	}
-	if err := json.Unmarshal(pull.Data[".dockerconfigjson"], &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if a := cfg.Auths["nvcr.io/nvaie"]; a.Username != "$oauthtoken" || a.Password != testNGCKey {
-		t.Errorf("ngc-secret auths %+v", cfg.Auths)
-	}
-	if strings.Contains(output, testNGCKey) {
-		t.Error("the NGC key appears in gpuctl's output")
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
-		hist, err := rc.History(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range hist {
-			b, _ := json.Marshal(r.Values)
-			if strings.Contains(string(b), testNGCKey) || strings.Contains(string(b), "nls-token-e2e") {
-				t.Errorf("release %s revision %d holds secret material in its values", name, r.Revision)
-			}
 		}
 	}
 }

@@ -116,14 +116,7 @@ func TestMonitoring(t *testing.T) {
 				}
 			}
 			// What docs/monitoring.md tells a user who installed kube-prometheus-stack after gpuctl.
-			code, stdout, stderr := gpuctl(t, c, "upgrade", "--yes", "-o", "json")
-			if code != 0 {
-				t.Fatalf("upgrade exited %d:\n%s", code, stderr)
-			}
-			var res engine.UpgradeResult
-			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-				t.Fatal(err)
-			}
+			res := upgradeJSON(t, c, "--yes")
 			if res.Install == nil || res.Install.Plan.Step("release-"+plan.MonitoringRelease) == nil {
 				t.Fatalf("the upgrade's plan has no %s release", plan.MonitoringRelease)
 			}
