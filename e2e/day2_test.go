@@ -317,7 +317,7 @@ func TestDay2Uninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			// Let it go whatever happened, so the next test's reset can delete it.
+			// Let it go whatever happened, so what runs next can delete it.
 			_, err := cps.Patch(context.Background(), "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("remove the finalizer: %v", err)
@@ -331,6 +331,13 @@ func TestDay2Uninstall(t *testing.T) {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("stderr lacks %q", want)
 			}
+		}
+		// What the hint says: once the finalizer is gone, uninstall again finishes the job.
+		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if code, res, stderr := uninstallJSON(t, c, "--yes"); code != 0 || !res.Changed {
+			t.Errorf("uninstall after the finalizer was removed: exit %d, changed %v: %s", code, res.Changed, stderr)
 		}
 	})
 
