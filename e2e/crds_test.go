@@ -64,6 +64,7 @@ func TestCRDsAreUpgradedNeverDowngraded(t *testing.T) {
 	})
 
 	t.Run("a ClusterPolicy using the new field keeps it", func(t *testing.T) {
+		apply("v26.7.0") // ours, whether or not the subtest before ran
 		dyn := dynamicClient(t, c)
 		cp := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "p"},
@@ -81,6 +82,7 @@ func TestCRDsAreUpgradedNeverDowngraded(t *testing.T) {
 	})
 
 	t.Run("applying the same CRD again changes nothing", func(t *testing.T) {
+		apply("v26.7.0")
 		before, _ := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, ours.Name, metav1.GetOptions{})
 		if r := apply("v26.7.0"); r.Action != kube.CRDUnchanged {
 			t.Fatalf("got %+v", r)

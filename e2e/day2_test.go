@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"maps"
 	"reflect"
@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -31,74 +29,58 @@ import (
 	"github.com/gpuctl/gpuctl/internal/render"
 )
 
-// helmRelease reads a release of the gpu-operator namespace through Helm's storage.
-func helmRelease(t *testing.T, c *sandbox.Cluster, name string) *release.Release {
+// The Day-2 tests share one kubeadm sandbox (cleanSandbox): each starts from the sandbox as it was
+// started, brings it to the state it needs itself, and none depends on another's order or effect, so
+// each test and subtest runs alone with -run.
+var day2Scenario = sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}}
+
+// day2Set are the user's values of the Day-2 installs: a label on every operand pod, and every node's
+// driver upgraded at once (the operator's default is one node at a time).
+var day2Set = []string{"daemonsets.labels.team=gpu", "driver.upgradePolicy.maxParallelUpgrades=0"}
+
+// installedAt installs release with the user's values (day2Set) on s; on a stack already installed so
+// it changes nothing.
+func installedAt(t *testing.T, s *sharedSandbox, release string) engine.InstallResult {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
+	res, _ := installJSON(t, s.Cluster, "--operator-version", release, "--set", day2Set[0], "--set", day2Set[1])
+	return res
+}
+
+// upgradedTo leaves s's stack at release, upgrading it when the install record names another.
+func upgradedTo(t *testing.T, c *sandbox.Cluster, release string) {
+	t.Helper()
+	rec, err := record.Read(t.Context(), c.Kube)
+	if err != nil || rec == nil || rec.Uninstalled {
+		t.Fatalf("upgrade to %s needs an installed stack: record %+v, %v", release, rec, err)
+	}
+	if rec.OperatorVersion != release {
+		upgradeJSON(t, c, "--operator-version", release, "--yes")
+	}
+}
+
+// uninstalled leaves s with a stack gpuctl installed and then uninstalled (without --purge).
+func uninstalled(t *testing.T, s *sharedSandbox) {
+	t.Helper()
+	rec, err := record.Read(t.Context(), s.Kube)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rc.Last(name)
-	if err != nil || r == nil {
-		t.Fatalf("release %s: %v", name, err)
+	if rec != nil && rec.Uninstalled {
+		return
 	}
-	return r
+	if rec == nil {
+		installedAt(t, s, "v25.10.1")
+	}
+	if code, res, stderr := uninstallJSON(t, s.Cluster, "--yes"); code != 0 || !res.Changed {
+		t.Fatalf("uninstall: exit %d, changed %v: %s", code, res.Changed, stderr)
+	}
 }
 
-// nodeMetadata is every node's full label map and taints (timeAdded aside): what uninstall must give
-// back byte for byte.
-type nodeMetadata struct {
-	Labels map[string]string
-	Taints []corev1.Taint
-}
-
-func nodesMetadata(t *testing.T, c *sandbox.Cluster) map[string]nodeMetadata {
-	t.Helper()
-	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	taints := taintsByNode(t, c)
-	out := map[string]nodeMetadata{}
-	for _, n := range nodes.Items {
-		out[n.Name] = nodeMetadata{Labels: maps.Clone(n.Labels), Taints: taints[n.Name]}
-	}
-	return out
-}
-
-// statusJSON runs gpuctl status -o json and returns its exit code and decoded result.
-func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.StatusResult) {
-	t.Helper()
-	code, stdout, _ := gpuctl(t, c, append([]string{"status", "-o", "json"}, args...)...)
-	var res engine.StatusResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatalf("status -o json: %v\n%s", err, stdout)
-	}
-	return code, res
-}
-
-func uninstallJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.UninstallResult, string) {
-	t.Helper()
-	code, stdout, stderr := gpuctl(t, c, append([]string{"uninstall", "-o", "json"}, args...)...)
-	var res engine.UninstallResult
-	if stdout != "" {
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("uninstall -o json: %v\n%s", err, stdout)
-		}
-	}
-	return code, res, stderr
-}
-
-// TestDay2 is the life of a cluster after the install, on one sandbox with the real controllers:
-// status → uninstall → install again → status on a broken stack → a finalizer that stops uninstall
-// → uninstall --purge, which leaves the cluster as it was before the first install.
-func TestDay2(t *testing.T) {
-	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
-	ctx := t.Context()
-	stateBefore := clusterState(t, c)
-	nodesBefore := nodesMetadata(t, c)
+// TestDay2Status: gpuctl status on nothing installed, on a healthy stack with its record, and on a
+// stack whose validators are gone for good.
+func TestDay2Status(t *testing.T) {
+	s := cleanSandbox(t, day2Scenario)
+	c := s.Cluster
 
 	t.Run("status on a cluster with nothing installed exits 7", func(t *testing.T) {
 		code, res := statusJSON(t, c)
@@ -107,10 +89,7 @@ func TestDay2(t *testing.T) {
 		}
 	})
 
-	// The user's values: a label on every operand pod, and every node's driver upgraded at once (the
-	// operator's default is one node at a time).
-	userSet := []string{"daemonsets.labels.team=gpu", "driver.upgradePolicy.maxParallelUpgrades=0"}
-	installJSON(t, c, "--operator-version", "v25.10.1", "--set", userSet[0], "--set", userSet[1])
+	installedAt(t, s, "v25.10.1")
 
 	t.Run("status on a healthy stack exits 0 and shows the record", func(t *testing.T) {
 		code, res := statusJSON(t, c)
@@ -120,7 +99,7 @@ func TestDay2(t *testing.T) {
 		if res.Record == nil || res.Record.OperatorVersion != "v25.10.1" || res.Record.Profile != "kubeadm" {
 			t.Errorf("record %+v", res.Record)
 		}
-		if got := res.Record.Inputs.Set; !slices.Equal(got, userSet) {
+		if got := res.Record.Inputs.Set; !slices.Equal(got, day2Set) {
 			t.Errorf("recorded --set %v", got)
 		}
 		if len(res.Nodes) != len(simulatedGPUNodes(c)) {
@@ -135,6 +114,35 @@ func TestDay2(t *testing.T) {
 			t.Errorf("record says gpuctl created namespaces %v and CRDs %v", res.Record.Namespaces, res.Record.CRDs)
 		}
 	})
+
+	// Last: it breaks the stack (the next test's cleanSandbox uninstalls it).
+	t.Run("status on a stack whose validators are gone for good exits 4", func(t *testing.T) {
+		breakValidators(t, c)
+		code, res := statusJSON(t, c)
+		if code != cli.ExitNotReady || res.Healthy {
+			t.Errorf("exit %d, healthy %v; want %d", code, res.Healthy, cli.ExitNotReady)
+		}
+		for _, n := range res.Nodes {
+			if n.Validated {
+				t.Errorf("node %s validated without a validator", n.Name)
+			}
+		}
+		if code, _, _ := gpuctl(t, c, "status", "--wait", "--timeout", "5s"); code != cli.ExitNotReady {
+			t.Errorf("status --wait: exit %d", code)
+		}
+	})
+}
+
+// TestDay2Upgrade: from v25.10.1 with the user's values to v26.7.0 — refused in CI without --yes,
+// previewed by --dry-run without a write, then done as the preview said; once there, a downgrade is
+// refused and a second upgrade changes nothing.
+func TestDay2Upgrade(t *testing.T) {
+	s := cleanSandbox(t, day2Scenario)
+	c := s.Cluster
+	ctx := t.Context()
+	// The controller runs of this test (a shared sandbox ran others before).
+	runsBefore := len(c.OperatorRuns())
+	installedAt(t, s, "v25.10.1")
 
 	t.Run("upgrade in CI without --yes shows the change and refuses it", func(t *testing.T) {
 		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0")
@@ -151,17 +159,9 @@ func TestDay2(t *testing.T) {
 		}
 	})
 
-	// The dry run's preview is what the run then does: the same release moves, the same objects changed.
-	var dry engine.UpgradeResult
 	t.Run("upgrade --dry-run previews the change and writes nothing, not even the lock", func(t *testing.T) {
 		before, leaseBefore := clusterState(t, c), leaseVersion(t, c)
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--dry-run", "-o", "json")
-		if code != 0 {
-			t.Fatalf("upgrade --dry-run exited %d:\n%s", code, stderr)
-		}
-		if err := json.Unmarshal([]byte(stdout), &dry); err != nil {
-			t.Fatalf("upgrade --dry-run -o json: %v\n%s", err, stdout)
-		}
+		dry := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--dry-run")
 		if !dry.DryRun || dry.Preview == nil || !dry.Preview.Changed() || dry.Install == nil || dry.Install.Plan == nil || len(dry.Install.Steps) > 0 {
 			t.Errorf("dry run: %+v", dry)
 		}
@@ -173,19 +173,13 @@ func TestDay2(t *testing.T) {
 		}
 	})
 
-	t.Run("upgrade to v26.7.0 switches the real controller, CRDs first, and keeps the user's values", func(t *testing.T) {
+	t.Run("upgrade to v26.7.0 switches the real controller, CRDs first, does what its dry run said, and keeps the user's values", func(t *testing.T) {
 		before := map[string]int{}
 		for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
 			before[name] = helmRelease(t, c, name).Revision
 		}
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
-		if code != 0 {
-			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
-		}
+		dry := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--dry-run")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes")
 		var order []string
 		for _, s := range res.Install.Steps {
 			order = append(order, s.ID)
@@ -200,13 +194,12 @@ func TestDay2(t *testing.T) {
 		if err != nil || crd.Annotations[kube.CRDVersionAnnotation] != "v26.7.0" {
 			t.Errorf("ClusterPolicy CRD after the upgrade: %v, annotations %v", err, crd.Annotations)
 		}
-		if dry.Preview != nil {
-			if !reflect.DeepEqual(res.Preview.Releases, dry.Preview.Releases) {
-				t.Errorf("the run moved releases %+v; the dry run said %+v", res.Preview.Releases, dry.Preview.Releases)
-			}
-			if got, want := diffObjects(res.Preview.Diffs), diffObjects(dry.Preview.Diffs); !slices.Equal(got, want) {
-				t.Errorf("the run changed objects %v; the dry run said %v", got, want)
-			}
+		// The dry run's preview is what the run then does: the same releases move, the same objects change.
+		if !reflect.DeepEqual(res.Preview.Releases, dry.Preview.Releases) {
+			t.Errorf("the run moved releases %+v; the dry run said %+v", res.Preview.Releases, dry.Preview.Releases)
+		}
+		if got, want := diffObjects(res.Preview.Diffs), diffObjects(dry.Preview.Diffs); !slices.Equal(got, want) {
+			t.Errorf("the run changed objects %v; the dry run said %v", got, want)
 		}
 		for _, r := range res.Preview.Releases {
 			want := before[r.Name]
@@ -238,7 +231,7 @@ func TestDay2(t *testing.T) {
 			}
 		}
 		assertReconciled(t, c, "cluster-policy")
-		runs := c.OperatorRuns()
+		runs := c.OperatorRuns()[runsBefore:]
 		var releases []string
 		for _, r := range runs {
 			releases = append(releases, r.Release)
@@ -255,27 +248,35 @@ func TestDay2(t *testing.T) {
 	})
 
 	t.Run("a downgrade is refused without --force, before anything is written", func(t *testing.T) {
+		upgradedTo(t, c, "v26.7.0")
+		before := clusterState(t, c)
 		code, _, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v25.10.1", "--yes")
 		if code != cli.ExitUsage || !strings.Contains(stderr, "--force") {
 			t.Errorf("exit %d: %s", code, stderr)
 		}
+		assertUnchanged(t, before, clusterState(t, c))
 	})
 
 	t.Run("a second upgrade changes nothing and needs no --yes", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatal(err)
-		}
+		upgradedTo(t, c, "v26.7.0")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0")
 		if res.Install.Changed || res.Preview.Changed() || len(res.Preview.Diffs) > 0 {
 			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
 		}
 	})
+}
+
+// TestDay2Uninstall: uninstall gives the nodes back exactly, a second one changes nothing, an install
+// after it succeeds; a finalizer on the ClusterPolicy stops it with its name; and uninstall --purge
+// leaves the cluster as it was before the first install. Each subtest brings the stack to the state it
+// starts from itself (installedAt is a no-op on an installed stack; uninstalled likewise).
+func TestDay2Uninstall(t *testing.T) {
+	s := cleanSandbox(t, day2Scenario)
+	c := s.Cluster
+	ctx := t.Context()
 
 	t.Run("uninstall gives the nodes their labels and taints back exactly", func(t *testing.T) {
+		installedAt(t, s, "v25.10.1")
 		if code, _, stderr := gpuctl(t, c, "uninstall"); code != cli.ExitUsage || !strings.Contains(stderr, "--yes") {
 			t.Errorf("uninstall without --yes and without a terminal: exit %d, %s", code, stderr)
 		}
@@ -283,8 +284,8 @@ func TestDay2(t *testing.T) {
 		if code != 0 || !res.Changed {
 			t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)
 		}
-		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
-			t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", nodesBefore, after)
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(s.nodes, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall:\n%v", s.nodes, after)
 		}
 		if code, _ := statusJSON(t, c); code != cli.ExitNotInstalled {
 			t.Errorf("status after uninstall: exit %d", code)
@@ -292,6 +293,7 @@ func TestDay2(t *testing.T) {
 	})
 
 	t.Run("a second uninstall changes nothing", func(t *testing.T) {
+		uninstalled(t, s)
 		code, res, stderr := uninstallJSON(t, c, "--yes")
 		if code != 0 || res.Changed {
 			t.Errorf("exit %d, changed %v: %s", code, res.Changed, stderr)
@@ -299,51 +301,28 @@ func TestDay2(t *testing.T) {
 	})
 
 	t.Run("install after uninstall succeeds", func(t *testing.T) {
-		res, _ := installJSON(t, c)
+		uninstalled(t, s)
+		res := installedAt(t, s, "v25.10.1")
+		if !res.Changed {
+			t.Errorf("the install after uninstall changed nothing: %+v", res.Steps)
+		}
 		assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 	})
 
-	t.Run("status on a stack whose validators are gone for good exits 4", func(t *testing.T) {
-		// With the operator scaled to zero nothing recreates the validator DaemonSet.
-		deps := c.Kube.AppsV1().Deployments("gpu-operator")
-		if _, err := deps.Patch(ctx, "gpu-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err := c.Kube.AppsV1().DaemonSets("gpu-operator").Delete(ctx, "nvidia-operator-validator", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(time.Minute)
-		for {
-			pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pods.Items) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		code, res := statusJSON(t, c)
-		if code != cli.ExitNotReady || res.Healthy {
-			t.Errorf("exit %d, healthy %v; want %d", code, res.Healthy, cli.ExitNotReady)
-		}
-		for _, n := range res.Nodes {
-			if n.Validated {
-				t.Errorf("node %s validated without a validator", n.Name)
-			}
-		}
-		if code, _, _ := gpuctl(t, c, "status", "--wait", "--timeout", "5s"); code != cli.ExitNotReady {
-			t.Errorf("status --wait: exit %d", code)
-		}
-	})
-
 	t.Run("a finalizer on the ClusterPolicy stops uninstall with its name", func(t *testing.T) {
+		installedAt(t, s, "v25.10.1")
 		cps := dynamicClient(t, c).Resource(clusterPolicies)
 		patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
 		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			// Let it go whatever happened, so what runs next can delete it.
+			_, err := cps.Patch(context.Background(), "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("remove the finalizer: %v", err)
+			}
+		})
 		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge", "--finalizer-wait", "5s")
 		if code == 0 {
 			t.Fatal("uninstall succeeded with a finalizer holding the ClusterPolicy")
@@ -353,19 +332,24 @@ func TestDay2(t *testing.T) {
 				t.Errorf("stderr lacks %q", want)
 			}
 		}
+		// What the hint says: once the finalizer is gone, uninstall again finishes the job.
 		if _, err := cps.Patch(ctx, "cluster-policy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
+		}
+		if code, res, stderr := uninstallJSON(t, c, "--yes"); code != 0 || !res.Changed {
+			t.Errorf("uninstall after the finalizer was removed: exit %d, changed %v: %s", code, res.Changed, stderr)
 		}
 	})
 
 	t.Run("uninstall --purge leaves the cluster as it was before the first install", func(t *testing.T) {
+		installedAt(t, s, "v25.10.1")
 		code, _, stderr := uninstallJSON(t, c, "--yes", "--purge")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		assertUnchanged(t, stateBefore, clusterState(t, c))
-		if after := nodesMetadata(t, c); !reflect.DeepEqual(nodesBefore, after) {
-			t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", nodesBefore, after)
+		assertUnchanged(t, s.state, clusterState(t, c))
+		if after := nodesMetadata(t, c); !reflect.DeepEqual(s.nodes, after) {
+			t.Errorf("nodes before install:\n%v\nafter uninstall --purge:\n%v", s.nodes, after)
 		}
 		if rec, err := record.Read(ctx, c.Kube); err != nil || rec != nil {
 			t.Errorf("install record after --purge: %+v, %v", rec, err)
@@ -392,14 +376,7 @@ func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 	csvs := schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
 
 	t.Run("upgrade moves the Subscription, OLM replaces the CSV, the new controller runs", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "--yes", "-o", "json")
-		if code != 0 {
-			t.Fatalf("upgrade exited %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("upgrade -o json: %v\n%s", err, stdout)
-		}
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes")
 		if res.Preview == nil || res.Preview.From != "v25.10.1" || res.Preview.To != "v26.7.0" || !res.Preview.Changed() {
 			t.Errorf("preview %+v", res.Preview)
 		}
@@ -433,19 +410,26 @@ func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 		}
 	})
 	t.Run("a second upgrade changes nothing", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "upgrade", "--operator-version", "v26.7.0", "-o", "json")
-		if code != 0 {
-			t.Fatalf("exit %d:\n%s", code, stderr)
-		}
-		var res engine.UpgradeResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatal(err)
-		}
+		upgradedTo(t, c, "v26.7.0")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0")
 		if res.Install.Changed || res.Preview.Changed() {
 			t.Errorf("changed %v, preview %+v", res.Install.Changed, res.Preview.Releases)
 		}
 	})
 
+	// Last: from whichever release the subtests before it left.
+	t.Run("uninstall removes the certified operator, Red Hat's NFD Operator and their objects, and gives the nodes back", func(t *testing.T) {
+		openshiftUninstall(t, c, nodesBefore)
+	})
+}
+
+// openshiftUninstall uninstalls on the OLM path and checks that the Subscriptions, CSVs, the
+// NodeFeatureDiscovery instance, the ClusterPolicy and the operators' Deployments are gone, and the
+// nodes are as they were (nodesBefore).
+func openshiftUninstall(t *testing.T, c *sandbox.Cluster, nodesBefore map[string]nodeMetadata) {
+	t.Helper()
+	ctx := t.Context()
+	dyn := dynamicClient(t, c)
 	code, res, stderr := uninstallJSON(t, c, "--yes")
 	if code != 0 || !res.Changed {
 		t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)

@@ -14,13 +14,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -249,26 +246,7 @@ func TestDiagnose(t *testing.T) {
 	})
 
 	t.Run("a broken stack still gives a bundle, and its status says not ready", func(t *testing.T) {
-		deps := c.Kube.AppsV1().Deployments("gpu-operator")
-		if _, err := deps.Patch(ctx, "gpu-operator", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err := c.Kube.AppsV1().DaemonSets("gpu-operator").Delete(ctx, "nvidia-operator-validator", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gone, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		for gone.Err() == nil {
-			pods, err := c.Kube.CoreV1().Pods("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pods.Items) == 0 {
-				break
-			}
-			time.Sleep(time.Second)
-		}
+		breakValidators(t, c)
 		code, files, m, _ := diagnose(t, c.Kubeconfig)
 		if code != 0 {
 			t.Fatalf("exit %d", code)

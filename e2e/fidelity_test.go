@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,77 +17,8 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/e2e/upstream"
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
-
-// assertRealController checks that the controller the sandbox ran for this install is NVIDIA's
-// controller of release, built from that release's sources, and that it never exited on its own
-// (a missing CRD makes the real controller exit with status 1 every two minutes).
-func assertRealController(t *testing.T, c *sandbox.Cluster, release string) {
-	t.Helper()
-	runs := c.OperatorRuns()
-	if len(runs) == 0 {
-		t.Fatal("the real GPU operator controller never ran")
-	}
-	for _, r := range runs {
-		if r.Release != release || !r.FromSources {
-			t.Errorf("controller run %+v: want release %s built from NVIDIA's sources", r, release)
-		}
-		if r.ExitErr != "" {
-			t.Errorf("controller of %s exited during the test: %s", r.Release, r.ExitErr)
-		}
-	}
-}
-
-// installJSON runs gpuctl install -o json with args and decodes its result; it fails the test unless
-// the install succeeded.
-func installJSON(t *testing.T, c *sandbox.Cluster, args ...string) (engine.InstallResult, string) {
-	t.Helper()
-	code, stdout, stderr := gpuctl(t, c, append([]string{"install", "-o", "json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("gpuctl install %v exited %d:\n%s", args, code, stderr)
-	}
-	var res engine.InstallResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatalf("install -o json: %v\n%s", err, stdout)
-	}
-	return res, stderr
-}
-
-// assertReconciled checks the real operator's verdict on the ClusterPolicy.
-func assertReconciled(t *testing.T, c *sandbox.Cluster, name string) {
-	t.Helper()
-	cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	state, _, _ := unstructured.NestedString(cp.Object, "status", "state")
-	conds, _, _ := unstructured.NestedSlice(cp.Object, "status", "conditions")
-	for _, cnd := range conds {
-		if m, _ := cnd.(map[string]any); m["type"] == "Ready" && m["reason"] == "Reconciled" && m["status"] == "True" && state == "ready" {
-			return
-		}
-	}
-	t.Errorf("ClusterPolicy %s: state %q, conditions %v", name, state, conds)
-}
-
-// nvidiaCRDNames lists the nvidia.com CRDs the cluster serves.
-func nvidiaCRDNames(t *testing.T, c *sandbox.Cluster) []string {
-	t.Helper()
-	list, err := apiextensionsclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions().List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, crd := range list.Items {
-		if crd.Spec.Group == "nvidia.com" {
-			out = append(out, crd.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestEachOperatorReleaseRunsItsOwnController installs the releases gpuctl offers besides the default
 // (which every TestInstallWithNoFlags case installs) and proves each is that release end to end: its
@@ -265,4 +195,16 @@ func TestNVIDIAsCRDsAreNeverNarrowed(t *testing.T) {
 		assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 		assertRealController(t, c, "v25.10.1")
 	})
+}
+
+// nvidiaCRDNames lists the nvidia.com CRDs the cluster serves.
+func nvidiaCRDNames(t *testing.T, c *sandbox.Cluster) []string {
+	t.Helper()
+	var out []string
+	for _, name := range crdNames(t, c) {
+		if strings.HasSuffix(name, ".nvidia.com") {
+			out = append(out, name)
+		}
+	}
+	return out
 }

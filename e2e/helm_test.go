@@ -3,24 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -46,129 +35,6 @@ func TestChartsInstallWithPlainHelm(t *testing.T) {
 	if got := c.OperatorNamespace(); got != ns {
 		t.Errorf("the operator runs for namespace %q, want %q", got, ns)
 	}
-}
-
-// helmInstall is `helm install RELEASE ./charts/CHART -n NS --create-namespace`: the chart copied out
-// of the binary to a directory, as a person would check it out, installed with Helm's SDK alone.
-func helmInstall(t *testing.T, c *sandbox.Cluster, ns, releaseName, chart string) {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	flags.Namespace = &ns
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(flags, ns, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := loader.Load(filepath.Join(dir, chart))
-	if err != nil {
-		t.Fatalf("helm cannot load %s from a directory: %v", chart, err)
-	}
-	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace = releaseName, ns, true
-	in.Timeout = time.Minute
-	in.WaitStrategy = kube.HookOnlyStrategy // `helm install` without --wait
-	if _, err := in.RunWithContext(t.Context(), ch, nil); err != nil {
-		t.Fatalf("helm install %s: %v", releaseName, err)
-	}
-}
-
-// helmCLI is Helm's own command line at the version gpuctl's go.mod requires, and helm3CLI Helm
-// v3's at the version e2e/tools/helm3 pins (both built ahead of the tests by `sandbox tools`; a cache
-// hit here).
-var (
-	helmCLI = sync.OnceValues(func() (string, error) {
-		return sandbox.EnsureHelmCLI(context.Background(), nil)
-	})
-	helm3CLI = sync.OnceValues(func() (string, error) {
-		return sandbox.EnsureHelm3CLI(context.Background(), nil)
-	})
-)
-
-// helm runs Helm's (v4) CLI against the sandbox and returns its exit code and combined output.
-func helm(t *testing.T, c *sandbox.Cluster, args ...string) (int, string) {
-	t.Helper()
-	bin, err := helmCLI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return helmBin(t, c, bin, args...)
-}
-
-// helmBin runs the Helm CLI bin against the sandbox and returns its exit code and combined output.
-func helmBin(t *testing.T, c *sandbox.Cluster, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := helmCommand(t, c, bin, args...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("helm %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	t.Logf("%s %s → exit %d\n%s", filepath.Base(filepath.Dir(bin)), strings.Join(args, " "), code, out)
-	return code, string(out)
-}
-
-// helmCommand is the Helm CLI bin with args against the sandbox, with a Helm home of its own.
-func helmCommand(t *testing.T, c *sandbox.Cluster, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
-		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	return cmd
-}
-
-// chartDir is gpuctl's chart copied out of the binary, as a person would check it out.
-func chartDir(t *testing.T, chart string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, charts.FS); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, chart)
-}
-
-// releaseHistory is every revision of a release in the gpu-operator namespace, oldest first.
-func releaseHistory(t *testing.T, c *sandbox.Cluster, name string) []*release.Release {
-	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &c.Kubeconfig
-	rc, err := release.New(flags, "gpu-operator", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := rc.History(name)
-	if err != nil {
-		t.Fatalf("history of %s: %v", name, err)
-	}
-	return h
-}
-
-// history is the Helm history of a release in the gpu-operator namespace: "1:superseded 2:deployed".
-func history(t *testing.T, c *sandbox.Cluster, name string) string {
-	t.Helper()
-	h := releaseHistory(t, c, name)
-	var out []string
-	for _, r := range h {
-		out = append(out, fmt.Sprintf("%d:%s", r.Revision, r.Status))
-	}
-	return strings.Join(out, " ")
-}
-
-func clusterPolicyUID(t *testing.T, c *sandbox.Cluster) types.UID {
-	t.Helper()
-	cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(t.Context(), "cluster-policy", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cp.GetUID()
 }
 
 // Helm's CLI and gpuctl work on the same releases, in any order: Helm rolls back, upgrades and
@@ -211,132 +77,134 @@ func helmStory(t *testing.T, c *sandbox.Cluster, bin string) {
 		return helmBin(t, c, bin, args...)
 	}
 
-	t.Run("helm list and helm history show gpuctl's releases, and list selects them by gpuctl's label", func(t *testing.T) {
-		code, out := helm(t, "list", "-n", "gpu-operator", "--selector", release.ManagedByLabel+"=true", "-o", "json")
-		var list []struct{ Name, Status, Revision string }
-		if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
-			t.Fatalf("helm list exited %d (%v): %s", code, err, out)
-		}
-		got := map[string]string{}
-		for _, r := range list {
-			got[r.Name] = r.Status + " " + r.Revision
-		}
-		for _, name := range []string{op, "node-feature-discovery"} {
-			if got[name] != "deployed 1" {
-				t.Errorf("helm list: %s is %q, want deployed revision 1 (%v)", name, got[name], got)
+	story(t,
+		step{"helm list and helm history show gpuctl's releases, and list selects them by gpuctl's label", func(t *testing.T) {
+			code, out := helm(t, "list", "-n", "gpu-operator", "--selector", release.ManagedByLabel+"=true", "-o", "json")
+			var list []struct{ Name, Status, Revision string }
+			if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+				t.Fatalf("helm list exited %d (%v): %s", code, err, out)
 			}
-		}
-		code, out = helm(t, "history", op, "-n", "gpu-operator", "-o", "json")
-		var hist []struct {
-			Revision int
-			Status   string
-		}
-		if err := json.Unmarshal([]byte(out), &hist); code != 0 || err != nil || len(hist) != 1 || hist[0].Status != "deployed" {
-			t.Errorf("helm history exited %d (%v): %s", code, err, out)
-		}
-	})
-
-	t.Run("a gpuctl upgrade takes over fields an older gpuctl left under its own field manager", func(t *testing.T) {
-		// Releases an older gpuctl wrote are owned by field manager "gpuctl" (Helm's SDK names the
-		// manager after the program); a field it holds with another value conflicts with this upgrade.
-		old := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": "gpu-operator", "namespace": "gpu-operator"},
-			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"team": "old"}}}},
-		}}
-		deployments := dynamicClient(t, c).Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("gpu-operator")
-		if _, err := deployments.Apply(t.Context(), "gpu-operator", old, metav1.ApplyOptions{FieldManager: "gpuctl", Force: true}); err != nil {
-			t.Fatal(err)
-		}
-		if code, _, stderr := gpuctl(t, c, "install", "--set", "operator.annotations.team=ml"); code != 0 {
-			t.Fatalf("gpuctl install --set exited %d:\n%s", code, stderr)
-		}
-		if got := history(t, c, op); got != "1:superseded 2:deployed" {
-			t.Fatalf("after the gpuctl upgrade: %s", got)
-		}
-		d, err := deployments.Get(t.Context(), "gpu-operator", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", "team"); got != "ml" {
-			t.Errorf("annotation team = %q, want ml", got)
-		}
-	})
-
-	t.Run("helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
-		if code, out := helm(t, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
-			t.Fatalf("helm rollback exited %d: %s", code, out)
-		}
-		if got := history(t, c, op); got != "1:superseded 2:superseded 3:deployed" {
-			t.Errorf("after helm rollback: %s", got)
-		}
-	})
-
-	t.Run("helm upgrade --reuse-values of a gpuctl release with gpuctl's chart works", func(t *testing.T) {
-		if code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator"); code != 0 {
-			t.Fatalf("helm upgrade exited %d: %s", code, out)
-		}
-		if got := history(t, c, op); !strings.HasSuffix(got, "4:deployed") {
-			t.Errorf("after helm upgrade: %s", got)
-		}
-		code, out := helm(t, "get", "values", op, "-n", "gpu-operator", "-o", "json")
-		if code != 0 || !strings.Contains(out, `"nfd":{"enabled":false}`) {
-			t.Errorf("the values gpuctl chose were not reused: %s", out)
-		}
-	})
-
-	t.Run("after a failed helm upgrade gpuctl install upgrades the release, never reinstalls it", func(t *testing.T) {
-		// An annotation key the API server refuses (more than one "/") passes Helm's client-side
-		// checks, so Helm stores the revision and marks it failed, as any upgrade the cluster refuses.
-		code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator", "--set", "operator.annotations.not/a/key=x")
-		if code == 0 {
-			t.Fatalf("helm upgrade with a bad annotation succeeded: %s", out)
-		}
-		if got := history(t, c, op); !strings.HasSuffix(got, "5:failed") {
-			t.Fatalf("after the failed helm upgrade: %s, want revision 5 failed", got)
-		}
-		code, _, stderr := gpuctl(t, c, "install")
-		if code != 0 {
-			t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
-		}
-		for _, bad := range []string{"reinstalled", "removed it"} {
-			if strings.Contains(stderr, bad) {
-				t.Errorf("gpuctl said %q:\n%s", bad, stderr)
+			got := map[string]string{}
+			for _, r := range list {
+				got[r.Name] = r.Status + " " + r.Revision
 			}
-		}
-		if got := history(t, c, op); got != "1:superseded 2:superseded 3:superseded 4:superseded 5:failed 6:deployed" {
-			t.Errorf("history %s: want every revision kept and 6 deployed", got)
-		}
-		if got := clusterPolicyUID(t, c); got != uid {
-			t.Errorf("ClusterPolicy UID %s, was %s: it was deleted and created again", got, uid)
-		}
-	})
+			for _, name := range []string{op, "node-feature-discovery"} {
+				if got[name] != "deployed 1" {
+					t.Errorf("helm list: %s is %q, want deployed revision 1 (%v)", name, got[name], got)
+				}
+			}
+			code, out = helm(t, "history", op, "-n", "gpu-operator", "-o", "json")
+			var hist []struct {
+				Revision int
+				Status   string
+			}
+			if err := json.Unmarshal([]byte(out), &hist); code != 0 || err != nil || len(hist) != 1 || hist[0].Status != "deployed" {
+				t.Errorf("helm history exited %d (%v): %s", code, err, out)
+			}
+		}},
 
-	t.Run("a gpuctl install after that changes nothing", func(t *testing.T) {
-		res, _ := installJSON(t, c)
-		if res.Changed {
-			t.Errorf("changed: %+v", res.Steps)
-		}
-		if got := history(t, c, op); !strings.HasSuffix(got, "6:deployed") {
-			t.Errorf("history %s", got)
-		}
-	})
+		step{"a gpuctl upgrade takes over fields an older gpuctl left under its own field manager", func(t *testing.T) {
+			// Releases an older gpuctl wrote are owned by field manager "gpuctl" (Helm's SDK names the
+			// manager after the program); a field it holds with another value conflicts with this upgrade.
+			old := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "gpu-operator", "namespace": "gpu-operator"},
+				"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"team": "old"}}}},
+			}}
+			deployments := dynamicClient(t, c).Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("gpu-operator")
+			if _, err := deployments.Apply(t.Context(), "gpu-operator", old, metav1.ApplyOptions{FieldManager: "gpuctl", Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, stderr := gpuctl(t, c, "install", "--set", "operator.annotations.team=ml"); code != 0 {
+				t.Fatalf("gpuctl install --set exited %d:\n%s", code, stderr)
+			}
+			if got := history(t, c, op); got != "1:superseded 2:deployed" {
+				t.Fatalf("after the gpuctl upgrade: %s", got)
+			}
+			d, err := deployments.Get(t.Context(), "gpu-operator", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", "team"); got != "ml" {
+				t.Errorf("annotation team = %q, want ml", got)
+			}
+		}},
 
-	t.Run("helm uninstall of gpuctl's releases works, and gpuctl installs them again cleanly", func(t *testing.T) {
-		for _, name := range []string{op, "node-feature-discovery"} {
-			if code, out := helm(t, "uninstall", name, "-n", "gpu-operator"); code != 0 {
-				t.Fatalf("helm uninstall %s exited %d: %s", name, code, out)
+		step{"helm rollback after a gpuctl upgrade succeeds without --force-conflicts", func(t *testing.T) {
+			if code, out := helm(t, "rollback", op, "1", "-n", "gpu-operator"); code != 0 {
+				t.Fatalf("helm rollback exited %d: %s", code, out)
 			}
-			if got := history(t, c, name); got != "" {
-				t.Errorf("history of %s after helm uninstall: %s", name, got)
+			if got := history(t, c, op); got != "1:superseded 2:superseded 3:deployed" {
+				t.Errorf("after helm rollback: %s", got)
 			}
-		}
-		res, _ := installJSON(t, c)
-		for _, r := range res.Releases {
-			if r.Revision != 1 || r.Status != "deployed" {
-				t.Errorf("release %s: %s revision %d", r.Name, r.Status, r.Revision)
+		}},
+
+		step{"helm upgrade --reuse-values of a gpuctl release with gpuctl's chart works", func(t *testing.T) {
+			if code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator"); code != 0 {
+				t.Fatalf("helm upgrade exited %d: %s", code, out)
 			}
-		}
-		assertReconciled(t, c, "cluster-policy")
-	})
+			if got := history(t, c, op); !strings.HasSuffix(got, "4:deployed") {
+				t.Errorf("after helm upgrade: %s", got)
+			}
+			code, out := helm(t, "get", "values", op, "-n", "gpu-operator", "-o", "json")
+			if code != 0 || !strings.Contains(out, `"nfd":{"enabled":false}`) {
+				t.Errorf("the values gpuctl chose were not reused: %s", out)
+			}
+		}},
+
+		step{"after a failed helm upgrade gpuctl install upgrades the release, never reinstalls it", func(t *testing.T) {
+			// An annotation key the API server refuses (more than one "/") passes Helm's client-side
+			// checks, so Helm stores the revision and marks it failed, as any upgrade the cluster refuses.
+			code, out := helm(t, "upgrade", op, dir, "--reuse-values", "-n", "gpu-operator", "--set", "operator.annotations.not/a/key=x")
+			if code == 0 {
+				t.Fatalf("helm upgrade with a bad annotation succeeded: %s", out)
+			}
+			if got := history(t, c, op); !strings.HasSuffix(got, "5:failed") {
+				t.Fatalf("after the failed helm upgrade: %s, want revision 5 failed", got)
+			}
+			code, _, stderr := gpuctl(t, c, "install")
+			if code != 0 {
+				t.Fatalf("gpuctl install exited %d:\n%s", code, stderr)
+			}
+			for _, bad := range []string{"reinstalled", "removed it"} {
+				if strings.Contains(stderr, bad) {
+					t.Errorf("gpuctl said %q:\n%s", bad, stderr)
+				}
+			}
+			if got := history(t, c, op); got != "1:superseded 2:superseded 3:superseded 4:superseded 5:failed 6:deployed" {
+				t.Errorf("history %s: want every revision kept and 6 deployed", got)
+			}
+			if got := clusterPolicyUID(t, c); got != uid {
+				t.Errorf("ClusterPolicy UID %s, was %s: it was deleted and created again", got, uid)
+			}
+		}},
+
+		step{"a gpuctl install after that changes nothing", func(t *testing.T) {
+			res, _ := installJSON(t, c)
+			if res.Changed {
+				t.Errorf("changed: %+v", res.Steps)
+			}
+			if got := history(t, c, op); !strings.HasSuffix(got, "6:deployed") {
+				t.Errorf("history %s", got)
+			}
+		}},
+
+		step{"helm uninstall of gpuctl's releases works, and gpuctl installs them again cleanly", func(t *testing.T) {
+			for _, name := range []string{op, "node-feature-discovery"} {
+				if code, out := helm(t, "uninstall", name, "-n", "gpu-operator"); code != 0 {
+					t.Fatalf("helm uninstall %s exited %d: %s", name, code, out)
+				}
+				if got := history(t, c, name); got != "" {
+					t.Errorf("history of %s after helm uninstall: %s", name, got)
+				}
+			}
+			res, _ := installJSON(t, c)
+			for _, r := range res.Releases {
+				if r.Revision != 1 || r.Status != "deployed" {
+					t.Errorf("release %s: %s revision %d", r.Name, r.Status, r.Revision)
+				}
+			}
+			assertReconciled(t, c, "cluster-policy")
+		}},
+	)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -159,32 +158,40 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()
 	env := nvaieInputs(t)
-	var estimate string
-	checks := func(t *testing.T, stdout string) {
+	type checkResult struct{ ID, Status, Message string }
+	results := func(t *testing.T, stdout string) []checkResult {
 		t.Helper()
 		var rep struct {
-			Results []struct{ ID, Status, Message string } `json:"results"`
+			Results []checkResult `json:"results"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("check --pre -o json: %v", err)
 		}
-		for _, r := range rep.Results {
+		return rep.Results
+	}
+	checks := func(t *testing.T, stdout string) {
+		t.Helper()
+		for _, r := range results(t, stdout) {
 			// release-size: a plan with the NVAIE values fits in Helm's storage with room to spare.
 			if (r.ID == "plan" || r.ID == "release-size") && r.Status != "pass" {
 				t.Errorf("%s check %s: %s", r.ID, r.Status, r.Message)
 			}
-			if r.ID == "release-size" {
-				t.Logf("release sizes: %s", r.Message)
-				estimate = r.Message
-			}
+		}
+	}
+	// check --pre before the first install, for the subtests that read it.
+	preCode, preStdout, _ := gpuctlEnv(t, c, env, "check", "--pre", "-o", "json")
+	var estimate string
+	for _, r := range results(t, preStdout) {
+		if r.ID == "release-size" {
+			t.Logf("release sizes: %s", r.Message)
+			estimate = r.Message
 		}
 	}
 	t.Run("check --pre takes the licensing inputs", func(t *testing.T) {
-		code, stdout, _ := gpuctlEnv(t, c, env, "check", "--pre", "-o", "json")
-		if code == cli.ExitUsage {
-			t.Fatalf("exit %d", code)
+		if preCode == cli.ExitUsage {
+			t.Fatalf("exit %d", preCode)
 		}
-		checks(t, stdout)
+		checks(t, preStdout)
 	})
 	if code, _, stderr := gpuctlEnv(t, c, env, "install"); code != 0 {
 		t.Fatalf("first install exited %d:\n%s", code, stderr)
@@ -250,52 +257,4 @@ func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
 			t.Errorf("Secrets changed: %v → %v", before, after)
 		}
 	})
-}
-
-// writableState is clusterState and what it leaves out that gpuctl writes too: kube-system, where
-// gpuctl keeps its lock's Lease and its install record, and Leases, Roles and RoleBindings everywhere.
-// The control plane changes some of these by itself (leader election and the API server renew their
-// Leases, kwok its nodes', the controller manager adds service accounts), so an object that only the
-// control plane's own components ever wrote is left out: whatever gpuctl writes carries a field
-// manager of its own (gpuctl, helm).
-func writableState(t *testing.T, c *sandbox.Cluster) map[string]string {
-	t.Helper()
-	state := clusterState(t, c)
-	dyn := dynamicClient(t, c)
-	for _, r := range []struct {
-		gvr schema.GroupVersionResource
-		ns  string // "" = every namespace
-	}{
-		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, ""},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, ""},
-		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, ""},
-		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "kube-system"},
-		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "kube-system"},
-		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "kube-system"},
-	} {
-		list, err := dyn.Resource(r.gvr).Namespace(r.ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list %s: %v", r.gvr.Resource, err)
-		}
-		for _, o := range list.Items {
-			if controlPlaneOnly(o.GetManagedFields()) || (r.gvr.Resource == "configmaps" && o.GetName() == "kube-root-ca.crt") {
-				continue
-			}
-			state[r.gvr.Resource+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
-	}
-	return state
-}
-
-// controlPlaneOnly: every writer of the object is a component of the sandbox's control plane (field
-// managers are the components' user agents).
-func controlPlaneOnly(managers []metav1.ManagedFieldsEntry) bool {
-	for _, m := range managers {
-		switch m.Manager {
-		case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok":
-		default:
-			return false
-		}
-	}
-	return len(managers) > 0
 }

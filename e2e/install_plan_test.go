@@ -370,21 +370,6 @@ func TestInstallPlan(t *testing.T) {
 	})
 }
 
-// crdNames are the names of every CRD in the cluster, sorted.
-func crdNames(t *testing.T, c *sandbox.Cluster) []string {
-	t.Helper()
-	list, err := dynamicClient(t, c).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, o := range list.Items {
-		out = append(out, o.GetName())
-	}
-	sort.Strings(out)
-	return out
-}
-
 // without is a's elements not in b.
 func without(a, b []string) []string {
 	var out []string

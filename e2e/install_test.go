@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -16,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -32,59 +29,10 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
-// gpuctl runs the real command line in-process against a sandbox and returns its exit code, stdout
-// and stderr.
-func gpuctl(t *testing.T, c *sandbox.Cluster, args ...string) (int, string, string) {
-	t.Helper()
-	return gpuctlEnv(t, c, nil, args...)
-}
-
-// gpuctlEnv is gpuctl with an environment (GPUCTL_* settings, secrets in variables).
-func gpuctlEnv(t *testing.T, c *sandbox.Cluster, environ map[string]string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	args = append([]string{"--kubeconfig", c.Kubeconfig, "--progress", "plain"}, args...)
-	env := func(k string) string { return environ[k] }
-	code := cli.Run(context.Background(), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, args, env)
-	t.Logf("gpuctl %s → exit %d\n%s", strings.Join(args[4:], " "), code, errOut.String())
-	return code, out.String(), errOut.String()
-}
-
 // roundTripFunc is an http.RoundTripper from a function.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// simulatedGPUNodes names the sandbox's nodes that have GPUs, sorted.
-func simulatedGPUNodes(c *sandbox.Cluster) []string {
-	var out []string
-	for _, n := range c.Nodes {
-		if n.Hardware.GPUs > 0 {
-			out = append(out, n.Node.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func taintsByNode(t *testing.T, c *sandbox.Cluster) map[string][]corev1.Taint {
-	t.Helper()
-	nodes, err := c.Kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]corev1.Taint{}
-	for _, n := range nodes.Items {
-		var ts []corev1.Taint
-		for _, taint := range n.Spec.Taints {
-			taint.TimeAdded = nil
-			ts = append(ts, taint)
-		}
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Key+string(ts[i].Effect) < ts[j].Key+string(ts[j].Effect) })
-		out[n.Name] = ts
-	}
-	return out
-}
 
 // TestInstallWithNoFlags is the tool's main job on every platform gpuctl installs with Helm: detect, install NFD then the
 // operator, and end with the real operator's ClusterPolicy Reconciled and every GPU node validated.
@@ -326,37 +274,6 @@ func TestInstallWithNoFlags(t *testing.T) {
 	}
 }
 
-// assertRerunChangesNothing runs gpuctl install -o json again with args and fails the test unless it
-// succeeds without changing anything; it returns the result for further checks.
-func assertRerunChangesNothing(t *testing.T, c *sandbox.Cluster, env map[string]string, args ...string) engine.InstallResult {
-	t.Helper()
-	code, stdout, stderr := gpuctlEnv(t, c, env, append([]string{"install", "-o", "json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("the rerun exited %d:\n%s", code, stderr)
-	}
-	var again engine.InstallResult
-	if err := json.Unmarshal([]byte(stdout), &again); err != nil {
-		t.Fatal(err)
-	}
-	if again.Changed {
-		t.Errorf("the rerun changed something: %+v", again.Steps)
-	}
-	return again
-}
-
-func normalize(t *testing.T, v map[string]any) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // When the GPU stack does not come up, gpuctl says what is stuck and why, and exits with
 // ExitNotReady. Here the operator's pod runs but no controller does (the sandbox's follower is off),
 // so no node is ever labelled nvidia.com/gpu.present and no validator appears.
@@ -378,9 +295,51 @@ func TestInstallThatTimesOutSaysWhatIsStuck(t *testing.T) {
 	}
 }
 
-var clusterPolicies = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
-
-func dynamicClient(t *testing.T, c *sandbox.Cluster) dynamic.Interface {
+func assertNVAIESecrets(t *testing.T, c *sandbox.Cluster, env map[string]string, output string) {
 	t.Helper()
-	return dynamic.NewForConfigOrDie(c.Config)
+	ctx := t.Context()
+	lic, err := c.Kube.CoreV1().Secrets("gpu-operator").Get(ctx, "licensing-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(lic.Data["client_configuration_token.tok"]) != "nls-token-e2e" {
+		t.Errorf("licensing-config token = %q", lic.Data["client_configuration_token.tok"])
+	}
+	if _, ok := lic.Data["gridd.conf"]; !ok {
+		t.Error("licensing-config has no gridd.conf")
+	}
+	pull, err := c.Kube.CoreV1().Secrets("gpu-operator").Get(ctx, "ngc-secret", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Auths map[string]struct{ Username, Password string } `json:"auths"`
+	}
+	if err := json.Unmarshal(pull.Data[".dockerconfigjson"], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Auths["nvcr.io/nvaie"]; a.Username != "$oauthtoken" || a.Password != testNGCKey {
+		t.Errorf("ngc-secret auths %+v", cfg.Auths)
+	}
+	if strings.Contains(output, testNGCKey) {
+		t.Error("the NGC key appears in gpuctl's output")
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &c.Kubeconfig
+	rc, err := release.New(flags, "gpu-operator", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
+		hist, err := rc.History(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range hist {
+			b, _ := json.Marshal(r.Values)
+			if strings.Contains(string(b), testNGCKey) || strings.Contains(string(b), "nls-token-e2e") {
+				t.Errorf("release %s revision %d holds secret material in its values", name, r.Revision)
+			}
+		}
+	}
 }

@@ -8,17 +8,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
-	"github.com/gpuctl/gpuctl/e2e/upstream"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
@@ -26,26 +23,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
-
-// gpuctlBinary builds cmd/gpuctl once per test binary: signals are only honest against a real
-// process (its signal handling in main, and a SIGKILL that leaves no chance to clean up).
-var gpuctlBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "gpuctl-e2e-bin-")
-	if err != nil {
-		return "", err
-	}
-	root, err := upstream.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "gpuctl")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpuctl")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gpuctl: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // signalledRun is one gpuctl install process that got sig when its progress said step had started.
 type signalledRun struct {

@@ -2,85 +2,15 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 )
-
-// clusterState fingerprints what gpuctl could change: every object of the kinds it writes, by
-// resourceVersion, and the nodes' labels, annotations and taints (their resourceVersions move with
-// every kwok heartbeat, so they are compared by content).
-func clusterState(t *testing.T, c *sandbox.Cluster) map[string]string {
-	t.Helper()
-	ctx := t.Context()
-	dyn := dynamicClient(t, c)
-	state := map[string]string{}
-	for _, gvr := range []schema.GroupVersionResource{
-		{Version: "v1", Resource: "namespaces"},
-		{Version: "v1", Resource: "secrets"},
-		{Version: "v1", Resource: "configmaps"},
-		{Version: "v1", Resource: "serviceaccounts"},
-		{Version: "v1", Resource: "resourcequotas"},
-		{Group: "apps", Version: "v1", Resource: "deployments"},
-		{Group: "apps", Version: "v1", Resource: "daemonsets"},
-		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
-	} {
-		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list %s: %v", gvr.Resource, err)
-		}
-		for _, o := range list.Items {
-			// Token controllers and the like touch kube-system; gpuctl never does.
-			if o.GetNamespace() == "kube-system" || o.GetNamespace() == "kube-node-lease" {
-				continue
-			}
-			// The controller manager's root CA publisher writes this one into every namespace, in its
-			// own time after the sandbox starts (kube-public's once appeared between two snapshots);
-			// gpuctl never writes it.
-			if gvr.Resource == "configmaps" && o.GetName() == "kube-root-ca.crt" {
-				continue
-			}
-			state[gvr.Resource+"/"+o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-		}
-	}
-	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		annotations := maps.Clone(n.Annotations)
-		delete(annotations, "node.alpha.kubernetes.io/ttl")
-		state["node/"+n.Name] = fmt.Sprint(n.Labels, annotations, n.Spec.Taints)
-	}
-	return state
-}
-
-func assertUnchanged(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if b, ok := before[k]; !ok {
-			t.Errorf("created: %s", k)
-		} else if b != after[k] {
-			t.Errorf("changed: %s", k)
-		}
-	}
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			t.Errorf("deleted: %s", k)
-		}
-	}
-}
 
 // Every failure case ends with a clear message, a non-zero exit and an unchanged cluster: preflight
 // and planning run before the first write.

@@ -37,99 +37,92 @@ func TestGPUNodeWithItsOwnTaint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("install refuses before the first write, naming the node, the taint and the flag", func(t *testing.T) {
-		before := clusterState(t, c)
-		code, stdout, stderr := gpuctl(t, c, "install")
-		if code != cli.ExitPreflight {
-			t.Errorf("exit %d, want %d", code, cli.ExitPreflight)
-		}
-		for _, want := range []string{"gpu-node-taints", "GPU node " + reserved + " has taint dedicated=ml:NoSchedule", "--tolerate-existing-taints"} {
-			if !strings.Contains(stdout+stderr, want) {
-				t.Errorf("output does not mention %q", want)
+	var res engine.InstallResult // the install's, which the steps after it read
+	story(t,
+		step{"install refuses before the first write, naming the node, the taint and the flag", func(t *testing.T) {
+			before := clusterState(t, c)
+			code, stdout, stderr := gpuctl(t, c, "install")
+			if code != cli.ExitPreflight {
+				t.Errorf("exit %d, want %d", code, cli.ExitPreflight)
 			}
-		}
-		assertUnchanged(t, before, clusterState(t, c))
-	})
+			for _, want := range []string{"gpu-node-taints", "GPU node " + reserved + " has taint dedicated=ml:NoSchedule", "--tolerate-existing-taints"} {
+				if !strings.Contains(stdout+stderr, want) {
+					t.Errorf("output does not mention %q", want)
+				}
+			}
+			assertUnchanged(t, before, clusterState(t, c))
+		}},
 
-	t.Run("check --pre with the flag passes that check", func(t *testing.T) {
-		code, stdout, _ := gpuctl(t, c, "check", "--pre", "--tolerate-existing-taints", "-o", "json")
-		if code != 0 {
-			t.Errorf("check --pre --tolerate-existing-taints exited %d:\n%s", code, stdout)
-		}
-		if !strings.Contains(stdout, `"id": "gpu-node-taints"`) {
-			t.Errorf("no gpu-node-taints result in:\n%s", stdout)
-		}
-	})
+		step{"check --pre with the flag passes that check", func(t *testing.T) {
+			code, stdout, _ := gpuctl(t, c, "check", "--pre", "--tolerate-existing-taints", "-o", "json")
+			if code != 0 {
+				t.Errorf("check --pre --tolerate-existing-taints exited %d:\n%s", code, stdout)
+			}
+			if !strings.Contains(stdout, `"id": "gpu-node-taints"`) {
+				t.Errorf("no gpu-node-taints result in:\n%s", stdout)
+			}
+		}},
 
-	var res engine.InstallResult
-	t.Run("with --tolerate-existing-taints it installs and validates all three GPU nodes", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "install", "--tolerate-existing-taints", "-o", "json")
-		if code != 0 {
-			t.Fatalf("install exited %d:\n%s", code, stderr)
-		}
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-			t.Fatalf("install -o json: %v\n%s", err, stdout)
-		}
-		if !slices.Equal(res.GPUNodes, gpuNodes) {
-			t.Errorf("validated %v, want %v", res.GPUNodes, gpuNodes)
-		}
-		for _, s := range res.Steps {
-			if s.ID == "wait-validators" && s.Message != "3/3 GPU nodes validated" {
-				t.Errorf("wait-validators: %q, want 3/3 GPU nodes validated", s.Message)
+		step{"with --tolerate-existing-taints it installs and validates all three GPU nodes", func(t *testing.T) {
+			code, stdout, stderr := gpuctl(t, c, "install", "--tolerate-existing-taints", "-o", "json")
+			if code != 0 {
+				t.Fatalf("install exited %d:\n%s", code, stderr)
 			}
-		}
-		pods, err := c.Kube.CoreV1().Pods(res.Plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var on []string
-		for _, p := range pods.Items {
-			if podIsReady(&p) {
-				on = append(on, p.Spec.NodeName)
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("install -o json: %v\n%s", err, stdout)
 			}
-		}
-		if !slices.Contains(on, reserved) {
-			t.Errorf("no Ready validator on %s (Ready on %v)", reserved, on)
-		}
-	})
+			if !slices.Equal(res.GPUNodes, gpuNodes) {
+				t.Errorf("validated %v, want %v", res.GPUNodes, gpuNodes)
+			}
+			for _, s := range res.Steps {
+				if s.ID == "wait-validators" && s.Message != "3/3 GPU nodes validated" {
+					t.Errorf("wait-validators: %q, want 3/3 GPU nodes validated", s.Message)
+				}
+			}
+			pods, err := c.Kube.CoreV1().Pods(res.Plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=nvidia-operator-validator"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var on []string
+			for _, p := range pods.Items {
+				if podIsReady(&p) {
+					on = append(on, p.Spec.NodeName)
+				}
+			}
+			if !slices.Contains(on, reserved) {
+				t.Errorf("no Ready validator on %s (Ready on %v)", reserved, on)
+			}
+		}},
 
-	t.Run("the plan shows the tolerations as their own layer, and the DaemonSets carry them", func(t *testing.T) {
-		if res.Plan == nil {
-			t.Skip("no install result")
-		}
-		for _, id := range []string{"release-gpu-operator", "release-node-feature-discovery"} {
-			s := res.Plan.Step(id)
-			found := false
-			for _, l := range s.Release.Layers {
-				found = found || strings.HasPrefix(l.Source, "--tolerate-existing-taints: ") && strings.Contains(l.Source, reserved+" dedicated=ml:NoSchedule")
+		step{"the plan shows the tolerations as their own layer, and the DaemonSets carry them", func(t *testing.T) {
+			if res.Plan == nil {
+				t.Skip("no install result")
 			}
-			if !found {
-				t.Errorf("%s has no --tolerate-existing-taints layer naming %s", id, reserved)
+			for _, id := range []string{"release-gpu-operator", "release-node-feature-discovery"} {
+				s := res.Plan.Step(id)
+				found := false
+				for _, l := range s.Release.Layers {
+					found = found || strings.HasPrefix(l.Source, "--tolerate-existing-taints: ") && strings.Contains(l.Source, reserved+" dedicated=ml:NoSchedule")
+				}
+				if !found {
+					t.Errorf("%s has no --tolerate-existing-taints layer naming %s", id, reserved)
+				}
 			}
-		}
-		dss, err := c.Kube.AppsV1().DaemonSets(res.Plan.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range dss.Items {
-			if !taint.Tolerates(d.Spec.Template.Spec.Tolerations, dedicated) {
-				t.Errorf("DaemonSet %s does not tolerate dedicated=ml:NoSchedule", d.Name)
+			dss, err := c.Kube.AppsV1().DaemonSets(res.Plan.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			for _, d := range dss.Items {
+				if !taint.Tolerates(d.Spec.Template.Spec.Tolerations, dedicated) {
+					t.Errorf("DaemonSet %s does not tolerate dedicated=ml:NoSchedule", d.Name)
+				}
+			}
+		}},
 
-	t.Run("a second run with the same flags changes nothing", func(t *testing.T) {
-		assertRerunChangesNothing(t, c, nil, "--tolerate-existing-taints")
-	})
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		step{"a second run with the same flags changes nothing", func(t *testing.T) {
+			assertRerunChangesNothing(t, c, nil, "--tolerate-existing-taints")
+		}},
+	)
 }
 
 // TestSafetyTolerationsKeepTheirPlaceOnRerun: on a kubeadm cluster whose every worker is a GPU node,

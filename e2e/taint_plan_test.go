@@ -157,6 +157,9 @@ func TestTaintPlan(t *testing.T) {
 
 	for _, verb := range []string{"taint", "untaint"} {
 		t.Run(verb+" changes exactly what its dry run lists", func(t *testing.T) {
+			if verb == "untaint" {
+				taintJSON(t, c, "taint") // something to untaint, whether or not the subtest before ran
+			}
 			before := taintsByNode(t, c)
 			dry := taintJSON(t, c, verb, "--dry-run")
 			if !dry.DryRun || dry.Plan.Verb != verb || len(dry.Done) != 0 {

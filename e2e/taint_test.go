@@ -1,22 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -25,10 +17,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
-
-// podsReadyTimeout bounds the wait for a workload's pods once gpuctl has installed: kwok makes a
-// scheduled pod Ready at once, so only an unschedulable pod takes long, and it never becomes Ready.
-const podsReadyTimeout = 2 * time.Minute
 
 // TestTaintStrandsNothing (gpuctl issue 21): after a default gpuctl install, a plain Deployment runs
 // where every schedulable node is a GPU node (kubeadm with GPU workers only, a single-node k3s box whose
@@ -155,70 +143,4 @@ func stepSkipped(res engine.InstallResult, id string) bool {
 		}
 	}
 	return false
-}
-
-// createDeployment creates a one-replica Deployment in default with pods labelled app=name.
-func createDeployment(t *testing.T, c *sandbox.Cluster, name string, spec corev1.PodSpec) *appsv1.Deployment {
-	t.Helper()
-	one := int32(1)
-	sel := map[string]string{"app": name}
-	d, err := c.Kube.AppsV1().Deployments("default").Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: spec}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// waitPodsReady watches the pods matching selector until n of them are Ready, and returns them; it fails
-// the test with the pods' conditions (the scheduler's reason) if they are not Ready within
-// podsReadyTimeout.
-func waitPodsReady(t *testing.T, c *sandbox.Cluster, ns, selector string, n int) []corev1.Pod {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), podsReadyTimeout)
-	defer cancel()
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := map[string]corev1.Pod{}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel.String()
-			return c.Kube.CoreV1().Pods(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel.String()
-			return c.Kube.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	}
-	var last []string
-	_, err = watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
-		p, ok := ev.Object.(*corev1.Pod)
-		if !ok {
-			return false, nil
-		}
-		if ev.Type != watch.Deleted && podIsReady(p) {
-			ready[p.Name] = *p
-		} else {
-			delete(ready, p.Name)
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodScheduled && cond.Status != corev1.ConditionTrue {
-					last = append(last, p.Name+": "+cond.Reason+": "+cond.Message)
-				}
-			}
-		}
-		return len(ready) >= n, nil
-	})
-	if err != nil {
-		t.Fatalf("pods %s in %s not Ready: %v; last seen: %v", selector, ns, err, last)
-	}
-	out := make([]corev1.Pod, 0, len(ready))
-	for _, p := range ready {
-		out = append(out, p)
-	}
-	return out
 }

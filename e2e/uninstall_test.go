@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -122,18 +123,10 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 	joinNode(t, c, joined)
 	labelAs(t, c, joined, "nfd-master", map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true"})
 	labelAs(t, c, joined, "kubectl-label", map[string]string{"nvidia.com/mig.config": "all-disabled"})
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+	waitUntil(t, 3*time.Minute, "the operator labels the joined GPU node", func(ctx context.Context) (bool, error) {
 		n, err := c.Kube.CoreV1().Nodes().Get(ctx, joined, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n.Labels["nvidia.com/gpu.present"] == "true" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not label the joined GPU node: %v", n.Labels)
-		}
-	}
+		return err == nil && n.Labels["nvidia.com/gpu.present"] == "true", err
+	})
 	cp, err := dyn.Resource(clusterPolicies).Get(ctx, "cluster-policy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -142,15 +135,22 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 		t.Fatal("the real operator made nothing owned by the ClusterPolicy: the test would prove nothing")
 	}
 
-	var dryRun engine.UninstallResult
-	t.Run("the dry run lists what gpuctl would delete and what it keeps, and changes nothing", func(t *testing.T) {
+	// uninstallDryRun is uninstall --dry-run -o json's plan.
+	uninstallDryRun := func(t *testing.T) engine.UninstallResult {
+		t.Helper()
 		code, stdout, stderr := gpuctl(t, c, "uninstall", "--dry-run", "-o", "json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
+		var dryRun engine.UninstallResult
 		if err := json.Unmarshal([]byte(stdout), &dryRun); err != nil || dryRun.Plan == nil {
 			t.Fatalf("uninstall --dry-run -o json: %v\n%s", err, stdout)
 		}
+		return dryRun
+	}
+
+	t.Run("the dry run lists what gpuctl would delete and what it keeps, and changes nothing", func(t *testing.T) {
+		dryRun := uninstallDryRun(t)
 		var deletes []string
 		for _, d := range dryRun.Plan.Delete {
 			if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
@@ -191,6 +191,7 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 	})
 
 	t.Run("uninstall deletes what gpuctl made, as the dry run said, and is done when it says so", func(t *testing.T) {
+		dryRun := uninstallDryRun(t)
 		code, res, stderr := uninstallJSON(t, c, "--yes")
 		if code != 0 || !res.Changed {
 			t.Fatalf("exit %d, changed %v: %s", code, res.Changed, stderr)

@@ -157,17 +157,3 @@ func decodeVerifyPlan(t *testing.T, stdout string) verifyPlanDoc {
 	}
 	return doc
 }
-
-// verifyPodUIDs are the verify pods in the cluster, by name.
-func verifyPodUIDs(t *testing.T, c *sandbox.Cluster) map[string]types.UID {
-	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]types.UID{}
-	for _, p := range pods.Items {
-		out[p.Name] = p.UID
-	}
-	return out
-}

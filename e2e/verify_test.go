@@ -172,27 +172,6 @@ func verifyCordon(t *testing.T, c *sandbox.Cluster, node string, on bool) {
 	}
 }
 
-func verifyPodNames(t *testing.T, c *sandbox.Cluster) []string {
-	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range pods.Items {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-func assertNoVerifyPods(t *testing.T, c *sandbox.Cluster) {
-	t.Helper()
-	if left := verifyPodNames(t, c); len(left) > 0 {
-		t.Errorf("verify left pods behind: %v", left)
-	}
-}
-
 // verifyAndSignal runs gpuctl verify as a process and sends it sig once its JSON progress says a
 // workload waits on the scheduler: the pod exists, and the test reacts to gpuctl's own event.
 func verifyAndSignal(t *testing.T, c *sandbox.Cluster, bin string, sig syscall.Signal, args ...string) (int, string) {

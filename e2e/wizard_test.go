@@ -2,88 +2,19 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 )
-
-// terminal is a tmux session on a private server running one command at 80x24: what a person sees.
-type terminal struct {
-	t      *testing.T
-	socket string
-	// captures keeps each screen the test looked at, for the docs (GPUCTL_WIZARD_CAPTURES).
-	captures []string
-}
-
-func newTerminal(t *testing.T, env []string, command ...string) *terminal {
-	t.Helper()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("GPUCTL_REQUIRE_GPU_OPERATOR_SOURCES") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("tmux is needed for the wizard's terminal test (apt-get install tmux): %v", err)
-		}
-		t.Skipf("tmux not installed: %v", err)
-	}
-	term := &terminal{t: t, socket: fmt.Sprintf("gpuctl-wizard-%d", os.Getpid())}
-	// env -i: the wizard sees only what a person's shell would give it, and no CI variable.
-	args := append([]string{"-L", term.socket, "-f", "/dev/null", "new-session", "-d", "-s", "wizard", "-x", "80", "-y", "24",
-		"env", "-i"}, env...)
-	args = append(args, command...)
-	if out, err := exec.Command(tmux, args...).CombinedOutput(); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command(tmux, "-L", term.socket, "kill-server").Run() })
-	return term
-}
-
-func (term *terminal) tmux(args ...string) string {
-	term.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", term.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		term.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func (term *terminal) screen() string { return term.tmux("capture-pane", "-p", "-J", "-t", "wizard") }
-
-func (term *terminal) keys(keys ...string) {
-	term.t.Helper()
-	term.tmux(append([]string{"send-keys", "-t", "wizard"}, keys...)...)
-}
-
-// waitFor polls the screen until it shows every part, and returns it.
-func (term *terminal) waitFor(timeout time.Duration, parts ...string) string {
-	term.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var s string
-	for {
-		s = term.screen()
-		missing := ""
-		for _, p := range parts {
-			if !strings.Contains(s, p) {
-				missing = p
-				break
-			}
-		}
-		if missing == "" {
-			term.captures = append(term.captures, s)
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("after %s the screen does not show %q:\n%s", timeout, missing, s)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // TestWizardInstallsThroughATerminal is a person's first install: the wizard in a real terminal
 // (tmux) against a GKE-flavoured sandbox, driven by keys through every screen to a finished install
@@ -126,13 +57,14 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 	s = term.waitFor(30*time.Second, "GPU nodes validated", "gpuctl install --config "+saved)
 	t.Logf("wizard: %s from the first screen to the summary", time.Since(start).Round(time.Second))
 
-	code, err := os.ReadFile(exitFile)
-	for i := 0; err != nil && i < 50; i++ {
-		time.Sleep(100 * time.Millisecond)
+	var code []byte
+	waitUntil(t, time.Minute, "the shell wrote the wizard's exit code", func(context.Context) (bool, error) {
+		var err error
 		code, err = os.ReadFile(exitFile)
-	}
+		return err == nil, err
+	})
 	if strings.TrimSpace(string(code)) != "0" {
-		t.Errorf("gpuctl wizard exited %q (%v):\n%s", code, err, s)
+		t.Errorf("gpuctl wizard exited %q:\n%s", code, s)
 	}
 	if out := os.Getenv("GPUCTL_WIZARD_CAPTURES"); out != "" {
 		if err := os.WriteFile(out, []byte(strings.Join(term.captures, "\f\n")), 0o644); err != nil {
@@ -147,7 +79,7 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 			for _, tn := range taints {
 				tainted = tainted || (tn.Key == "nvidia.com/gpu" && tn.Value == "present")
 			}
-			if gpu := contains(gpuNodes, node); tainted != gpu {
+			if gpu := slices.Contains(gpuNodes, node); tainted != gpu {
 				t.Errorf("node %s: tainted %v, GPU node %v", node, tainted, gpu)
 			}
 		}
@@ -190,13 +122,4 @@ func TestWizardInstallsThroughATerminal(t *testing.T) {
 			t.Errorf("plans differ:\nconfirmed in the wizard:\n%s\nreplayed:\n%s", confirmed, stdout)
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
