@@ -32,16 +32,21 @@ demo: build $(BIN)/sandbox
 demo-down: $(BIN)/sandbox
 	$(SANDBOX) down --name demo
 
-## test: everything CI runs — static checks, unit tests, then the e2e suites on the sandbox.
-test: lint release-check test-unit e2e
+## test: everything CI runs: the static checks and the sandbox's programs first, then the unit tests,
+## goreleaser's check and the e2e suites side by side (the e2e suites mostly wait on clusters and leave
+## the CPU to the others; each target's output is printed whole when it ends).
+test: lint sandbox-tools crdgen-tool
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit release-check e2e
 
 ## test-unit: the fast inner loop; tests that need a real control plane skip themselves in -short mode.
 test-unit:
 	$(GO) test -short -race ./...
 
-## e2e: tests against real control planes (sandbox self-tests and gpuctl end to end).
+## e2e: tests against real control planes (sandbox self-tests and gpuctl end to end), E2E_PARALLEL
+## sandboxes at a time per package.
+E2E_PARALLEL ?= 4
 e2e: sandbox-tools crdgen-tool
-	$(GO) test -race -timeout $(E2E_TIMEOUT) ./e2e/...
+	$(GO) test -race -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) ./e2e/...
 
 ## crdgen-tool: build controller-gen (for `make crds` and the CRD regeneration test) into the tool cache.
 crdgen-tool:

@@ -17,6 +17,7 @@ import (
 // from the mirror with the secret, and that gpuctl images listed each image. The sandbox's pods do not
 // pull images, so the mirror need not exist.
 func TestInstallFromAMirror(t *testing.T) {
+	t.Parallel()
 	const mirror = "mirror.example:5000"
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()

@@ -19,6 +19,7 @@ import (
 // on a committed CRD file no release produces. It needs NVIDIA's sources and builds controller-gen on
 // first use.
 func TestCRDsAreGeneratedFromEachReleaseAPI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("regenerates the CRDs with controller-gen")
 	}

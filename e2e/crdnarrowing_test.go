@@ -25,6 +25,7 @@ import (
 // an x-kubernetes-validations rule; ours types a subtree it leaves open while a stored object would
 // lose a field there or be refused. With no such object stored, ours replaces it.
 func TestCRDsAreNeverNarrowedByAConstraint(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 0}, NoOperator: true})
 	ctx := t.Context()
 	ext := apiextensionsclient.NewForConfigOrDie(c.Config)

@@ -33,6 +33,7 @@ func ourClusterPolicyCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition
 // upgrades crds/) cannot happen with gpuctl: it server-side applies its CRDs over an older one someone
 // else installed, a repeat changes nothing, and a newer one is never downgraded.
 func TestCRDsAreUpgradedNeverDowngraded(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 0}, NoOperator: true})
 	ctx := t.Context()
 	ext := apiextensionsclient.NewForConfigOrDie(c.Config)

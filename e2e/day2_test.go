@@ -79,6 +79,7 @@ func uninstalled(t *testing.T, s *sharedSandbox) {
 // TestDay2Status: gpuctl status on nothing installed, on a healthy stack with its record, and on a
 // stack whose validators are gone for good.
 func TestDay2Status(t *testing.T) {
+	t.Parallel()
 	s := cleanSandbox(t, day2Scenario)
 	c := s.Cluster
 
@@ -137,6 +138,7 @@ func TestDay2Status(t *testing.T) {
 // previewed by --dry-run without a write, then done as the preview said; once there, a downgrade is
 // refused and a second upgrade changes nothing.
 func TestDay2Upgrade(t *testing.T) {
+	t.Parallel()
 	s := cleanSandbox(t, day2Scenario)
 	c := s.Cluster
 	ctx := t.Context()
@@ -271,6 +273,7 @@ func TestDay2Upgrade(t *testing.T) {
 // leaves the cluster as it was before the first install. Each subtest brings the stack to the state it
 // starts from itself (installedAt is a no-op on an installed stack; uninstalled likewise).
 func TestDay2Uninstall(t *testing.T) {
+	t.Parallel()
 	s := cleanSandbox(t, day2Scenario)
 	c := s.Cluster
 	ctx := t.Context()
@@ -367,6 +370,7 @@ func TestDay2Uninstall(t *testing.T) {
 // the ClusterPolicy, NVIDIA's certified operator (Subscription and CSV), the NodeFeatureDiscovery
 // instance and Red Hat's NFD Operator, then gpuctl's taints and the labels NFD and the operator left.
 func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "openshift", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()
 	nodesBefore := nodesMetadata(t, c)
@@ -470,6 +474,7 @@ func openshiftUninstall(t *testing.T, c *sandbox.Cluster, nodesBefore map[string
 // Plain uninstall gives the nodes back byte for byte and leaves only what --purge removes; --purge
 // leaves the cluster as it was, the found namespace included.
 func TestUninstallOnGKEAndTKGS(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		distro string
 		env    map[string]string

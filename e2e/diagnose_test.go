@@ -119,6 +119,7 @@ func diagnose(t *testing.T, kubeconfig string) (int, map[string][]byte, support.
 // a user who may read little; the licence material, the NGC key (also given as a --set value) and a
 // Secret's value appear in no file.
 func TestDiagnose(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()
 	const plantedValue = "planted-diagnose-secret-7f3a91"

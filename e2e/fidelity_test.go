@@ -25,6 +25,7 @@ import (
 // templates and CRDs, its real controller built from NVIDIA's sources, Reconciled. One GKE sandbox per
 // release, and OpenShift's OLM path once for an older release.
 func TestEachOperatorReleaseRunsItsOwnController(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		distro, version string
 		crds            []string
@@ -134,6 +135,7 @@ func schemaPaths(crd *apiextensionsv1.CustomResourceDefinition) map[string]bool 
 // afterwards, so the API server prunes nothing from anyone's objects; the same release installs and
 // reaches Reconciled, and an older release asked for keeps the newer CRDs and says so.
 func TestNVIDIAsCRDsAreNeverNarrowed(t *testing.T) {
+	t.Parallel()
 	nvidia := nvidiaChartCRDs(t, "v26.7.0")
 	preApply := func(t *testing.T, c *sandbox.Cluster) map[string]map[string]bool {
 		t.Helper()

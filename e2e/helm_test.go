@@ -21,6 +21,7 @@ import (
 // check them out, installs their CRDs from crds/ and the workloads, and the real operator reconciles
 // the ClusterPolicy — without gpuctl.
 func TestChartsInstallWithPlainHelm(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -43,6 +44,7 @@ func TestChartsInstallWithPlainHelm(t *testing.T) {
 // with Helm v4's CLI, then Helm v3's, on one sandbox (each ends with a fresh install, where the next
 // begins).
 func TestHelmCLIOnGpuctlReleases(t *testing.T) {
+	t.Parallel()
 	clis := []struct {
 		name string
 		bin  func() (string, error)

@@ -348,22 +348,57 @@ func TestMain(m *testing.M) {
 	m.Run()
 }
 
-// sandboxes are the sandboxes tests share, one per set of options: a sandbox's start costs 30 to 60
-// seconds of two cores, a reset (uninstall --purge) a few. The package's tests run one after another,
-// so one test at a time has a shared sandbox.
-var sandboxes = &sandboxPool{started: map[string]*sharedSandbox{}}
+// sandboxes are the sandboxes tests share, by their options: a sandbox's start costs 30 to 60 seconds
+// of two cores, a reset (uninstall --purge) a few. A test has a shared sandbox to itself from
+// cleanSandbox to its end; tests that run in parallel get one each, started when none is free.
+var sandboxes = &sandboxPool{idle: map[string][]*sharedSandbox{}}
 
 type sandboxPool struct {
-	mu      sync.Mutex
-	started map[string]*sharedSandbox
+	mu   sync.Mutex
+	idle map[string][]*sharedSandbox // free for the next test, by options
+	all  []*sharedSandbox            // every one started and not stopped
+}
+
+// take hands out a free sandbox of key, or nil.
+func (p *sandboxPool) take(key string) *sharedSandbox {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	free := p.idle[key]
+	if len(free) == 0 {
+		return nil
+	}
+	s := free[len(free)-1]
+	p.idle[key] = free[:len(free)-1]
+	return s
+}
+
+func (p *sandboxPool) add(s *sharedSandbox) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = append(p.all, s)
+}
+
+func (p *sandboxPool) put(key string, s *sharedSandbox) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle[key] = append(p.idle[key], s)
+}
+
+// discard stops s for good.
+func (p *sandboxPool) discard(s *sharedSandbox) {
+	s.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = slices.DeleteFunc(p.all, func(o *sharedSandbox) bool { return o == s })
 }
 
 func (p *sandboxPool) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range p.started {
+	for _, s := range p.all {
 		s.Stop()
 	}
+	p.all, p.idle = nil, nil
 }
 
 // A sharedSandbox is a sandbox and what it was like when it started: what a test compares an
@@ -375,11 +410,11 @@ type sharedSandbox struct {
 	nodes map[string]nodeMetadata
 }
 
-// cleanSandbox gives the test the shared sandbox for opts as it was when it started: nothing of
-// gpuctl's installed, and no order among the tests that share it. A sandbox an earlier test left
-// with something installed is reset with gpuctl uninstall --purge; one that cannot be reset exactly
-// is stopped and replaced. opts.Progress is not used (a shared sandbox outlives the test that starts
-// it, so its progress cannot go to that test's log).
+// cleanSandbox gives the test a shared sandbox for opts, to itself until it ends, as it was when it
+// started: nothing of gpuctl's installed, and no order among the tests that share it. A sandbox an
+// earlier test left with something installed is reset with gpuctl uninstall --purge; one that cannot
+// be reset exactly is stopped and replaced. opts.Progress is not used (a shared sandbox outlives the
+// test that starts it, so its progress cannot go to that test's log).
 func cleanSandbox(t *testing.T, opts sandbox.Options) *sharedSandbox {
 	t.Helper()
 	if testing.Short() {
@@ -387,14 +422,11 @@ func cleanSandbox(t *testing.T, opts sandbox.Options) *sharedSandbox {
 	}
 	opts.Progress = nil
 	key := fmt.Sprintf("%+v", opts)
-	sandboxes.mu.Lock()
-	defer sandboxes.mu.Unlock()
-	s := sandboxes.started[key]
+	s := sandboxes.take(key)
 	if s != nil {
 		if why := s.reset(t); why != "" {
 			t.Logf("the shared sandbox is not as it started (%s): starting a new one", why)
-			s.Stop()
-			delete(sandboxes.started, key)
+			sandboxes.discard(s)
 			s = nil
 		}
 	}
@@ -407,13 +439,14 @@ func cleanSandbox(t *testing.T, opts sandbox.Options) *sharedSandbox {
 			t.Fatalf("start sandbox: %v", err)
 		}
 		s = &sharedSandbox{Cluster: c, state: clusterState(t, c), nodes: nodesMetadata(t, c)}
-		sandboxes.started[key] = s
+		sandboxes.add(s)
 		t.Logf("started a shared %s sandbox in %s", opts.Distro, time.Since(start).Round(time.Second))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("sandbox logs (%s):\n%s", s.Dir, s.LogTails(80))
 		}
+		sandboxes.put(key, s)
 	})
 	return s
 }
@@ -1027,6 +1060,7 @@ func splitPattern(p string) []string {
 }
 
 func TestSplitPattern(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pattern string
 		want    []string

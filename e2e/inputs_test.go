@@ -23,6 +23,7 @@ import (
 // whose objects (resourceVersions), nodes and CRDs are as they were, the lock's Lease and the install
 // record in kube-system included.
 func TestBadInputs(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
 	dir := t.TempDir()
 	write := func(name string, content []byte) string {
@@ -155,6 +156,7 @@ func TestBadInputs(t *testing.T) {
 // A TKGS re-run without the licence inputs reuses the Secrets the first install made and says so,
 // instead of failing preflight; check --pre takes the same licensing flags as install.
 func TestTKGSRerunReusesLicensingSecrets(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()
 	env := nvaieInputs(t)

@@ -116,6 +116,7 @@ func gpuctlManaged(t *testing.T, c *sandbox.Cluster) []string {
 // record. Objects the operator creates itself are not gpuctl's writes. GPU nodes NFD finds during the
 // run are tainted by the plan's rule, which the dry run states, and the run names them.
 func TestInstallPlan(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()
 	crdsBefore := crdNames(t, c)

@@ -37,6 +37,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // TestInstallWithNoFlags is the tool's main job on every platform gpuctl installs with Helm: detect, install NFD then the
 // operator, and end with the real operator's ClusterPolicy Reconciled and every GPU node validated.
 func TestInstallWithNoFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		distro, profile string
 	}{
@@ -278,6 +279,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 // ExitNotReady. Here the operator's pod runs but no controller does (the sandbox's follower is off),
 // so no node is ever labelled nvidia.com/gpu.present and no validator appears.
 func TestInstallThatTimesOutSaysWhatIsStuck(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
 	code, _, stderr := gpuctl(t, c, "install", "--timeout", "45s")
 	if code != cli.ExitNotReady {

@@ -117,6 +117,7 @@ func releaseStates(t *testing.T, c *sandbox.Cluster, names ...string) map[string
 // pending; SIGKILL leaves whatever it leaves, including a held lock. After every run no release has
 // two deployed revisions or lost its history, and a last run converges to every GPU node validated.
 func TestInterruptAtEveryStep(t *testing.T) {
+	t.Parallel()
 	bin, err := gpuctlBinary()
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ func concurrently(t *testing.T, c *sandbox.Cluster, argss ...[]string) []runResu
 // it held waits (--wait-for-lock) or exits ExitLocked naming the holder; no run ever uninstalls
 // another's release. One sandbox for the whole story.
 func TestLockOneWriterAtATime(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}})
 	const op = "gpu-operator"
 	host, _ := os.Hostname()
@@ -224,6 +225,7 @@ func TestLockOneWriterAtATime(t *testing.T) {
 // the install record and a node labelled a GPU node, and its workload waits on the scheduler (nothing
 // advertises nvidia.com/gpu), so it runs until it is interrupted.
 func TestLockTaintUntaintVerify(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}, NoOperator: true})
 	ctx := t.Context()
 	gpu := simulatedGPUNodes(c)[0]

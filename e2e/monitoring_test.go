@@ -76,6 +76,7 @@ func prometheusOperatorCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefin
 // --monitoring again changes nothing; status reports monitoring on and which Prometheus scrapes it;
 // uninstall removes the dashboard and the alerts.
 func TestMonitoring(t *testing.T) {
+	t.Parallel()
 	crds := prometheusOperatorCRDs(t)
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 1, CPUNodes: 1}})
 	ctx := t.Context()

@@ -13,6 +13,7 @@ import (
 
 // TKGS with NVIDIA AI Enterprise without its license inputs fails before the first write.
 func TestTKGSWithoutLicenseChangesNothing(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "tkgs", GPUNodes: 1, CPUNodes: 1}, NoOperator: true})
 	for _, tc := range []struct {
 		name string

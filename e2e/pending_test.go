@@ -19,6 +19,7 @@ import (
 // over, and leaves the release as Helm has it. Once the upgrade is over (its process killed), that
 // command and gpuctl install bring the release back.
 func TestInstallLeavesHelmsUpgradeInProgressAlone(t *testing.T) {
+	t.Parallel()
 	bin, err := helmCLI()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // Every failure case ends with a clear message, a non-zero exit and an unchanged cluster: preflight
 // and planning run before the first write.
 func TestInstallFailsBeforeTheFirstWrite(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		scenario sandbox.Scenario

@@ -20,6 +20,7 @@ import (
 // checks every permission, RBAC escalation included) and for the install itself, and the user can
 // do nothing the role does not allow.
 func TestInstallWithTheDocumentedLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../docs/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // install refuses it before the first write, naming node, taint and flag; with
 // --tolerate-existing-taints it installs, and every one of the three GPU nodes is validated.
 func TestGPUNodeWithItsOwnTaint(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 3, CPUNodes: 1}})
 	ctx := t.Context()
 	gpuNodes := simulatedGPUNodes(c)
@@ -132,6 +133,7 @@ func TestGPUNodeWithItsOwnTaint(t *testing.T) {
 // Both put it among the detected facts, below --set, so the user's operator.tolerations win both times
 // and the second run upgrades nothing.
 func TestSafetyTolerationsKeepTheirPlaceOnRerun(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2}})
 	ctx := t.Context()
 	args := []string{"install", "--taint", "--set", "operator.tolerations[0].operator=Exists", "-o", "json"}

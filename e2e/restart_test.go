@@ -52,6 +52,7 @@ func (w *triggerWriter) String() string {
 // and the validators (as a control-plane upgrade would): gpuctl's watches re-establish, transient
 // errors are retried, and the install still ends with every GPU node validated.
 func TestInstallSurvivesAnAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	var restarted time.Time
 	restartErr := make(chan error, 1)

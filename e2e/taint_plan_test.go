@@ -116,6 +116,7 @@ func listed(cs []taintDocChange) []string {
 // is left alone by both. A taint that would strand a running workload is refused before anything is
 // written (exit 5, naming it and the ways out).
 func TestTaintPlan(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, NFDLabels: true}, NoOperator: true})
 	ctx := t.Context()
 	gpuNodes := simulatedGPUNodes(c)

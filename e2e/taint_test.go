@@ -26,6 +26,7 @@ import (
 // removes it with the operator release. A workload the taint would strand stops the install before its
 // first write, with exit 5.
 func TestTaintStrandsNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		scenario sandbox.Scenario

@@ -101,6 +101,7 @@ func ownedBy(t *testing.T, dyn dynamic.Interface, owner types.UID) []string {
 // it owned, and leaves the team's NVIDIADriver and every admin label, on the new node too; the stack's
 // labels go. uninstall --purge --force then deletes the CRDs, the team's NVIDIADriver with them.
 func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()
 	dyn := dynamicClient(t, c)

@@ -52,6 +52,7 @@ type verifyPlanV1 struct {
 // No operator runs: nothing advertises nvidia.com/gpu, so the workloads stay unschedulable and the
 // run ends at its --timeout with exit 8; what it deleted and created is the point here.
 func TestVerifyDryRunIsTheRun(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
 	ctx := t.Context()
 	const ns = "gpu-operator"

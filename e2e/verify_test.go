@@ -22,6 +22,7 @@ import (
 // on the healthy ones, reports a cordoned node as unschedulable with the scheduler's reason, and
 // removes its pods on Ctrl-C; after a SIGKILL the next run removes what the killed one left.
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, BrokenGPUNodes: 1}})
 	installJSON(t, c)
 	gpu := simulatedGPUNodes(c)

@@ -20,6 +20,7 @@ import (
 // (tmux) against a GKE-flavoured sandbox, driven by keys through every screen to a finished install
 // with the real operator's ClusterPolicy Reconciled; then the saved file replays the same Plan.
 func TestWizardInstallsThroughATerminal(t *testing.T) {
+	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1}})
 	dir := t.TempDir()
 	bin, err := gpuctlBinary()
