@@ -101,7 +101,9 @@ func TestVerify(t *testing.T) {
 	only := "--nodes=kubernetes.io/hostname=" + cordoned
 
 	t.Run("a cordoned GPU node is unschedulable, with the scheduler's reason", func(t *testing.T) {
-		code, stdout, stderr := gpuctl(t, c, "verify", only, "--timeout", "5s", "-o", "json")
+		// Long enough for the scheduler to have judged the pod on a loaded machine: the outcome is
+		// unschedulable only if it said so before the wait ended.
+		code, stdout, stderr := gpuctl(t, c, "verify", only, "--timeout", "30s", "-o", "json")
 		if code != cli.ExitVerifyFailed {
 			t.Fatalf("exit %d, want %d:\n%s", code, cli.ExitVerifyFailed, stderr)
 		}
