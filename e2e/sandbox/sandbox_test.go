@@ -278,21 +278,35 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 			t.Skip("no private mount namespaces here (not root): the controllers share one copy")
 		}
 		for _, r := range runs {
-			pids := r.c.operator.pids()
-			if len(pids) != 1 {
-				t.Fatalf("%s: controller pids %v", r.release, pids)
-			}
 			want, err := os.ReadFile(filepath.Join(r.build.Root, releaseMarker))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pids[0], operatorFilesPath, releaseMarker))
-			if err != nil || string(got) != string(want) {
-				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pids[0], got, operatorFilesPath, want, err)
+			// The follower may be restarting the controller (a crash, a back-off): read the files of the
+			// process that runs now, and only take a reading the same process is still running after.
+			var pid int
+			var got []byte
+			var readErr error
+			var hasDRA bool
+			err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+				pids := r.c.operator.pids()
+				if len(pids) != 1 {
+					return false, nil
+				}
+				pid = pids[0]
+				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operatorFilesPath, releaseMarker))
+				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operatorFilesPath))
+				hasDRA = statErr == nil
+				return slices.Equal(r.c.operator.pids(), pids), nil
+			})
+			if err != nil {
+				t.Fatalf("%s: no controller ran long enough to read its files (last pid %d, %v): %v", r.release, pid, readErr, err)
+			}
+			if readErr != nil || string(got) != string(want) {
+				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pid, got, operatorFilesPath, want, readErr)
 			}
 			// v26.x carries the DRA driver's state manifests; v25.10.1 does not.
-			_, err = os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pids[0], operatorFilesPath))
-			if hasDRA := err == nil; r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
+			if r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
 				t.Errorf("%s: manifests/state-dra-driver present: %v", r.release, hasDRA)
 			}
 		}
