@@ -39,6 +39,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
@@ -82,7 +83,7 @@ type Cluster struct {
 	// BrokenGPUNodes names the GPU nodes whose GPU fails every workload (Scenario.BrokenGPUNodes).
 	BrokenGPUNodes []string
 	// Tools are the programs it runs.
-	Tools *Tools
+	Tools *toolchain.Tools
 
 	keepDir bool
 	// operatorVersion is Options.OperatorVersion after defaults.
@@ -122,7 +123,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("operator version: %w", err)
 	}
 	s.operatorVersion = release.Version
-	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
+	tools, err := toolchain.EnsureTools(ctx, opts.CacheDir, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
 
-	step("starting etcd %s on 127.0.0.1:%d", EtcdVersion, etcdPort)
+	step("starting etcd %s on 127.0.0.1:%d", toolchain.EtcdVersion, etcdPort)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	if err := c.run("etcd", tools.Etcd,
@@ -196,7 +197,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("etcd did not become healthy: %w", err)
 	}
 
-	step("starting kube-apiserver %s on 127.0.0.1:%d", KubernetesVersion, apiPort)
+	step("starting kube-apiserver %s on 127.0.0.1:%d", toolchain.KubernetesVersion, apiPort)
 	apiArgs := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
@@ -241,7 +242,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("kube-apiserver did not become ready: %w", err)
 	}
 
-	step("starting kube-controller-manager, kube-scheduler and kwok %s", KwokVersion)
+	step("starting kube-controller-manager, kube-scheduler and kwok %s", toolchain.KwokVersion)
 	if err := c.run("kube-controller-manager", tools.KubeControllerManager,
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",

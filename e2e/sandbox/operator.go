@@ -24,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
@@ -61,7 +62,7 @@ type runningOperator struct {
 	uid       types.UID
 	namespace string
 	name      string
-	build     OperatorBuild
+	build     toolchain.OperatorBuild
 	proc      *process
 	started   time.Time
 	run       int  // index in runs
@@ -192,7 +193,7 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 	f.mu.Lock()
 	cur := f.current
 	f.mu.Unlock()
-	var build OperatorBuild
+	var build toolchain.OperatorBuild
 	var warning string
 	var buildErr error
 	if want != nil {
@@ -275,7 +276,7 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 
 // buildFor picks the controller for a Deployment: the release its operator container's image tag
 // names, else the sandbox's default release; see Tools.Operator for missing sources.
-func (f *operatorFollower) buildFor(d *appsv1.Deployment) (OperatorBuild, string, error) {
+func (f *operatorFollower) buildFor(d *appsv1.Deployment) (toolchain.OperatorBuild, string, error) {
 	image := operatorContainer(d).Image
 	release, known := imageRelease(image)
 	var note string
@@ -324,7 +325,7 @@ func operatorContainer(d *appsv1.Deployment) corev1.Container {
 	return containers[0]
 }
 
-func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build OperatorBuild) (*process, error) {
+func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build toolchain.OperatorBuild) (*process, error) {
 	f.mu.Lock()
 	view := f.view
 	f.mu.Unlock()
@@ -466,21 +467,21 @@ func (c *Cluster) OperatorNamespace() string {
 // installOperatorFiles is the fallback where processes cannot have their own mount namespace (not
 // root): it copies the build's files to the shared /opt/gpu-operator, replacing another release's.
 // Parallel sandboxes running different releases then see whichever was copied last.
-func installOperatorFiles(b OperatorBuild) error {
+func installOperatorFiles(b toolchain.OperatorBuild) error {
 	// Sandboxes of parallel test binaries share this path.
 	if err := os.MkdirAll(operatorFilesPath, 0o755); err != nil {
 		return fmt.Errorf("the GPU operator reads its manifests from %s, which cannot be created (run as root): %w", operatorFilesPath, err)
 	}
-	unlock, err := lockFile(context.Background(), operatorFilesPath+".lock", io.Discard)
+	unlock, err := toolchain.LockFile(context.Background(), operatorFilesPath+".lock", io.Discard)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	want, err := os.ReadFile(filepath.Join(b.Root, releaseMarker))
+	want, err := os.ReadFile(filepath.Join(b.Root, toolchain.ReleaseMarker))
 	if err != nil {
 		return err
 	}
-	if have, err := os.ReadFile(filepath.Join(operatorFilesPath, releaseMarker)); err == nil && string(have) == string(want) {
+	if have, err := os.ReadFile(filepath.Join(operatorFilesPath, toolchain.ReleaseMarker)); err == nil && string(have) == string(want) {
 		return nil
 	}
 	entries, err := os.ReadDir(operatorFilesPath)
@@ -492,7 +493,7 @@ func installOperatorFiles(b OperatorBuild) error {
 			return err
 		}
 	}
-	return copyTree(b.Root, operatorFilesPath)
+	return toolchain.CopyTree(b.Root, operatorFilesPath)
 }
 
 // installHostEtc puts the host's os-release where the controller reads it before v26.x

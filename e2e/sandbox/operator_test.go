@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuctl/gpuctl/e2e/upstream"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
 func TestImageReleaseReadsTheOperatorImageTag(t *testing.T) {
@@ -57,18 +56,18 @@ func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("private mount namespaces need root; the sandbox then copies files to the shared path")
 	}
-	hostMarker := filepath.Join(operatorFilesPath, releaseMarker)
+	hostMarker := filepath.Join(operatorFilesPath, toolchain.ReleaseMarker)
 	before, _ := os.ReadFile(hostMarker)
-	builds := map[string]OperatorBuild{}
+	builds := map[string]toolchain.OperatorBuild{}
 	for _, r := range []string{"v26.7.0", "v25.10.1"} {
-		root := filepath.Join(t.TempDir(), operatorRootDir)
+		root := filepath.Join(t.TempDir(), toolchain.OperatorRootDir)
 		if err := os.MkdirAll(filepath.Join(root, "manifests"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, releaseMarker), []byte(r+" test\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, toolchain.ReleaseMarker), []byte(r+" test\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		builds[r] = OperatorBuild{Release: r, Root: root}
+		builds[r] = toolchain.OperatorBuild{Release: r, Root: root}
 	}
 	view := chooseOperatorView(builds["v26.7.0"])
 	if !view.private {
@@ -106,33 +105,5 @@ func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
 	wg.Wait()
 	if after, _ := os.ReadFile(hostMarker); string(after) != string(before) {
 		t.Errorf("the machine's %s changed from %q to %q", hostMarker, before, after)
-	}
-}
-
-// Where NVIDIA's sources of a release are missing, the sandbox runs the fallback module and says so,
-// with how to get the sources; where they are required (CI), that is an error instead.
-func TestOperatorFallsBackToTheModuleOnlyWhereSourcesAreMissing(t *testing.T) {
-	fallback := OperatorBuild{Release: OperatorModuleVersion, Binary: "/cache/gpu-operator-module/gpu-operator"}
-	tools := &Tools{
-		Operators:      map[string]OperatorBuild{"v26.7.0": {Release: "v26.7.0", FromSources: true, Binary: "/cache/v26.7.0/gpu-operator"}},
-		MissingSources: []string{"v26.3.3"},
-		Fallback:       &fallback,
-	}
-	t.Setenv(upstream.RequireEnv, "")
-	if b, warning, err := tools.Operator("v26.7.0"); err != nil || warning != "" || !b.FromSources || b.Release != "v26.7.0" {
-		t.Errorf("v26.7.0: %+v, %q, %v; want its build from sources, no warning", b, warning, err)
-	}
-	b, warning, err := tools.Operator("v26.3.3")
-	if err != nil || b.FromSources || b.Release != OperatorModuleVersion {
-		t.Errorf("v26.3.3 without sources: %+v, %v; want the fallback module", b, err)
-	}
-	for _, want := range []string{"v26.3.3", "NOT the release installed", upstream.HowToGet("v26.3.3")} {
-		if !strings.Contains(warning, want) {
-			t.Errorf("warning %q does not say %q", warning, want)
-		}
-	}
-	t.Setenv(upstream.RequireEnv, "1")
-	if _, _, err := tools.Operator("v26.3.3"); !errors.Is(err, upstream.ErrNoSources) || !strings.Contains(err.Error(), upstream.HowToGet("v26.3.3")) {
-		t.Errorf("v26.3.3 with sources required: %v; want ErrNoSources with how to get them", err)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ type operatorView struct {
 }
 
 // chooseOperatorView finds out once whether private mounts work here, by trying one with b's files.
-func chooseOperatorView(b OperatorBuild) operatorView {
+func chooseOperatorView(b toolchain.OperatorBuild) operatorView {
 	shared := func(why string) operatorView {
 		return operatorView{warning: fmt.Sprintf("controller processes cannot get a private %s (%s): the sandbox copies each release's files to the shared %s instead, so parallel sandboxes must run the same GPU operator release",
 			operatorFilesPath, why, operatorFilesPath)}
@@ -46,7 +47,7 @@ func chooseOperatorView(b OperatorBuild) operatorView {
 		return shared(err.Error())
 	}
 	v := operatorView{private: true, mount: mount}
-	bin, args, unshare := v.wrap(b.Root, "/bin/sh", "-c", `test -f "$1"`, "probe", filepath.Join(operatorFilesPath, releaseMarker))
+	bin, args, unshare := v.wrap(b.Root, "/bin/sh", "-c", `test -f "$1"`, "probe", filepath.Join(operatorFilesPath, toolchain.ReleaseMarker))
 	probe := exec.Command(bin, args...)
 	probe.SysProcAttr = &syscall.SysProcAttr{Unshareflags: unshare}
 	if out, err := probe.CombinedOutput(); err != nil {

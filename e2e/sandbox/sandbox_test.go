@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -237,7 +238,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	runs := []struct {
 		c       *Cluster
 		release string
-		build   OperatorBuild
+		build   toolchain.OperatorBuild
 		created time.Time
 	}{{c: gke, release: "v26.7.0"}, {c: old, release: "v25.10.1"}}
 	for i := range runs {
@@ -278,7 +279,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 			t.Skip("no private mount namespaces here (not root): the controllers share one copy")
 		}
 		for _, r := range runs {
-			want, err := os.ReadFile(filepath.Join(r.build.Root, releaseMarker))
+			want, err := os.ReadFile(filepath.Join(r.build.Root, toolchain.ReleaseMarker))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +295,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 					return false, nil
 				}
 				pid = pids[0]
-				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operatorFilesPath, releaseMarker))
+				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operatorFilesPath, toolchain.ReleaseMarker))
 				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operatorFilesPath))
 				hasDRA = statErr == nil
 				return slices.Equal(r.c.operator.pids(), pids), nil
@@ -406,7 +407,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 // with the quota GKE needs, a cluster-admin service account (these tests are about the follower and
 // the controller, not a chart's RBAC), a Deployment running image, and the release's sample
 // ClusterPolicy named cluster-policy. It returns when the Deployment was created.
-func deployOperator(t *testing.T, c *Cluster, ns string, b OperatorBuild, image string) time.Time {
+func deployOperator(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBuild, image string) time.Time {
 	t.Helper()
 	ctx := t.Context()
 	applyCRDsFromDir(t, c, b.CRDs)
@@ -634,7 +635,7 @@ func TestKilledTestBinaryLeavesNoOrphans(t *testing.T) {
 		t.Skip("starts a real Kubernetes control plane; skipped in -short mode")
 	}
 	// Warm the tool cache here, so the child does not build.
-	if _, err := EnsureTools(t.Context(), "", testWriter{t}); err != nil {
+	if _, err := toolchain.EnsureTools(t.Context(), "", testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledTestBinaryLeavesNoOrphans$", "-test.v")

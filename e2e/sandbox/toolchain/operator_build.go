@@ -1,4 +1,4 @@
-package sandbox
+package toolchain
 
 import (
 	"context"
@@ -34,11 +34,11 @@ type OperatorBuild struct {
 }
 
 // operatorRootDir is the cache entry's subdirectory that stands for /opt/gpu-operator.
-const operatorRootDir = "opt-gpu-operator"
+const OperatorRootDir = "opt-gpu-operator"
 
 // releaseMarker is the file in Root that names the build, so a test (or a person) can see which
 // release's files a controller process has at /opt/gpu-operator.
-const releaseMarker = ".gpuctl-release"
+const ReleaseMarker = ".gpuctl-release"
 
 // operatorBuildRevision changes when the way a release is built or laid out changes, so that cache
 // entries of an older layout are not reused.
@@ -105,7 +105,7 @@ func ensureOperators(ctx context.Context, t *Tools, src, goVersion string, progr
 		if err := m.build(ctx, src, dest, progress); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dest, operatorRootDir, releaseMarker), []byte(OperatorModuleVersion+" module\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dest, OperatorRootDir, ReleaseMarker), []byte(OperatorModuleVersion+" module\n"), 0o644); err != nil {
 			return err
 		}
 	}
@@ -119,7 +119,7 @@ func operatorBuildAt(dir, release string, fromSources bool) OperatorBuild {
 		Release:     release,
 		FromSources: fromSources,
 		Binary:      filepath.Join(dir, "gpu-operator"),
-		Root:        filepath.Join(dir, operatorRootDir),
+		Root:        filepath.Join(dir, OperatorRootDir),
 		CRDs:        filepath.Join(dir, "crds"),
 		Samples:     filepath.Join(dir, "samples"),
 	}
@@ -159,12 +159,12 @@ func buildOperatorFromSources(ctx context.Context, tag, dest string, progress io
 	// The image copies assets/ to /opt/gpu-operator/ and manifests/ to /opt/gpu-operator/manifests
 	// (docker/Dockerfile at v26.7.0).
 	for from, to := range map[string]string{
-		"assets":           operatorRootDir,
-		"manifests":        filepath.Join(operatorRootDir, "manifests"),
+		"assets":           OperatorRootDir,
+		"manifests":        filepath.Join(OperatorRootDir, "manifests"),
 		"config/crd/bases": "crds",
 		"config/samples":   "samples",
 	} {
-		if err := copyTree(filepath.Join(tree, from), filepath.Join(tmp, to)); err != nil {
+		if err := CopyTree(filepath.Join(tree, from), filepath.Join(tmp, to)); err != nil {
 			return fmt.Errorf("copy %s of %s: %w", from, tag, err)
 		}
 	}
@@ -172,7 +172,7 @@ func buildOperatorFromSources(ctx context.Context, tag, dest string, progress io
 		return fmt.Errorf("copy the bundle CRDs of %s: %w", tag, err)
 	}
 	marker := fmt.Sprintf("%s sources %s\n", tag, upstream.Key(tag))
-	if err := os.WriteFile(filepath.Join(tmp, operatorRootDir, releaseMarker), []byte(marker), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, OperatorRootDir, ReleaseMarker), []byte(marker), 0o644); err != nil {
 		return err
 	}
 	if err := completeEntry(tmp, dest); err != nil {
