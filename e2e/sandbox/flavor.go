@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 )
 
 // This file holds what every flavour shares: the list of distributions, Scenario defaults, and the
@@ -118,55 +121,6 @@ const (
 	gpuWorker
 	cpuWorker
 )
-
-// GPU products the flavours use, as GPU feature discovery names them (nvidia.com/gpu.product).
-const (
-	gpuA100SXM40  = "NVIDIA-A100-SXM4-40GB"
-	gpuA100PCIe80 = "NVIDIA-A100-80GB-PCIe"
-	gpuA10G       = "NVIDIA-A10G"
-	gpuL4         = "NVIDIA-L4"
-	gpuH100SXM80  = "NVIDIA-H100-80GB-HBM3"
-	gpuL40S       = "NVIDIA-L40S"
-	gpuT4         = "Tesla-T4"
-	gpuRTXA6000   = "NVIDIA-RTX-A6000"
-	// A vGPU (NVIDIA AI Enterprise) A100 time-sliced compute profile as a TKGS guest VM sees it; the
-	// name follows nvidia-smi's "NVIDIA A100-40C" naming in vGPU guests (uncertain).
-	gpuA100vGPU40C = "NVIDIA-A100-40C"
-)
-
-// gpuModel is what a GPU product shows on the PCI bus: its class and device ID (lspci -nn) and its
-// board's subsystem device ID.
-type gpuModel struct {
-	product, class, device, subsystem string
-}
-
-// gpuModels are the PCI facts of the GPU products above. Device and subsystem IDs are from public
-// lspci -nn dumps; the subsystem IDs are best effort and only matter when an NFD config asks for
-// subsystem_device.
-func gpuModels() []gpuModel {
-	return []gpuModel{
-		{gpuA100SXM40, "0302", "20b0", "134f"},
-		{gpuA100PCIe80, "0302", "20b5", "1533"},
-		{gpuA10G, "0302", "2237", "152f"},
-		{gpuL4, "0302", "27b8", "16ca"},
-		{gpuH100SXM80, "0302", "2330", "16c1"},
-		{gpuL40S, "0302", "26b9", "1851"},
-		{gpuT4, "0302", "1eb8", "12a2"},
-		// A workstation card with display outputs: PCI class 0300 (VGA), not 0302 (3D controller).
-		{gpuRTXA6000, "0300", "2230", "1459"},
-		{gpuA100vGPU40C, "0302", "20f1", "145f"},
-	}
-}
-
-// gpuModelFor returns the PCI facts of a GPU product; a product the sandbox does not know has none.
-func gpuModelFor(product string) gpuModel {
-	for _, m := range gpuModels() {
-		if m.product == product {
-			return m
-		}
-	}
-	return gpuModel{product: product}
-}
 
 // machine is the shape of a VM or server: what the kubelet reports as capacity.
 type machine struct {
@@ -319,10 +273,10 @@ func simNode(s Scenario, n nodeSpec) SimNode {
 	if n.systemUUID == "" {
 		n.systemUUID = uuidToken(n.name + "/system-uuid")
 	}
-	hw := Hardware{OSReleaseID: n.os.id, OSVersionID: n.os.versionID, OSTreeVersion: n.os.ostreeVersion}
+	hw := standin.Hardware{OSReleaseID: n.os.id, OSVersionID: n.os.versionID, OSTreeVersion: n.os.ostreeVersion}
 	if n.role == gpuWorker || n.role == controlPlane && s.GPUControlPlane {
 		hw.GPUs = s.GPUsPerNode
-		hw.GPUPCIClass = gpuModelFor(n.machine.gpu).class
+		hw.GPUPCIClass = standin.GPUModelFor(n.machine.gpu).Class
 		hw.GPUProduct = n.machine.gpu
 	}
 	info := corev1.NodeSystemInfo{
@@ -342,7 +296,7 @@ func simNode(s Scenario, n nodeSpec) SimNode {
 	// GPU operator's and OpenShift's NFD Operator's (deviceLabelFields [vendor]), so the PCI label is
 	// pci-10de.present.
 	if s.NFDLabels && (n.role != controlPlane || s.GPUControlPlane) {
-		maps.Copy(labels, nfdLabels(hw, info, []string{"vendor"}))
+		maps.Copy(labels, nfd.Labels(hw, info, []string{"vendor"}))
 	}
 	if s.PreinstalledDriver && hw.GPUs > 0 {
 		labels[labelGPUDeployDriver] = "pre-installed"

@@ -7,6 +7,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // aksFlavor is an Azure Kubernetes Service cluster with a system node pool of CPU VMs and a user node
@@ -27,10 +29,10 @@ func aksFlavor() Flavor {
 		gpuPoolVMSize = "Standard_NC24ads_A100_v4"
 	)
 	gpuShapes := []machine{
-		{instanceType: gpuPoolVMSize, cpu: 24, memoryGiB: 220, diskGiB: diskGiB, pods: azureMaxPods, gpus: 1, gpu: gpuA100PCIe80},
-		{instanceType: "Standard_NC48ads_A100_v4", cpu: 48, memoryGiB: 440, diskGiB: diskGiB, pods: azureMaxPods, gpus: 2, gpu: gpuA100PCIe80},
-		{instanceType: "Standard_NC96ads_A100_v4", cpu: 96, memoryGiB: 880, diskGiB: diskGiB, pods: azureMaxPods, gpus: 4, gpu: gpuA100PCIe80},
-		{instanceType: "Standard_ND96asr_v4", cpu: 96, memoryGiB: 900, diskGiB: diskGiB, pods: azureMaxPods, gpus: 8, gpu: gpuA100SXM40},
+		{instanceType: gpuPoolVMSize, cpu: 24, memoryGiB: 220, diskGiB: diskGiB, pods: azureMaxPods, gpus: 1, gpu: standin.GPUA100PCIe80},
+		{instanceType: "Standard_NC48ads_A100_v4", cpu: 48, memoryGiB: 440, diskGiB: diskGiB, pods: azureMaxPods, gpus: 2, gpu: standin.GPUA100PCIe80},
+		{instanceType: "Standard_NC96ads_A100_v4", cpu: 96, memoryGiB: 880, diskGiB: diskGiB, pods: azureMaxPods, gpus: 4, gpu: standin.GPUA100PCIe80},
+		{instanceType: "Standard_ND96asr_v4", cpu: 96, memoryGiB: 900, diskGiB: diskGiB, pods: azureMaxPods, gpus: 8, gpu: standin.GPUA100SXM40},
 	}
 	ubuntu2204 := ubuntu("22.04.5", "5.15.0-1092-azure")
 	return Flavor{

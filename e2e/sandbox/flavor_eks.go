@@ -6,15 +6,17 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // awsGPUShapes are EC2 GPU instance types, smallest first: vCPUs, memory and GPUs from the EC2
 // instance type pages; max pods from the VPC CNI's ENI formula (eni-max-pods.txt).
 func awsGPUShapes() []machine {
 	return []machine{
-		{instanceType: "g5.xlarge", cpu: 4, memoryGiB: 16, diskGiB: 100, pods: 58, gpus: 1, gpu: gpuA10G},
-		{instanceType: "g5.12xlarge", cpu: 48, memoryGiB: 192, diskGiB: 100, pods: 234, gpus: 4, gpu: gpuA10G},
-		{instanceType: "p4d.24xlarge", cpu: 96, memoryGiB: 1152, diskGiB: 200, pods: 737, gpus: 8, gpu: gpuA100SXM40},
+		{instanceType: "g5.xlarge", cpu: 4, memoryGiB: 16, diskGiB: 100, pods: 58, gpus: 1, gpu: standin.GPUA10G},
+		{instanceType: "g5.12xlarge", cpu: 48, memoryGiB: 192, diskGiB: 100, pods: 234, gpus: 4, gpu: standin.GPUA10G},
+		{instanceType: "p4d.24xlarge", cpu: 96, memoryGiB: 1152, diskGiB: 200, pods: 737, gpus: 8, gpu: standin.GPUA100SXM40},
 	}
 }
 

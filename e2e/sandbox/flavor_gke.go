@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // GKE facts used below. Sources: https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html
@@ -32,21 +34,21 @@ const (
 // gkeA2Shapes are the A2 machine types (A100 40GB), smallest first.
 func gkeA2Shapes() []machine {
 	return []machine{
-		{instanceType: "a2-highgpu-1g", cpu: 12, memoryGiB: 85, gpus: 1, gpu: gpuA100SXM40},
-		{instanceType: "a2-highgpu-2g", cpu: 24, memoryGiB: 170, gpus: 2, gpu: gpuA100SXM40},
-		{instanceType: "a2-highgpu-4g", cpu: 48, memoryGiB: 340, gpus: 4, gpu: gpuA100SXM40},
-		{instanceType: "a2-highgpu-8g", cpu: 96, memoryGiB: 680, gpus: 8, gpu: gpuA100SXM40},
-		{instanceType: "a2-megagpu-16g", cpu: 96, memoryGiB: 1360, gpus: 16, gpu: gpuA100SXM40},
+		{instanceType: "a2-highgpu-1g", cpu: 12, memoryGiB: 85, gpus: 1, gpu: standin.GPUA100SXM40},
+		{instanceType: "a2-highgpu-2g", cpu: 24, memoryGiB: 170, gpus: 2, gpu: standin.GPUA100SXM40},
+		{instanceType: "a2-highgpu-4g", cpu: 48, memoryGiB: 340, gpus: 4, gpu: standin.GPUA100SXM40},
+		{instanceType: "a2-highgpu-8g", cpu: 96, memoryGiB: 680, gpus: 8, gpu: standin.GPUA100SXM40},
+		{instanceType: "a2-megagpu-16g", cpu: 96, memoryGiB: 1360, gpus: 16, gpu: standin.GPUA100SXM40},
 	}
 }
 
 // gkeG2Shapes are the G2 machine types (L4), smallest first; Autopilot picks them for nvidia-l4.
 func gkeG2Shapes() []machine {
 	return []machine{
-		{instanceType: "g2-standard-4", cpu: 4, memoryGiB: 16, gpus: 1, gpu: gpuL4},
-		{instanceType: "g2-standard-24", cpu: 24, memoryGiB: 96, gpus: 2, gpu: gpuL4},
-		{instanceType: "g2-standard-48", cpu: 48, memoryGiB: 192, gpus: 4, gpu: gpuL4},
-		{instanceType: "g2-standard-96", cpu: 96, memoryGiB: 384, gpus: 8, gpu: gpuL4},
+		{instanceType: "g2-standard-4", cpu: 4, memoryGiB: 16, gpus: 1, gpu: standin.GPUL4},
+		{instanceType: "g2-standard-24", cpu: 24, memoryGiB: 96, gpus: 2, gpu: standin.GPUL4},
+		{instanceType: "g2-standard-48", cpu: 48, memoryGiB: 192, gpus: 4, gpu: standin.GPUL4},
+		{instanceType: "g2-standard-96", cpu: 96, memoryGiB: 384, gpus: 8, gpu: standin.GPUL4},
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // k3sFlavor is a k3s cluster: one server (SQLite datastore, so no etcd role) and agents. Facts from
@@ -23,7 +25,7 @@ func k3sFlavor() Flavor {
 		serverRoles:   []string{"control-plane", "master"},
 		serverArgs:    []string{"server", "--write-kubeconfig-mode", "0644"},
 		joinPort:      6443,
-		gpu:           gpuT4,
+		gpu:           standin.GPUT4,
 	}
 	return Flavor{
 		Name:        "k3s",

@@ -5,6 +5,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // kubeadmFlavor is upstream Kubernetes installed with kubeadm on Ubuntu servers with containerd: the
@@ -34,7 +36,7 @@ func kubeadmFlavor() Flavor {
 					n.name, n.machine = "kube-cp-1", server(8, 32)
 					n.labels, n.taints = kubeadmControlPlane(s.kubeMinor())
 				case gpuWorker:
-					n.name, n.machine = fmt.Sprintf("gpu-worker-%d", i+1), gpuServer(gpuH100SXM80, s.GPUsPerNode)
+					n.name, n.machine = fmt.Sprintf("gpu-worker-%d", i+1), gpuServer(standin.GPUH100SXM80, s.GPUsPerNode)
 				case cpuWorker:
 					n.name, n.machine = fmt.Sprintf("cpu-worker-%d", i+1), server(16, 64)
 				}

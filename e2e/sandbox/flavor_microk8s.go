@@ -5,6 +5,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // microk8sFlavor is a MicroK8s cluster on Ubuntu workstations: one node that runs the control plane,
@@ -39,7 +41,7 @@ func microk8sFlavor() Flavor {
 					}
 				case gpuWorker:
 					// Workstation GPUs: an RTX A6000 is a VGA-class (0300) device.
-					n.name, n.machine = fmt.Sprintf("gpu-workstation-%d", i+1), gpuServer(gpuRTXA6000, s.GPUsPerNode)
+					n.name, n.machine = fmt.Sprintf("gpu-workstation-%d", i+1), gpuServer(standin.GPURTXA6000, s.GPUsPerNode)
 				case cpuWorker:
 					n.name, n.machine = fmt.Sprintf("workstation-%d", i+1), server(16, 64)
 				}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // rke2Flavor is an RKE2 cluster: one server with embedded etcd, and agents. Facts from the server's
@@ -22,7 +24,7 @@ func rke2Flavor() Flavor {
 		serverRoles:   []string{"control-plane", "etcd", "master"},
 		serverArgs:    []string{"server", "--write-kubeconfig-mode", "0644", "--cni", "canal"},
 		joinPort:      9345, // RKE2's supervisor port
-		gpu:           gpuL40S,
+		gpu:           standin.GPUL40S,
 		// Seen on the walk-through's server; RKE2's egress selector labels every node it manages (uncertain
 		// for agents).
 		extraLabels: map[string]string{"egress.rke2.io/cluster": "true"},

@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 )
 
 func TestFlavorsCoverTheNineDistributions(t *testing.T) {
@@ -248,7 +251,7 @@ func checkNode(t *testing.T, s Scenario, r role, sim SimNode) {
 	}
 
 	if r == gpuWorker {
-		known := gpuModelFor(hw.GPUProduct).device != "" && gpuModelFor(hw.GPUProduct).class == hw.GPUPCIClass
+		known := standin.GPUModelFor(hw.GPUProduct).Device != "" && standin.GPUModelFor(hw.GPUProduct).Class == hw.GPUPCIClass
 		if hw.GPUs != s.GPUsPerNode || !known {
 			t.Errorf("%s: GPU hardware %+v, want %d of a known model", n.Name, hw, s.GPUsPerNode)
 		}
@@ -268,14 +271,14 @@ func checkNode(t *testing.T, s Scenario, r role, sim SimNode) {
 	}
 
 	// Scenario knobs.
-	_, hasPCI := n.Labels[nfdLabelPrefix+"pci-10de.present"]
-	hasNFD := n.Labels[nfdLabelPrefix+"system-os_release.ID"] != ""
+	_, hasPCI := n.Labels[nfd.LabelPrefix+"pci-10de.present"]
+	hasNFD := n.Labels[nfd.LabelPrefix+"system-os_release.ID"] != ""
 	wantNFD := s.NFDLabels && r != controlPlane
 	if hasNFD != wantNFD || hasPCI != (wantNFD && r == gpuWorker) {
 		t.Errorf("%s: NFD labels %v, PCI label %v; NFDLabels=%v", n.Name, hasNFD, hasPCI, s.NFDLabels)
 	}
 	if wantNFD {
-		for k, v := range nfdLabels(hw, info, []string{"vendor"}) {
+		for k, v := range nfd.Labels(hw, info, []string{"vendor"}) {
 			if n.Labels[k] != v {
 				t.Errorf("%s: %s=%q, want %q", n.Name, k, n.Labels[k], v)
 			}
@@ -754,7 +757,7 @@ func TestFlavorOpenShiftObjects(t *testing.T) {
 					t.Errorf("%s: os %+v os_id %q kubelet %q runtime %q", n.Name, sim.Hardware, n.Labels["node.openshift.io/os_id"],
 						n.Status.NodeInfo.KubeletVersion, n.Status.NodeInfo.ContainerRuntimeVersion)
 				}
-				if sim.Hardware.GPUs > 0 && n.Labels[nfdLabelPrefix+"system-os_release.OSTREE_VERSION"] != sim.Hardware.OSTreeVersion {
+				if sim.Hardware.GPUs > 0 && n.Labels[nfd.LabelPrefix+"system-os_release.OSTREE_VERSION"] != sim.Hardware.OSTreeVersion {
 					t.Errorf("%s: no OSTREE_VERSION label", n.Name)
 				}
 			}

@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // tkgsFlavor is a Tanzu Kubernetes Grid Service (vSphere with Tanzu, now VKS) guest cluster with NVIDIA
@@ -49,7 +51,7 @@ func tkgsFlavor() Flavor {
 					// A VM class with an NVIDIA vGPU PCI device (the walk-through's "gpu01").
 					owner = cluster + "-gpu-pool-" + token(cluster+"/gpu-pool", 5, kubeSuffixDigits)
 					n.name = owner + "-" + nodeSuffix(owner, i, 9, kubeSuffixDigits)
-					n.machine = machine{cpu: 8, memoryGiB: 64, diskGiB: 60, pods: 110, gpus: s.GPUsPerNode, gpu: gpuA100vGPU40C}
+					n.machine = machine{cpu: 8, memoryGiB: 64, diskGiB: 60, pods: 110, gpus: s.GPUsPerNode, gpu: standin.GPUA100vGPU40C}
 				case cpuWorker:
 					// VM class best-effort-large.
 					owner = cluster + "-cpu-pool-" + token(cluster+"/cpu-pool", 5, kubeSuffixDigits)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,8 +23,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
-	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // operatorFollower makes the sandbox behave like a cluster that can run the GPU operator's image:
@@ -91,33 +90,6 @@ func (c *Cluster) OperatorRuns() []OperatorRun {
 	return slices.Clone(c.operator.runs)
 }
 
-// isGPUOperatorDeployment recognises the operator by its label (NVIDIA's chart and ours set
-// app: gpu-operator — NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0) or by its image (nvcr.io/nvidia/gpu-operator), whatever the
-// namespace or release name.
-func isGPUOperatorDeployment(d *appsv1.Deployment) bool {
-	if d.Labels["app"] == "gpu-operator" || d.Spec.Template.Labels["app"] == "gpu-operator" {
-		return true
-	}
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if imageName(c.Image) == "gpu-operator" {
-			return true
-		}
-	}
-	return false
-}
-
-// imageName is the last path element of an image reference without tag or digest.
-func imageName(image string) string {
-	if i := strings.Index(image, "@"); i >= 0 {
-		image = image[:i]
-	}
-	name := path.Base(image)
-	if i := strings.Index(name, ":"); i >= 0 {
-		name = name[:i]
-	}
-	return name
-}
-
 func (c *Cluster) startOperatorFollower(ctx context.Context, factory informers.SharedInformerFactory) {
 	f := &operatorFollower{
 		c:              c,
@@ -168,7 +140,7 @@ func (f *operatorFollower) desired() *appsv1.Deployment {
 		return all[i].CreationTimestamp.Before(&all[j].CreationTimestamp)
 	})
 	for _, d := range all {
-		if d.DeletionTimestamp != nil || !isGPUOperatorDeployment(d) || d.Spec.Selector == nil {
+		if d.DeletionTimestamp != nil || !operator.IsGPUOperatorDeployment(d) || d.Spec.Selector == nil {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
@@ -277,8 +249,8 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 // buildFor picks the controller for a Deployment: the release its operator container's image tag
 // names, else the sandbox's default release; see Tools.Operator for missing sources.
 func (f *operatorFollower) buildFor(d *appsv1.Deployment) (toolchain.OperatorBuild, string, error) {
-	image := operatorContainer(d).Image
-	release, known := imageRelease(image)
+	image := operator.Container(d).Image
+	release, known := operator.ImageRelease(image)
 	var note string
 	if !known {
 		note = fmt.Sprintf("the operator image %q names no release of gpuctl's catalog; running the controller of %s", image, f.defaultRelease)
@@ -290,39 +262,6 @@ func (f *operatorFollower) buildFor(d *appsv1.Deployment) (toolchain.OperatorBui
 		warning = strings.TrimSuffix(warning, "; ")
 	}
 	return b, warning, err
-}
-
-// imageRelease is the GPU Operator release an operator image's tag names, if it is one of gpuctl's
-// catalog ("nvcr.io/nvidia/gpu-operator:v26.7.0" → "v26.7.0"). A digest names none.
-func imageRelease(image string) (string, bool) {
-	if strings.Contains(image, "@") {
-		return "", false
-	}
-	name := path.Base(image)
-	_, tag, ok := strings.Cut(name, ":")
-	if !ok || tag == "" {
-		return "", false
-	}
-	b, err := bundle.Get(tag)
-	if err != nil {
-		return "", false
-	}
-	return b.Version, true
-}
-
-// operatorContainer is the Deployment's operator container: the one named gpu-operator, else the
-// first one.
-func operatorContainer(d *appsv1.Deployment) corev1.Container {
-	containers := d.Spec.Template.Spec.Containers
-	if len(containers) == 0 {
-		return corev1.Container{}
-	}
-	for _, c := range containers {
-		if c.Name == "gpu-operator" {
-			return c
-		}
-	}
-	return containers[0]
 }
 
 func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build toolchain.OperatorBuild) (*process, error) {
@@ -363,7 +302,7 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 	if err != nil {
 		return nil, err
 	}
-	env := operatorEnv(d)
+	env := operator.Env(d)
 	env = append(env, "OPERATOR_NAMESPACE="+d.Namespace, "KUBECONFIG="+kubeconfig)
 	origin := "built from NVIDIA's sources of " + build.Release
 	if !build.FromSources {
@@ -376,7 +315,7 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 	logPath := filepath.Join(f.c.Dir, "gpu-operator.log")
 	if lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 		fmt.Fprintf(lf, "===== %s: running the real GPU operator controller %s (%s) for Deployment %s/%s (image %s, service account %s); /opt/gpu-operator is %s\n",
-			time.Now().Format(time.RFC3339), build.Release, origin, d.Namespace, d.Name, operatorContainer(d).Image, sa, files)
+			time.Now().Format(time.RFC3339), build.Release, origin, d.Namespace, d.Name, operator.Container(d).Image, sa, files)
 		lf.Close()
 	}
 	f.c.logf("operator: running the GPU operator controller %s (%s) for %s/%s as service account %s", build.Release, origin, d.Namespace, d.Name, sa)
@@ -388,28 +327,6 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 		bin, args, unshare = view.wrap(build.Root, append([]string{build.Binary}, args...)...)
 	}
 	return f.c.spawner.startProcess("gpu-operator", bin, args, env, f.c.Dir, logPath, unshare)
-}
-
-// operatorEnv is the machine's environment plus the literal environment of the Deployment's
-// operator container (DRIVER_MANAGER_IMAGE, VALIDATOR_IMAGE, … — the operator falls back to these
-// for images a ClusterPolicy leaves unset, imagePath() in NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0). References to the pod's namespace resolve to
-// the Deployment's namespace; other references are left out (the sandbox has no pod to resolve them in).
-func operatorEnv(d *appsv1.Deployment) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "OPERATOR_NAMESPACE=") {
-			env = append(env, kv)
-		}
-	}
-	for _, e := range operatorContainer(d).Env {
-		switch {
-		case e.ValueFrom == nil:
-			env = append(env, e.Name+"="+e.Value)
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env = append(env, e.Name+"="+d.Namespace)
-		}
-	}
-	return env
 }
 
 // stopProcess stops the running controller, if any, and waits for it.

@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
 // operatorFilesPath is where the GPU operator controller reads its state manifests: the path is

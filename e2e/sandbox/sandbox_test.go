@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -36,6 +35,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
 var clusterPolicyGVR = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
@@ -455,7 +457,7 @@ func deployOperator(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBui
 					Containers: []corev1.Container{{Name: "gpu-operator", Image: image,
 						// The sample ClusterPolicy sets no images: like NVIDIA's bundle, the Deployment names them
 						// in its environment, which the follower must pass through as the pod would see it.
-						Env: operatorImageEnv(tag)}},
+						Env: olm.OperatorImageEnv(tag)}},
 				},
 			},
 		},

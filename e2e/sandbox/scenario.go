@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // Scenario says what cluster to simulate: which distribution, how many nodes of each kind, and what
@@ -42,26 +44,11 @@ type Scenario struct {
 	operatorVersion string
 }
 
-// Hardware is what a simulated node has that the API cannot show until something inspects it. The
-// stand-ins read it: the NFD worker stand-in turns it into feature labels, the device-plugin stand-in
-// into the nvidia.com/gpu extended resource.
-type Hardware struct {
-	// GPUs is the number of NVIDIA GPUs (PCI vendor 10de); 0 on CPU nodes.
-	GPUs int
-	// GPUPCIClass is the PCI class of those GPUs: "0302" (3D controller, data-centre GPUs) or "0300" (VGA).
-	GPUPCIClass string
-	// GPUProduct is the product name the GPU reports (e.g. "NVIDIA-A100-SXM4-40GB").
-	GPUProduct string
-	// OSReleaseID, OSVersionID and OSTreeVersion are the ID, VERSION_ID and OSTREE_VERSION fields of the
-	// node's /etc/os-release (OSTreeVersion only on RHCOS).
-	OSReleaseID, OSVersionID, OSTreeVersion string
-}
-
 // SimNode is one simulated node: the Node object as the platform's kubelet would register it, and the
 // hardware behind it.
 type SimNode struct {
 	Node     corev1.Node
-	Hardware Hardware
+	Hardware standin.Hardware
 }
 
 // Flavor is what one distribution looks like through the Kubernetes API.

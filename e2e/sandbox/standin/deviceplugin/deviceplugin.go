@@ -1,4 +1,4 @@
-package sandbox
+package deviceplugin
 
 import (
 	"context"
@@ -17,11 +17,13 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // nvidiaGPUResource is the extended resource NVIDIA's device plugin (and GKE's) registers with the
 // kubelet (NVIDIA/gpu-operator cmd/nvidia-validator/main.go@v26.7.0: the validator's plugin-validation waits for it in status.capacity).
-const nvidiaGPUResource corev1.ResourceName = "nvidia.com/gpu"
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // isNVIDIADevicePluginPod recognises a pod that registers nvidia.com/gpu with the kubelet: one from the
 // GPU operator's DaemonSet nvidia-device-plugin-daemonset (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0), or one with a container from
@@ -32,7 +34,7 @@ const nvidiaGPUResource corev1.ResourceName = "nvidia.com/gpu"
 // kubeletFieldManager is the field manager of a kubelet's node status updates.
 const kubeletFieldManager = "kubelet"
 
-func isNVIDIADevicePluginPod(p *corev1.Pod) bool {
+func IsNVIDIADevicePluginPod(p *corev1.Pod) bool {
 	for _, ref := range p.OwnerReferences {
 		if ref.Kind == "DaemonSet" && ref.Name == "nvidia-device-plugin-daemonset" {
 			return true
@@ -78,7 +80,7 @@ func runsOtherToolOfPluginImage(c *corev1.Container) bool {
 // changes the keys, the node update brings the stand-in back to put them right.
 type devicePluginStandIn struct {
 	cs    kubernetes.Interface
-	hw    map[string]Hardware
+	hw    map[string]standin.Hardware
 	logf  func(string, ...any)
 	nodes corelisters.NodeLister
 	pods  cache.Indexer
@@ -92,7 +94,7 @@ const devicePluginWorkers = 16
 
 // runDevicePluginStandIn runs the device-plugin stand-in until ctx is done and then returns nil. hw maps
 // node names to their hardware. It needs list/watch on nodes and pods and patch on nodes/status.
-func runDevicePluginStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]Hardware, logf func(string, ...any)) error {
+func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &devicePluginStandIn{
 		cs:    cs,
@@ -103,7 +105,7 @@ func runDevicePluginStandIn(ctx context.Context, cs kubernetes.Interface, hw map
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "device-plugin-stand-in"}),
 	}
-	if err := indexPods(factory.Core().V1().Pods().Informer()); err != nil {
+	if err := standin.IndexPods(factory.Core().V1().Pods().Informer()); err != nil {
 		return fmt.Errorf("device-plugin stand-in: %w", err)
 	}
 	nodeReg, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -123,23 +125,23 @@ func runDevicePluginStandIn(ctx context.Context, cs kubernetes.Interface, hw map
 	if err != nil {
 		return fmt.Errorf("device-plugin stand-in: watch nodes: %w", err)
 	}
-	podReg, err := factory.Core().V1().Pods().Informer().AddEventHandler(onAnyChange(func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && isNVIDIADevicePluginPod(p) {
+	podReg, err := factory.Core().V1().Pods().Informer().AddEventHandler(standin.OnAnyChange(func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && IsNVIDIADevicePluginPod(p) {
 			s.queue.Add(p.Spec.NodeName)
 		}
 	}))
 	if err != nil {
 		return fmt.Errorf("device-plugin stand-in: watch pods: %w", err)
 	}
-	return runController(ctx, "device-plugin stand-in", []informerFactory{factory},
+	return standin.RunController(ctx, "device-plugin stand-in", []standin.InformerFactory{factory},
 		[]cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, s.queue, devicePluginWorkers, s.reconcile, logf)
 }
 
 // sameGPUResources compares the nvidia.com/gpu entries of two versions of a node's status.
 func sameGPUResources(a, b *corev1.Node) bool {
 	eq := func(x, y corev1.ResourceList) bool {
-		qx, okx := x[nvidiaGPUResource]
-		qy, oky := y[nvidiaGPUResource]
+		qx, okx := x[GPUResource]
+		qy, oky := y[GPUResource]
 		return okx == oky && qx.Cmp(qy) == 0
 	}
 	return eq(a.Status.Capacity, b.Status.Capacity) && eq(a.Status.Allocatable, b.Status.Allocatable)
@@ -147,12 +149,12 @@ func sameGPUResources(a, b *corev1.Node) bool {
 
 // pluginRunning reports whether a device-plugin pod is Running, Ready and not being deleted on node.
 func (s *devicePluginStandIn) pluginRunning(node string) (bool, error) {
-	onNode, err := indexedPods(s.pods, podsByNode, node)
+	onNode, err := standin.IndexedPods(s.pods, standin.PodsByNode, node)
 	if err != nil {
 		return false, err
 	}
 	for _, p := range onNode {
-		if p.DeletionTimestamp == nil && podRunningReady(p) && isNVIDIADevicePluginPod(p) {
+		if p.DeletionTimestamp == nil && standin.PodRunningReady(p) && IsNVIDIADevicePluginPod(p) {
 			return true, nil
 		}
 	}
@@ -176,20 +178,20 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 		return err
 	}
 	want := map[string]any{}
-	capQ, hasCap := node.Status.Capacity[nvidiaGPUResource]
-	allocQ, hasAlloc := node.Status.Allocatable[nvidiaGPUResource]
+	capQ, hasCap := node.Status.Capacity[GPUResource]
+	allocQ, hasAlloc := node.Status.Allocatable[GPUResource]
 	switch {
 	case running:
 		if !hasCap || capQ.Value() != int64(gpus) {
-			want["capacity"] = map[string]any{string(nvidiaGPUResource): strconv.Itoa(gpus)}
+			want["capacity"] = map[string]any{string(GPUResource): strconv.Itoa(gpus)}
 		}
 		if !hasAlloc || allocQ.Value() != int64(gpus) {
-			want["allocatable"] = map[string]any{string(nvidiaGPUResource): strconv.Itoa(gpus)}
+			want["allocatable"] = map[string]any{string(GPUResource): strconv.Itoa(gpus)}
 		}
 	case hasCap || hasAlloc:
 		// The plugin registered once and is gone: its devices are unhealthy now.
 		if !hasAlloc || !allocQ.IsZero() {
-			want["allocatable"] = map[string]any{string(nvidiaGPUResource): "0"}
+			want["allocatable"] = map[string]any{string(GPUResource): "0"}
 		}
 	}
 	if len(want) == 0 {
@@ -203,12 +205,12 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 	// manager (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/).
 	opts := metav1.PatchOptions{FieldManager: kubeletFieldManager}
 	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, opts, "status"); err != nil {
-		return fmt.Errorf("advertise %s on node %s: %w", nvidiaGPUResource, name, err)
+		return fmt.Errorf("advertise %s on node %s: %w", GPUResource, name, err)
 	}
 	if running {
-		s.logf("device-plugin stand-in: node %s advertises %s: %d", name, nvidiaGPUResource, gpus)
+		s.logf("device-plugin stand-in: node %s advertises %s: %d", name, GPUResource, gpus)
 	} else {
-		s.logf("device-plugin stand-in: node %s: device plugin gone, %s allocatable 0", name, nvidiaGPUResource)
+		s.logf("device-plugin stand-in: node %s: device plugin gone, %s allocatable 0", name, GPUResource)
 	}
 	return nil
 }

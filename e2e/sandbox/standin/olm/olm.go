@@ -1,4 +1,4 @@
-package sandbox
+package olm
 
 import (
 	"context"
@@ -32,18 +32,19 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
 // The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst), and the NFD operator's nodefeaturediscoveries.
 var (
-	olmSubscriptionsGVR    = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
-	olmInstallPlansGVR     = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}
-	olmCSVsGVR             = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
-	olmCatalogSourcesGVR   = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "catalogsources"}
-	olmOperatorGroupsGVR   = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1", Resource: "operatorgroups"}
-	olmPackageManifestsGVR = schema.GroupVersionResource{Group: "packages.operators.coreos.com", Version: "v1", Resource: "packagemanifests"}
-	nfdOpenShiftGVR        = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
+	SubscriptionsGVR     = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
+	olmInstallPlansGVR   = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}
+	CSVsGVR              = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
+	olmCatalogSourcesGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "catalogsources"}
+	OperatorGroupsGVR    = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1", Resource: "operatorgroups"}
+	PackageManifestsGVR  = schema.GroupVersionResource{Group: "packages.operators.coreos.com", Version: "v1", Resource: "packagemanifests"}
+	nfdOpenShiftGVR      = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
 )
 
 const (
@@ -157,7 +158,7 @@ type olmStandIn struct {
 // bundleCRDs returns the CRDs a package's bundle of a CSV version carries (nil: no bundle has CRDs):
 // OLM applies a bundle's CRDs before its CSV, which is how the GPU operator's ClusterPolicy CRD gets
 // onto an OpenShift cluster.
-func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error), logf func(string, ...any)) error {
+func Run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error), logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	o := &olmStandIn{
@@ -180,7 +181,7 @@ func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 	var synced []cache.InformerSynced
 	var watchErr error
 	watch := func(inf cache.SharedIndexInformer, fn func(obj any)) {
-		reg, err := inf.AddEventHandler(onAnyChange(fn))
+		reg, err := inf.AddEventHandler(standin.OnAnyChange(fn))
 		if err != nil {
 			if watchErr == nil {
 				watchErr = fmt.Errorf("olm stand-in: watch: %w", err)
@@ -195,25 +196,25 @@ func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 		return inf.Lister()
 	}
 
-	o.subs = dynWatch(olmSubscriptionsGVR, func(obj any) { o.enqueue(olmKindSub, obj) })
+	o.subs = dynWatch(SubscriptionsGVR, func(obj any) { o.enqueue(olmKindSub, obj) })
 	o.plans = dynWatch(olmInstallPlansGVR, func(obj any) {
 		o.enqueue(olmKindPlan, obj)
 		o.enqueueOwners(obj)
 	})
-	o.csvs = dynWatch(olmCSVsGVR, func(obj any) {
+	o.csvs = dynWatch(CSVsGVR, func(obj any) {
 		o.enqueue(olmKindCSV, obj)
 		if m, err := meta.Accessor(obj); err == nil {
 			o.enqueueNamespace(olmKindSub, o.subs, m.GetNamespace())
 			o.enqueueNamespace(nfdKindOpenShift, o.nfds, m.GetNamespace())
 		}
 	})
-	o.groups = dynWatch(olmOperatorGroupsGVR, func(obj any) {
+	o.groups = dynWatch(OperatorGroupsGVR, func(obj any) {
 		o.enqueue(olmKindGroup, obj)
 		if m, err := meta.Accessor(obj); err == nil {
 			o.enqueueNamespace(olmKindPlan, o.plans, m.GetNamespace())
 		}
 	})
-	o.packages = dynWatch(olmPackageManifestsGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
+	o.packages = dynWatch(PackageManifestsGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
 	o.nfds = dynWatch(nfdOpenShiftGVR, func(obj any) { o.enqueue(nfdKindOpenShift, obj) })
 	if _, err := dyn.Resource(olmCatalogSourcesGVR).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
 		o.catalogs = dynWatch(olmCatalogSourcesGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
@@ -238,7 +239,7 @@ func runOLMStandIn(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Int
 	if watchErr != nil {
 		return watchErr
 	}
-	return runController(ctx, "olm stand-in", []informerFactory{factory, dynFactory}, synced, o.queue, 1, o.reconcile, logf)
+	return standin.RunController(ctx, "olm stand-in", []standin.InformerFactory{factory, dynFactory}, synced, o.queue, 1, o.reconcile, logf)
 }
 
 func (o *olmStandIn) enqueue(kind string, obj any) {
@@ -536,7 +537,7 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 	}
 	if r.failure != "" {
 		status["conditions"] = olmSetCondition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable", r.failure)
-		return o.writeStatus(ctx, olmSubscriptionsGVR, sub, status, "lastUpdated")
+		return o.writeStatus(ctx, SubscriptionsGVR, sub, status, "lastUpdated")
 	}
 	conds = olmRemoveCondition(conds, "ResolutionFailed")
 
@@ -545,7 +546,7 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 		return err
 	}
 	if csv == nil { // the cache may be behind a plan that just completed
-		csv, err = o.dyn.Resource(olmCSVsGVR).Namespace(sub.GetNamespace()).Get(ctx, r.csv, metav1.GetOptions{})
+		csv, err = o.dyn.Resource(CSVsGVR).Namespace(sub.GetNamespace()).Get(ctx, r.csv, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			csv, err = nil, nil
 		}
@@ -591,7 +592,7 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 		conds = olmSetCondition(conds, "InstallPlanPending", "True", reason, "")
 	}
 	status["conditions"] = conds
-	return o.writeStatus(ctx, olmSubscriptionsGVR, sub, status, "lastUpdated")
+	return o.writeStatus(ctx, SubscriptionsGVR, sub, status, "lastUpdated")
 }
 
 // planFor finds the InstallPlan already made for sub to install csv: the one this stand-in created
@@ -811,7 +812,7 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 		ann["olm.operatorNamespace"] = group.GetNamespace()
 		ann["olm.targetNamespaces"] = strings.Join(groupTargets(group), ",")
 		csv.SetAnnotations(ann)
-		_, err := o.dyn.Resource(olmCSVsGVR).Namespace(plan.GetNamespace()).Create(ctx, csv, metav1.CreateOptions{})
+		_, err := o.dyn.Resource(CSVsGVR).Namespace(plan.GetNamespace()).Create(ctx, csv, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			o.logf("olm stand-in: InstallPlan %s/%s: created ClusterServiceVersion %s", plan.GetNamespace(), plan.GetName(), csv.GetName())
@@ -863,7 +864,7 @@ func (o *olmStandIn) syncOperatorGroup(ctx context.Context, k olmKey) error {
 		ns = append(ns, t)
 	}
 	status["namespaces"] = ns
-	return o.writeStatus(ctx, olmOperatorGroupsGVR, group, status, "lastUpdated")
+	return o.writeStatus(ctx, OperatorGroupsGVR, group, status, "lastUpdated")
 }
 
 // olmStrategy is the deployment install strategy of a ClusterServiceVersion (spec.install.spec), the
@@ -941,7 +942,7 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 			// The CSV this one replaces goes once this one has succeeded, as OLM's Replacing and
 			// Deleting phases end.
 			if old := olmField(csv.Object, "spec", "replaces"); old != "" {
-				err := o.dyn.Resource(olmCSVsGVR).Namespace(csv.GetNamespace()).Delete(ctx, old, metav1.DeleteOptions{})
+				err := o.dyn.Resource(CSVsGVR).Namespace(csv.GetNamespace()).Delete(ctx, old, metav1.DeleteOptions{})
 				switch {
 				case err == nil:
 					o.logf("olm stand-in: ClusterServiceVersion %s/%s replaced %s: deleted it", csv.GetNamespace(), csv.GetName(), old)
@@ -1002,7 +1003,7 @@ func (o *olmStandIn) setCSVPhase(ctx context.Context, csv *unstructured.Unstruct
 	})
 	updated := csv.DeepCopy()
 	updated.Object["status"] = status
-	if _, err := o.dyn.Resource(olmCSVsGVR).Namespace(csv.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, err := o.dyn.Resource(CSVsGVR).Namespace(csv.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update status of ClusterServiceVersion %s/%s: %w", csv.GetNamespace(), csv.GetName(), err)
 	}
 	return nil
@@ -1249,7 +1250,7 @@ func gpuOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolera
 	selector := map[string]string{"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}
 	podLabels := maps.Clone(selector)
 	podLabels["nvidia.com/gpu-driver-upgrade-drain.skip"] = "true"
-	env := operatorImageEnv(tag)
+	env := OperatorImageEnv(tag)
 	return olmStrategy{
 		ClusterPermissions: []olmPermission{{ServiceAccountName: "gpu-operator", Rules: rules}},
 		Deployments: []olmStrategyDeployment{{
@@ -1380,18 +1381,18 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 	cm, err := o.configMaps.ConfigMaps(ns).Get("nfd-worker")
 	switch {
 	case apierrors.IsNotFound(err):
-		cm := &corev1.ConfigMap{ObjectMeta: objMeta("nfd-worker"), Data: map[string]string{nfdWorkerConfSuffix: conf}}
+		cm := &corev1.ConfigMap{ObjectMeta: objMeta("nfd-worker"), Data: map[string]string{standin.NFDWorkerConfSuffix: conf}}
 		if err := ignoreExists(o.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})); err != nil {
 			return fmt.Errorf("create config map %s/nfd-worker: %w", ns, err)
 		}
 	case err != nil:
 		return err
-	case cm.Data[nfdWorkerConfSuffix] != conf:
+	case cm.Data[standin.NFDWorkerConfSuffix] != conf:
 		cm = cm.DeepCopy()
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[nfdWorkerConfSuffix] = conf
+		cm.Data[standin.NFDWorkerConfSuffix] = conf
 		if _, err := o.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update config map %s/nfd-worker: %w", ns, err)
 		}
@@ -1453,14 +1454,14 @@ func nfdWorkerDaemonSet(m metav1.ObjectMeta, image string) *appsv1.DaemonSet {
 						Name:         "nfd-worker",
 						Image:        image,
 						Command:      []string{"nfd-worker"},
-						Args:         []string{"-config=" + confDir + "/" + nfdWorkerConfSuffix},
+						Args:         []string{"-config=" + confDir + "/" + standin.NFDWorkerConfSuffix},
 						VolumeMounts: []corev1.VolumeMount{{Name: "nfd-worker-config", MountPath: confDir, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{
 						Name: "nfd-worker-config",
 						VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: "nfd-worker"},
-							Items:                []corev1.KeyToPath{{Key: nfdWorkerConfSuffix, Path: nfdWorkerConfSuffix}},
+							Items:                []corev1.KeyToPath{{Key: standin.NFDWorkerConfSuffix, Path: standin.NFDWorkerConfSuffix}},
 						}},
 					}},
 				},
@@ -1499,7 +1500,7 @@ func nfdMasterDeployment(m metav1.ObjectMeta, image string) *appsv1.Deployment {
 // operand images as <COMPONENT>_IMAGE variables, which the operator falls back to for images a
 // ClusterPolicy leaves unset (imagePath() in NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go@v26.7.0). tag is the operator's own image tag; the operand images
 // are those gpuctl's catalog pins for that release (gpuctl's default release's for another tag).
-func operatorImageEnv(tag string) []corev1.EnvVar {
+func OperatorImageEnv(tag string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{
 		Name:      "OPERATOR_NAMESPACE",
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},

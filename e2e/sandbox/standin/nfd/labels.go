@@ -1,4 +1,4 @@
-package sandbox
+package nfd
 
 import (
 	"regexp"
@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // nfdLabelPrefix is the label namespace the NFD master writes feature labels under.
-const nfdLabelPrefix = "feature.node.kubernetes.io/"
+const LabelPrefix = "feature.node.kubernetes.io/"
 
 var (
 	// nfdKernelVersion splits a kernel release like NFD's kernel source does.
@@ -37,11 +39,11 @@ var (
 //
 // Other NFD labels (cpu-*, other PCI devices, storage, …) are left out: nothing in the GPU stack reads
 // them. The NFD worker stand-in calls this to label nodes at run time.
-func nfdLabels(hw Hardware, info corev1.NodeSystemInfo, deviceLabelFields []string) map[string]string {
+func Labels(hw standin.Hardware, info corev1.NodeSystemInfo, deviceLabelFields []string) map[string]string {
 	labels := map[string]string{}
 	set := func(key, value string) {
 		if value != "" {
-			labels[nfdLabelPrefix+key] = value
+			labels[LabelPrefix+key] = value
 		}
 	}
 
@@ -68,7 +70,7 @@ func nfdLabels(hw Hardware, info corev1.NodeSystemInfo, deviceLabelFields []stri
 }
 
 // pciDeviceLabel is NFD's device label for the node's GPUs: the chosen attributes joined by "_".
-func pciDeviceLabel(hw Hardware, deviceLabelFields []string) string {
+func pciDeviceLabel(hw standin.Hardware, deviceLabelFields []string) string {
 	// The attributes NFD can put in a device label, in the order it puts them (node-feature-discovery
 	// v0.19 source/pci sorts the configured fields into this order).
 	var fields []string
@@ -85,13 +87,13 @@ func pciDeviceLabel(hw Hardware, deviceLabelFields []string) string {
 	if class == "" {
 		class = "0302"
 	}
-	model := gpuModelFor(hw.GPUProduct)
+	model := standin.GPUModelFor(hw.GPUProduct)
 	attrs := map[string]string{
 		"class":            class,
 		"vendor":           "10de", // NVIDIA's PCI vendor ID
-		"device":           model.device,
+		"device":           model.Device,
 		"subsystem_vendor": "10de", // NVIDIA-branded boards, which is what clouds and OEM servers carry
-		"subsystem_device": model.subsystem,
+		"subsystem_device": model.Subsystem,
 	}
 	var parts []string
 	for _, f := range fields {

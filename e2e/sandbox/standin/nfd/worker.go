@@ -1,11 +1,10 @@
-package sandbox
+package nfd
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // Facts about Node Feature Discovery v0.19 (kubernetes-sigs/node-feature-discovery
@@ -30,13 +31,10 @@ import (
 const (
 	// nfdFeatureLabelNs is the default feature-label namespace; labels in it are listed in
 	// nfdFeatureLabelsAnnotation without the prefix.
-	nfdFeatureLabelNs = "feature.node.kubernetes.io"
+	FeatureLabelNs = "feature.node.kubernetes.io"
 	// nfdFeatureLabelsAnnotation is where nfd-master records, sorted and comma-separated, the feature
 	// labels it manages on a node, so it can remove exactly those later.
-	nfdFeatureLabelsAnnotation = "nfd.node.kubernetes.io/feature-labels"
-	// nfdWorkerConfSuffix ends the ConfigMap key the worker's config file is projected from
-	// (nfd-worker.conf in the Helm chart's <fullname>-worker-conf and in the OpenShift operator's nfd-worker).
-	nfdWorkerConfSuffix = "nfd-worker.conf"
+	FeatureLabelsAnnotation = "nfd.node.kubernetes.io/feature-labels"
 	// nfdMasterFieldManager is the field manager nfd-master's node updates are recorded under.
 	nfdMasterFieldManager = "nfd-master"
 )
@@ -88,40 +86,6 @@ func (c nfdPCIConfig) classWhitelisted(class string) bool {
 	return false
 }
 
-// runsProgram reports whether a container runs the named program: one of its command or args entries
-// starts with it (possibly by path, e.g. /usr/bin/nfd-worker). Flags such as
-// -config=/etc/…/nfd-worker.conf do not count.
-func runsProgram(c *corev1.Container, program string) bool {
-	for _, s := range slices.Concat(c.Command, c.Args) {
-		if f := strings.Fields(s); len(f) > 0 && path.Base(f[0]) == program {
-			return true
-		}
-	}
-	return false
-}
-
-func podSpecRuns(spec *corev1.PodSpec, program string) bool {
-	for i := range spec.Containers {
-		if runsProgram(&spec.Containers[i], program) {
-			return true
-		}
-	}
-	return false
-}
-
-// podRunningReady is what the stand-ins take as "the program is up": phase Running and condition Ready.
-func podRunningReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // nfdOwnership is what the stand-in has written on one node.
 type nfdOwnership struct {
 	// labels are the keys the stand-in added or changed. A label that was already there with the value
@@ -158,7 +122,7 @@ type nfdOwnership struct {
 // and -extra-label-ns flags.
 type nfdStandIn struct {
 	cs   kubernetes.Interface
-	hw   map[string]Hardware
+	hw   map[string]standin.Hardware
 	logf func(string, ...any)
 
 	nodes      corelisters.NodeLister
@@ -189,7 +153,7 @@ type nfdWorkerConfig struct {
 // runNFDStandIn runs the NFD stand-in until ctx is done and then returns nil. hw maps node names to
 // their hardware; nodes not in it have none (no GPUs, empty os-release). It needs list/watch on nodes,
 // pods, daemonsets and configmaps and patch on nodes.
-func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]Hardware, logf func(string, ...any)) error {
+func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &nfdStandIn{
 		cs:         cs,
@@ -213,19 +177,19 @@ func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]H
 			UpdateFunc: s.nodeUpdated,
 			DeleteFunc: func(obj any) { s.enqueueNode(obj) },
 		}},
-		{factory.Core().V1().Pods().Informer(), onAnyChange(s.podChanged)},
-		{factory.Apps().V1().DaemonSets().Informer(), onAnyChange(func(obj any) {
-			if ds, ok := obj.(*appsv1.DaemonSet); ok && podSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
+		{factory.Core().V1().Pods().Informer(), standin.OnAnyChange(s.podChanged)},
+		{factory.Apps().V1().DaemonSets().Informer(), standin.OnAnyChange(func(obj any) {
+			if ds, ok := obj.(*appsv1.DaemonSet); ok && standin.PodSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
 				s.enqueueAll()
 			}
 		})},
-		{factory.Core().V1().ConfigMaps().Informer(), onAnyChange(func(obj any) {
+		{factory.Core().V1().ConfigMaps().Informer(), standin.OnAnyChange(func(obj any) {
 			if cm, ok := obj.(*corev1.ConfigMap); ok && nfdWorkerConfKey(cm) != "" {
 				s.enqueueAll()
 			}
 		})},
 	}
-	if err := indexPods(factory.Core().V1().Pods().Informer()); err != nil {
+	if err := standin.IndexPods(factory.Core().V1().Pods().Informer()); err != nil {
 		return fmt.Errorf("nfd stand-in: %w", err)
 	}
 	var synced []cache.InformerSynced
@@ -236,118 +200,7 @@ func runNFDStandIn(ctx context.Context, cs kubernetes.Interface, hw map[string]H
 		}
 		synced = append(synced, reg.HasSynced)
 	}
-	return runController(ctx, "nfd stand-in", []informerFactory{factory}, synced, s.queue, nfdWorkers, s.reconcile, logf)
-}
-
-// onAnyChange calls fn with the object of every add and delete and with the old and the new object of
-// every update (so that a pod that stops matching is seen too); tombstones are unwrapped.
-func onAnyChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    fn,
-		UpdateFunc: func(oldObj, newObj any) { fn(oldObj); fn(newObj) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			fn(obj)
-		},
-	}
-}
-
-// informerFactory is the part of an informer factory runController needs; the typed and the dynamic
-// factories both have it.
-type informerFactory interface {
-	Start(stopCh <-chan struct{})
-	Shutdown()
-}
-
-// runController starts the factories, waits until every event handler has seen its informer's initial
-// list (synced), then reconciles keys from queue one at a time until ctx is done. A failed reconcile is
-// retried with the queue's back-off. It returns nil when ctx ends and an error only if the caches could
-// not sync.
-func runController[K comparable](ctx context.Context, name string, factories []informerFactory, synced []cache.InformerSynced,
-	queue workqueue.TypedRateLimitingInterface[K], workers int, reconcile func(context.Context, K) error, logf func(string, ...any)) error {
-	defer queue.ShutDown()
-	for _, f := range factories {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("%s: caches did not sync", name)
-	}
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	// The queue hands a key to one worker at a time, so a reconcile of one key never races another of
-	// the same key.
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for {
-				key, shutdown := queue.Get()
-				if shutdown {
-					return
-				}
-				err := reconcile(ctx, key)
-				switch {
-				case err == nil:
-					queue.Forget(key)
-				case ctx.Err() != nil:
-				default:
-					logf("%s: %v (will retry)", name, err)
-					queue.AddRateLimited(key)
-				}
-				queue.Done(key)
-			}
-		})
-	}
-	wg.Wait()
-	return nil
-}
-
-// Indexes of the stand-ins' pod caches. Looking a node's pods up by scanning every pod costs
-// nodes × pods per pass: at 2,000 GPU nodes that is 2,000 × 16,000 operand pods.
-const (
-	// podsByNode indexes pods by spec.nodeName.
-	podsByNode = "node"
-	// podsRunningNFDMaster indexes, under the value "nfd-master", the pods that run nfd-master.
-	podsRunningNFDMaster = "nfd-master"
-)
-
-func indexPods(inf cache.SharedIndexInformer) error {
-	return inf.AddIndexers(cache.Indexers{
-		podsByNode: func(obj any) ([]string, error) {
-			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				return []string{p.Spec.NodeName}, nil
-			}
-			return nil, nil
-		},
-		podsRunningNFDMaster: func(obj any) ([]string, error) {
-			if p, ok := obj.(*corev1.Pod); ok && podSpecRuns(&p.Spec, "nfd-master") {
-				return []string{"nfd-master"}, nil
-			}
-			return nil, nil
-		},
-	})
-}
-
-// indexedPods returns the cached pods under one index value. Callers must not modify them.
-func indexedPods(idx cache.Indexer, index, value string) ([]*corev1.Pod, error) {
-	objs, err := idx.ByIndex(index, value)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return standin.RunController(ctx, "nfd stand-in", []standin.InformerFactory{factory}, synced, s.queue, nfdWorkers, s.reconcile, logf)
 }
 
 func (s *nfdStandIn) enqueueNode(obj any) {
@@ -378,9 +231,9 @@ func (s *nfdStandIn) podChanged(obj any) {
 		return
 	}
 	switch {
-	case podSpecRuns(&p.Spec, "nfd-master"):
+	case standin.PodSpecRuns(&p.Spec, "nfd-master"):
 		s.enqueueAll()
-	case podSpecRuns(&p.Spec, "nfd-worker") && p.Spec.NodeName != "":
+	case standin.PodSpecRuns(&p.Spec, "nfd-worker") && p.Spec.NodeName != "":
 		s.queue.Add(p.Spec.NodeName)
 	}
 }
@@ -398,7 +251,7 @@ func (s *nfdStandIn) enqueueAll() {
 // nfdWorkerConfKey is the key of cm that holds an nfd-worker.conf, or "".
 func nfdWorkerConfKey(cm *corev1.ConfigMap) string {
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
-		if strings.HasSuffix(k, nfdWorkerConfSuffix) {
+		if strings.HasSuffix(k, standin.NFDWorkerConfSuffix) {
 			return k
 		}
 	}
@@ -412,7 +265,7 @@ func (s *nfdStandIn) installed() (bool, error) {
 		return false, err
 	}
 	for _, ds := range all {
-		if ds.DeletionTimestamp == nil && podSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
+		if ds.DeletionTimestamp == nil && standin.PodSpecRuns(&ds.Spec.Template.Spec, "nfd-worker") {
 			return true, nil
 		}
 	}
@@ -422,20 +275,20 @@ func (s *nfdStandIn) installed() (bool, error) {
 // runningWorker returns the Running nfd-worker pod on node, if a Running and Ready nfd-master exists;
 // otherwise nil.
 func (s *nfdStandIn) runningWorker(node string) (*corev1.Pod, error) {
-	masters, err := indexedPods(s.pods, podsRunningNFDMaster, "nfd-master")
+	masters, err := standin.IndexedPods(s.pods, standin.PodsRunningNFDMaster, "nfd-master")
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(masters, podRunningReady) {
+	if !slices.ContainsFunc(masters, standin.PodRunningReady) {
 		return nil, nil
 	}
-	onNode, err := indexedPods(s.pods, podsByNode, node)
+	onNode, err := standin.IndexedPods(s.pods, standin.PodsByNode, node)
 	if err != nil {
 		return nil, err
 	}
 	var worker *corev1.Pod
 	for _, p := range onNode {
-		if p.Status.Phase == corev1.PodRunning && podSpecRuns(&p.Spec, "nfd-worker") && !podSpecRuns(&p.Spec, "nfd-master") {
+		if p.Status.Phase == corev1.PodRunning && standin.PodSpecRuns(&p.Spec, "nfd-worker") && !standin.PodSpecRuns(&p.Spec, "nfd-master") {
 			worker = p
 		}
 	}
@@ -522,7 +375,7 @@ func (s *nfdStandIn) reconcile(ctx context.Context, name string) error {
 		if hw.GPUs > 0 && !cfg.classWhitelisted(hw.GPUPCIClass) {
 			hw.GPUs = 0 // nfd-worker does not report devices outside the whitelist
 		}
-		desired = nfdLabels(hw, node.Status.NodeInfo, cfg.DeviceLabelFields)
+		desired = Labels(hw, node.Status.NodeInfo, cfg.DeviceLabelFields)
 	}
 	return s.apply(ctx, node, desired)
 }
@@ -553,11 +406,11 @@ func (s *nfdStandIn) apply(ctx context.Context, node *corev1.Node, desired map[s
 		}
 	}
 	annPatch := map[string]any{}
-	cur, has := node.Annotations[nfdFeatureLabelsAnnotation]
+	cur, has := node.Annotations[FeatureLabelsAnnotation]
 	if len(desired) > 0 {
 		names := make([]string, 0, len(desired))
 		for k := range desired {
-			names = append(names, strings.TrimPrefix(k, nfdFeatureLabelNs+"/"))
+			names = append(names, strings.TrimPrefix(k, FeatureLabelNs+"/"))
 		}
 		slices.Sort(names)
 		want := strings.Join(names, ",")
@@ -565,14 +418,14 @@ func (s *nfdStandIn) apply(ctx context.Context, node *corev1.Node, desired map[s
 			if !own.annotated {
 				own.annotated, own.prior, own.hadPrior = true, cur, has
 			}
-			annPatch[nfdFeatureLabelsAnnotation] = want
+			annPatch[FeatureLabelsAnnotation] = want
 		}
 	} else if own.annotated {
 		switch {
 		case own.hadPrior && (!has || cur != own.prior):
-			annPatch[nfdFeatureLabelsAnnotation] = own.prior
+			annPatch[FeatureLabelsAnnotation] = own.prior
 		case !own.hadPrior && has:
-			annPatch[nfdFeatureLabelsAnnotation] = nil
+			annPatch[FeatureLabelsAnnotation] = nil
 		}
 		own.annotated = false
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package nfd
 
 import (
 	"maps"
@@ -6,11 +6,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 func TestNFDLabels(t *testing.T) {
-	const p = nfdLabelPrefix
-	ubuntuGPU := Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A100-SXM4-40GB", OSReleaseID: "ubuntu", OSVersionID: "22.04"}
+	const p = LabelPrefix
+	ubuntuGPU := standin.Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A100-SXM4-40GB", OSReleaseID: "ubuntu", OSVersionID: "22.04"}
 	ubuntuInfo := corev1.NodeSystemInfo{KernelVersion: "5.15.0-153-generic"}
 	osAndKernel := map[string]string{
 		p + "kernel-version.full":                "5.15.0-153-generic",
@@ -30,7 +32,7 @@ func TestNFDLabels(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		hw     Hardware
+		hw     standin.Hardware
 		info   corev1.NodeSystemInfo
 		fields []string
 		want   map[string]string
@@ -57,19 +59,19 @@ func TestNFDLabels(t *testing.T) {
 		},
 		{
 			name: "a VGA-class GPU gets the 0300 label",
-			hw:   Hardware{GPUs: 2, GPUPCIClass: "0300", GPUProduct: "NVIDIA-RTX-A6000", OSReleaseID: "ubuntu", OSVersionID: "22.04"},
+			hw:   standin.Hardware{GPUs: 2, GPUPCIClass: "0300", GPUProduct: "NVIDIA-RTX-A6000", OSReleaseID: "ubuntu", OSVersionID: "22.04"},
 			info: ubuntuInfo, fields: []string{"class", "vendor", "device", "subsystem_vendor", "subsystem_device"},
 			want: with(map[string]string{p + "pci-0300_10de_2230_10de_1459.present": "true"}),
 		},
 		{
 			name: "a node without GPUs gets no PCI label",
-			hw:   Hardware{OSReleaseID: "ubuntu", OSVersionID: "22.04"},
+			hw:   standin.Hardware{OSReleaseID: "ubuntu", OSVersionID: "22.04"},
 			info: ubuntuInfo, fields: []string{"vendor"},
 			want: osAndKernel,
 		},
 		{
 			name: "COS's kernel loses its plus sign and its VERSION_ID has no minor",
-			hw:   Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A100-SXM4-40GB", OSReleaseID: "cos", OSVersionID: "121"},
+			hw:   standin.Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A100-SXM4-40GB", OSReleaseID: "cos", OSVersionID: "121"},
 			info: corev1.NodeSystemInfo{KernelVersion: "6.6.97+"}, fields: []string{"vendor"},
 			want: map[string]string{
 				p + "kernel-version.full":                "6.6.97",
@@ -84,7 +86,7 @@ func TestNFDLabels(t *testing.T) {
 		},
 		{
 			name: "RHCOS nodes also get OSTREE_VERSION",
-			hw:   Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A10G", OSReleaseID: "rhcos", OSVersionID: "4.18", OSTreeVersion: "418.94.202503102036-0"},
+			hw:   standin.Hardware{GPUs: 1, GPUPCIClass: "0302", GPUProduct: "NVIDIA-A10G", OSReleaseID: "rhcos", OSVersionID: "4.18", OSTreeVersion: "418.94.202503102036-0"},
 			info: corev1.NodeSystemInfo{KernelVersion: "5.14.0-427.60.1.el9_4.x86_64"}, fields: []string{"vendor"},
 			want: map[string]string{
 				p + "kernel-version.full":                "5.14.0-427.60.1.el9_4.x86_64",
@@ -102,7 +104,7 @@ func TestNFDLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := nfdLabels(tt.hw, tt.info, tt.fields)
+			got := Labels(tt.hw, tt.info, tt.fields)
 			if !maps.Equal(got, tt.want) {
 				t.Errorf("nfdLabels:\n got %v\nwant %v", got, tt.want)
 			}
