@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
@@ -62,7 +63,7 @@ type runningOperator struct {
 	namespace string
 	name      string
 	build     toolchain.OperatorBuild
-	proc      *process
+	proc      *controlplane.Process
 	started   time.Time
 	run       int  // index in runs
 	stopping  bool // the sandbox is stopping it (its exit is no crash)
@@ -176,13 +177,13 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		f.c.logf("operator: stopping the GPU operator controller for %s/%s (its Deployment or pod is gone)", cur.namespace, cur.name)
 		f.stopProcess()
 		cur = nil
-	case cur != nil && buildErr == nil && build.Binary != cur.build.Binary && cur.proc.running():
+	case cur != nil && buildErr == nil && build.Binary != cur.build.Binary && cur.proc.Running():
 		// A new image in the same Deployment: a real cluster rolls out a new pod.
 		f.c.logf("operator: the Deployment %s/%s now runs %s; replacing the %s controller", cur.namespace, cur.name, build.Release, cur.build.Release)
 		f.stopProcess()
 		cur = nil
 	}
-	if cur != nil && !cur.proc.running() {
+	if cur != nil && !cur.proc.Running() {
 		f.mu.Lock()
 		f.current = nil
 		if time.Since(cur.started) < time.Minute {
@@ -193,7 +194,7 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		backoff := min(time.Duration(1<<min(f.crashes, 5))*time.Second, 30*time.Second)
 		f.notBefore = time.Now().Add(backoff)
 		f.mu.Unlock()
-		f.c.logf("operator: controller %s for %s/%s exited (%v); restarting in %s", cur.build.Release, cur.namespace, cur.name, cur.proc.err, backoff)
+		f.c.logf("operator: controller %s for %s/%s exited (%v); restarting in %s", cur.build.Release, cur.namespace, cur.name, cur.proc.Err(), backoff)
 		time.AfterFunc(backoff, f.poke)
 		return
 	}
@@ -207,7 +208,7 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 		time.AfterFunc(wait, f.poke)
 		return
 	}
-	var proc *process
+	var proc *controlplane.Process
 	err := buildErr
 	if err == nil {
 		if warning != "" {
@@ -231,14 +232,14 @@ func (f *operatorFollower) reconcile(ctx context.Context) {
 	f.current = run
 	f.mu.Unlock()
 	go func() {
-		<-proc.exited
+		<-proc.Exited()
 		f.mu.Lock()
 		r := &f.runs[run.run]
 		r.Exited = time.Now()
 		if !run.stopping {
 			r.ExitErr = "exit status 0"
-			if proc.err != nil {
-				r.ExitErr = proc.err.Error()
+			if err := proc.Err(); err != nil {
+				r.ExitErr = err.Error()
 			}
 		}
 		f.mu.Unlock()
@@ -264,7 +265,7 @@ func (f *operatorFollower) buildFor(d *appsv1.Deployment) (toolchain.OperatorBui
 	return b, warning, err
 }
 
-func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build toolchain.OperatorBuild) (*process, error) {
+func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, build toolchain.OperatorBuild) (*controlplane.Process, error) {
 	f.mu.Lock()
 	view := f.view
 	f.mu.Unlock()
@@ -298,7 +299,7 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 	if err != nil {
 		return nil, fmt.Errorf("token for service account %s/%s: %w", d.Namespace, sa, err)
 	}
-	kubeconfig, err := f.c.kubeconfigWithToken("gpu-operator", tok.Status.Token)
+	kubeconfig, err := f.c.cp.KubeconfigWithToken("gpu-operator", tok.Status.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +327,7 @@ func (f *operatorFollower) start(ctx context.Context, d *appsv1.Deployment, buil
 	if view.private {
 		bin, args, unshare = view.wrap(build.Root, append([]string{build.Binary}, args...)...)
 	}
-	return f.c.spawner.startProcess("gpu-operator", bin, args, env, f.c.Dir, logPath, unshare)
+	return f.c.cp.Spawner().Start("gpu-operator", bin, args, env, f.c.Dir, logPath, unshare)
 }
 
 // stopProcess stops the running controller, if any, and waits for it.
@@ -336,12 +337,12 @@ func (f *operatorFollower) stopProcess() {
 	f.current = nil
 	f.crashes = 0
 	f.notBefore = time.Time{}
-	if cur != nil && cur.proc.running() {
+	if cur != nil && cur.proc.Running() {
 		cur.stopping = true
 	}
 	f.mu.Unlock()
 	if cur != nil {
-		cur.proc.stop(10 * time.Second)
+		cur.proc.Stop(10 * time.Second)
 	}
 }
 
@@ -356,10 +357,10 @@ func (f *operatorFollower) privateView() bool {
 func (f *operatorFollower) pids() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.current == nil || !f.current.proc.running() {
+	if f.current == nil || !f.current.proc.Running() {
 		return nil
 	}
-	return []int{f.current.proc.cmd.Process.Pid}
+	return []int{f.current.proc.Pid()}
 }
 
 // namespace is where the controller runs now ("" when none runs).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
@@ -34,8 +35,8 @@ func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
 	if !view.private {
 		t.Fatalf("root, but no private view: %s", view.warning)
 	}
-	sp := newSpawner()
-	defer sp.close()
+	sp := controlplane.NewSpawner()
+	defer sp.Close()
 	var wg sync.WaitGroup
 	for r, b := range builds {
 		wg.Add(1)
@@ -44,18 +45,18 @@ func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
 			logPath := filepath.Join(t.TempDir(), "out.log")
 			// The process reads the marker, then stays up for a moment so both run at once.
 			bin, args, unshare := view.wrap(b.Root, "/bin/sh", "-c", `cat "$1"; sleep 0.5; cat "$1"`, "read", hostMarker)
-			p, err := sp.startProcess("reader", bin, args, os.Environ(), t.TempDir(), logPath, unshare)
+			p, err := sp.Start("reader", bin, args, os.Environ(), t.TempDir(), logPath, unshare)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 			case <-time.After(10 * time.Second):
-				p.stop(time.Second)
+				p.Stop(time.Second)
 			}
-			if p.err != nil {
-				t.Errorf("%s: %v", r, p.err)
+			if err := p.Err(); err != nil {
+				t.Errorf("%s: %v", r, err)
 			}
 			out, _ := os.ReadFile(logPath)
 			if want := strings.Repeat(r+" test\n", 2); string(out) != want {

@@ -17,7 +17,7 @@ type Scenario struct {
 	// GPUNodes and CPUNodes are the worker nodes with and without NVIDIA GPUs.
 	GPUNodes, CPUNodes int
 	// BrokenGPUNodes is how many of the GPU nodes (the last ones) have a GPU that fails every workload:
-	// a GPU pod that runs to completion ends with exit code 1 there (see gpuworkload.go).
+	// a GPU pod that runs to completion ends with exit code 1 there (see controlplane/gpuworkload.go).
 	BrokenGPUNodes int
 	// GPUControlPlane: the control-plane node has the GPU and takes workloads: a single-node k3s or RKE2
 	// box whose server is the GPU node (k3s and RKE2 flavours). GPUNodes and CPUNodes then count workers

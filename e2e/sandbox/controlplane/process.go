@@ -1,4 +1,4 @@
-package sandbox
+package controlplane
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 	"time"
 )
 
-// spawner starts every child process of a sandbox from one OS thread that stays alive until the
+// Spawner starts every child process of a sandbox from one OS thread that stays alive until the
 // sandbox stops. Children get PR_SET_PDEATHSIG=SIGKILL, which Linux delivers when the *thread* that
 // forked them exits — so they must not be forked from whatever thread the Go scheduler happens to
 // use. With this, a test binary killed by `go test -timeout`, Ctrl-C or SIGKILL takes its whole
 // cluster with it: no orphans, even when no cleanup code gets to run.
-type spawner struct {
+type Spawner struct {
 	reqs chan spawnReq
 	quit chan struct{}
 	once sync.Once
@@ -29,8 +29,9 @@ type spawnReq struct {
 	done chan error
 }
 
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq), quit: make(chan struct{})}
+// NewSpawner starts the spawner's thread; Close ends it.
+func NewSpawner() *Spawner {
+	s := &Spawner{reqs: make(chan spawnReq), quit: make(chan struct{})}
 	go func() {
 		// Never unlocked: when this goroutine returns, the runtime ends the thread, which is what
 		// we want only after every child has been stopped.
@@ -47,7 +48,7 @@ func newSpawner() *spawner {
 	return s
 }
 
-func (s *spawner) start(cmd *exec.Cmd) error {
+func (s *Spawner) start(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	select {
 	case s.reqs <- spawnReq{cmd: cmd, done: done}:
@@ -57,10 +58,11 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 	}
 }
 
-func (s *spawner) close() { s.once.Do(func() { close(s.quit) }) }
+// Close ends the spawner's thread, after which Start fails.
+func (s *Spawner) Close() { s.once.Do(func() { close(s.quit) }) }
 
-// process is one running program of the sandbox with its log file.
-type process struct {
+// Process is one running program of the sandbox with its log file.
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -69,10 +71,10 @@ type process struct {
 	err     error // set before exited is closed
 }
 
-// startProcess runs bin with args, stdout and stderr appended to logPath, in its own process group so
+// Start runs bin with args, stdout and stderr appended to logPath, in its own process group so
 // that stop reaches anything it forks. unshare are clone flags of namespaces the process gets of its
 // own (0: none).
-func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPath string, unshare uintptr) (*process, error) {
+func (s *Spawner) Start(name, bin string, args, env []string, dir, logPath string, unshare uintptr) (*Process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -87,7 +89,7 @@ func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPat
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		log.Close()
@@ -96,8 +98,8 @@ func (s *spawner) startProcess(name, bin string, args, env []string, dir, logPat
 	return p, nil
 }
 
-// running reports whether the process has not exited.
-func (p *process) running() bool {
+// Running reports whether the process has not exited.
+func (p *Process) Running() bool {
 	select {
 	case <-p.exited:
 		return false
@@ -106,9 +108,9 @@ func (p *process) running() bool {
 	}
 }
 
-// stop sends SIGTERM to the process group, and SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	if !p.running() {
+// Stop sends SIGTERM to the process group, and SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if !p.Running() {
 		return
 	}
 	pgid := p.cmd.Process.Pid
@@ -121,8 +123,8 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// tailFile returns the last n lines of a file ("" when it cannot be read).
-func tailFile(path string, n int) string {
+// TailFile returns the last n lines of a file ("" when it cannot be read).
+func TailFile(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -138,4 +140,23 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Name is the name the process was started under ("etcd", "kube-apiserver", "gpu-operator").
+func (p *Process) Name() string { return p.name }
+
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err is how the process exited (nil for exit status 0); valid once Exited is closed.
+func (p *Process) Err() error {
+	select {
+	case <-p.exited:
+		return p.err
+	default:
+		return nil
+	}
 }

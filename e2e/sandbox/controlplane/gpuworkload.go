@@ -1,4 +1,4 @@
-package sandbox
+package controlplane
 
 import (
 	"fmt"
@@ -105,18 +105,4 @@ spec:
       phase: %s
       startTime: {{ $now | Quote }}
 `, name, nodeRequirement, exitCode, reason, msg, phase)
-}
-
-// brokenGPUNodes names the last n GPU nodes of nodes: the ones Scenario.BrokenGPUNodes marks broken.
-func brokenGPUNodes(nodes []SimNode, n int) []string {
-	var gpu []string
-	for _, sn := range nodes {
-		if sn.Hardware.GPUs > 0 {
-			gpu = append(gpu, sn.Node.Name)
-		}
-	}
-	if n > len(gpu) {
-		n = len(gpu)
-	}
-	return gpu[len(gpu)-n:]
 }
