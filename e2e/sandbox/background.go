@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
@@ -48,7 +49,15 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	}
 	if !noOperator {
 		factory := informers.NewSharedInformerFactory(c.Kube, 0)
-		c.startOperatorFollower(ctx, factory)
+		c.operator = operator.Follow(ctx, factory, operator.Config{
+			Kube:           c.Kube,
+			Dir:            c.Dir,
+			DefaultRelease: c.operatorVersion,
+			Build:          c.Tools.Operator,
+			Kubeconfig:     c.cp.KubeconfigWithToken,
+			Spawner:        c.cp.Spawner(),
+			Logf:           c.logf,
+		}, &c.bg)
 		factory.Start(ctx.Done())
 		c.bg.Add(1)
 		go func() {

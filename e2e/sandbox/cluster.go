@@ -34,6 +34,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
@@ -83,7 +84,7 @@ type Cluster struct {
 	// operatorVersion is Options.OperatorVersion after defaults.
 	operatorVersion string
 	cp              *controlplane.ControlPlane
-	operator        *operatorFollower
+	operator        *operator.Follower
 	cancel          context.CancelFunc
 	bg              sync.WaitGroup
 	// bundles caches the OLM stand-in's bundle CRDs by release.
@@ -426,7 +427,7 @@ func (c *Cluster) Stop() {
 		}
 		c.bg.Wait()
 		if c.operator != nil {
-			c.operator.stopProcess()
+			c.operator.Stop()
 		}
 		c.cp.Stop()
 		if c.log != nil {
@@ -442,7 +443,7 @@ func (c *Cluster) Stop() {
 func (c *Cluster) PIDs() []int {
 	pids := c.cp.PIDs()
 	if c.operator != nil {
-		pids = append(pids, c.operator.pids()...)
+		pids = append(pids, c.operator.PIDs()...)
 	}
 	return pids
 }
@@ -483,4 +484,26 @@ func brokenGPUNodes(nodes []SimNode, n int) []string {
 		n = len(gpu)
 	}
 	return gpu[len(gpu)-n:]
+}
+
+// OperatorRun is one run of the real GPU operator controller (operator.Run).
+type OperatorRun = operator.Run
+
+// OperatorRuns lists every run of the real GPU operator controller in this sandbox, oldest first
+// (nil when the follower is off). A run that ended without the sandbox stopping it (a crash, an exit
+// of the controller's own) has its ExitErr set ("exit status 1", "signal: killed").
+func (c *Cluster) OperatorRuns() []OperatorRun {
+	if c.operator == nil {
+		return nil
+	}
+	return c.operator.Runs()
+}
+
+// OperatorNamespace is the namespace the real operator controller runs for now, "" when it is not
+// running (no operator Deployment, or its pod not Running yet, or the follower is off).
+func (c *Cluster) OperatorNamespace() string {
+	if c.operator == nil {
+		return ""
+	}
+	return c.operator.Namespace()
 }

@@ -36,6 +36,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
@@ -277,7 +278,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("each controller process sees its own release's files at /opt/gpu-operator", func(t *testing.T) {
-		if !gke.operator.privateView() {
+		if !gke.operator.PrivateView() {
 			t.Skip("no private mount namespaces here (not root): the controllers share one copy")
 		}
 		for _, r := range runs {
@@ -292,21 +293,21 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 			var readErr error
 			var hasDRA bool
 			err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-				pids := r.c.operator.pids()
+				pids := r.c.operator.PIDs()
 				if len(pids) != 1 {
 					return false, nil
 				}
 				pid = pids[0]
-				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operatorFilesPath, toolchain.ReleaseMarker))
-				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operatorFilesPath))
+				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operator.FilesPath, toolchain.ReleaseMarker))
+				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operator.FilesPath))
 				hasDRA = statErr == nil
-				return slices.Equal(r.c.operator.pids(), pids), nil
+				return slices.Equal(r.c.operator.PIDs(), pids), nil
 			})
 			if err != nil {
 				t.Fatalf("%s: no controller ran long enough to read its files (last pid %d, %v): %v", r.release, pid, readErr, err)
 			}
 			if readErr != nil || string(got) != string(want) {
-				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pid, got, operatorFilesPath, want, readErr)
+				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pid, got, operator.FilesPath, want, readErr)
 			}
 			// v26.x carries the DRA driver's state manifests; v25.10.1 does not.
 			if r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
@@ -361,7 +362,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("a controller exit the sandbox did not cause is reported, and the controller restarted", func(t *testing.T) {
-		pids := old.operator.pids()
+		pids := old.operator.PIDs()
 		if len(pids) != 1 {
 			t.Fatalf("controller pids %v", pids)
 		}
@@ -371,7 +372,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		var got []OperatorRun
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			got = old.OperatorRuns()
-			return len(got) == 2 && len(old.operator.pids()) == 1, nil
+			return len(got) == 2 && len(old.operator.PIDs()) == 1, nil
 		})
 		if err != nil {
 			t.Fatalf("no second run after the controller was killed: %+v", got)
@@ -385,7 +386,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("deleting the Deployment stops the controller, which is no crash", func(t *testing.T) {
-		pids := gke.operator.pids()
+		pids := gke.operator.PIDs()
 		if err := gke.Kube.AppsV1().Deployments(ns).Delete(ctx, "gpu-operator", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package operator
 
 import (
 	"os"
@@ -18,7 +18,7 @@ func TestEachControllerProcessSeesItsOwnOptGPUOperator(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("private mount namespaces need root; the sandbox then copies files to the shared path")
 	}
-	hostMarker := filepath.Join(operatorFilesPath, toolchain.ReleaseMarker)
+	hostMarker := filepath.Join(FilesPath, toolchain.ReleaseMarker)
 	before, _ := os.ReadFile(hostMarker)
 	builds := map[string]toolchain.OperatorBuild{}
 	for _, r := range []string{"v26.7.0", "v25.10.1"} {
