@@ -175,7 +175,7 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 	if err != nil {
 		return nil, "", fmt.Errorf("operator version: %w", err)
 	}
-	s.operatorVersion = release.Version
+	s = s.WithOperatorVersion(release.Version)
 	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
 	if err != nil {
 		return nil, "", err

@@ -1,4 +1,4 @@
-package sandbox
+package flavor
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +39,7 @@ type Scenario struct {
 	// control plane's version.
 	KubeletVersion string
 
-	// operatorVersion is Options.OperatorVersion, set by Start: the OpenShift flavour's catalog offers
+	// operatorVersion is Options.OperatorVersion, set by the sandbox (WithOperatorVersion): the OpenShift flavour's catalog offers
 	// it as the head of the GPU operator's default channel (default: gpuctl's default release).
 	operatorVersion string
 }
@@ -75,4 +75,11 @@ type Flavor struct {
 	// LimitCriticalPods: the API server admits system-node-critical and system-cluster-critical pods
 	// only in namespaces with a ResourceQuota for them (GKE; https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 	LimitCriticalPods bool
+}
+
+// WithOperatorVersion returns s with the GPU operator release that the OpenShift flavour's catalog
+// offers as the head of the operator's default channel (the sandbox's Options.OperatorVersion).
+func (s Scenario) WithOperatorVersion(version string) Scenario {
+	s.operatorVersion = version
+	return s
 }

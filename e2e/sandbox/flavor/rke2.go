@@ -1,4 +1,4 @@
-package sandbox
+package flavor
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

@@ -1,4 +1,4 @@
-package sandbox
+package flavor
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestFlavorsCoverTheNineDistributions(t *testing.T) {
 		t.Errorf("Distros() = %v, want %v", got, want)
 	}
 	for _, d := range want {
-		f, err := FlavorFor(d)
+		f, err := For(d)
 		if err != nil {
 			t.Errorf("FlavorFor(%q): %v", d, err)
 			continue
@@ -39,7 +39,7 @@ func TestFlavorsCoverTheNineDistributions(t *testing.T) {
 }
 
 func TestFlavorForAnUnknownNameListsTheValidOnes(t *testing.T) {
-	_, err := FlavorFor("minikube")
+	_, err := For("minikube")
 	if err == nil {
 		t.Fatal("FlavorFor(minikube) succeeded")
 	}
@@ -131,7 +131,7 @@ func roleOf(distro string, i int, s Scenario) role {
 
 func TestEveryFlavourMakesTheScenariosNodes(t *testing.T) {
 	for _, distro := range Distros() {
-		f, _ := FlavorFor(distro)
+		f, _ := For(distro)
 		for _, s := range scenarios(distro) {
 			t.Run(fmt.Sprintf("%s %+v", distro, s), func(t *testing.T) {
 				d := s.Defaults()
@@ -455,7 +455,7 @@ func TestEachFlavoursNodesCarryItsSignals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.distro, func(t *testing.T) {
-			f, _ := FlavorFor(tt.distro)
+			f, _ := For(tt.distro)
 			s := Scenario{Distro: tt.distro}
 			for i, sim := range f.Nodes(s) {
 				for _, c := range tt.checks {
@@ -469,7 +469,7 @@ func TestEachFlavoursNodesCarryItsSignals(t *testing.T) {
 }
 
 func TestFlavorGKEVariants(t *testing.T) {
-	f, _ := FlavorFor("gke")
+	f, _ := For("gke")
 	gpuNodes := func(s Scenario) []corev1.Node {
 		var out []corev1.Node
 		for _, sim := range f.Nodes(s) {
@@ -650,7 +650,7 @@ func checkCRD(t *testing.T, crd apiextensionsv1.CustomResourceDefinition) {
 func TestEveryFlavoursCRDsAreValid(t *testing.T) {
 	for _, distro := range Distros() {
 		t.Run(distro, func(t *testing.T) {
-			f, _ := FlavorFor(distro)
+			f, _ := For(distro)
 			seen := map[string]bool{}
 			for _, crd := range f.CRDs() {
 				checkCRD(t, crd)
@@ -672,7 +672,7 @@ var builtInKinds = map[string]bool{
 
 func TestEveryFlavoursObjectsCanBeCreatedInOrder(t *testing.T) {
 	for _, distro := range Distros() {
-		f, _ := FlavorFor(distro)
+		f, _ := For(distro)
 		for _, s := range scenarios(distro) {
 			t.Run(fmt.Sprintf("%s %+v", distro, s), func(t *testing.T) {
 				kinds := map[string]bool{}
@@ -736,7 +736,7 @@ func findObject(t *testing.T, objs []unstructured.Unstructured, kind, name strin
 }
 
 func TestFlavorOpenShiftObjects(t *testing.T) {
-	f, _ := FlavorFor("openshift")
+	f, _ := For("openshift")
 	for _, tt := range []struct {
 		kubelet, ocp, osID, ostreePrefix, kubeletPattern string
 	}{
@@ -834,7 +834,7 @@ func TestFlavorOpenShiftObjects(t *testing.T) {
 
 func TestFlavorKubeadmConfigRecordsTheVersion(t *testing.T) {
 	for distro, want := range map[string]string{"kubeadm": "kubernetesVersion: v1.33.4\n", "tkgs": "kubernetesVersion: v1.33.4+vmware.1\n"} {
-		f, _ := FlavorFor(distro)
+		f, _ := For(distro)
 		cm := findObject(t, f.Objects(Scenario{Distro: distro, KubeletVersion: "v1.33.4"}), "ConfigMap", "kubeadm-config")
 		cc, _, _ := unstructured.NestedString(cm.Object, "data", "ClusterConfiguration")
 		if cm.GetNamespace() != "kube-system" || !strings.Contains(cc, want) {
@@ -845,7 +845,7 @@ func TestFlavorKubeadmConfigRecordsTheVersion(t *testing.T) {
 
 func TestFlavorRancherDistributionsShipAnNvidiaRuntimeClass(t *testing.T) {
 	for _, distro := range []string{"rke2", "k3s"} {
-		f, _ := FlavorFor(distro)
+		f, _ := For(distro)
 		rc := findObject(t, f.Objects(Scenario{Distro: distro}), "RuntimeClass", "nvidia")
 		if rc.Object["handler"] != "nvidia" {
 			t.Errorf("%s: RuntimeClass nvidia %v", distro, rc.Object)
@@ -889,7 +889,7 @@ func TestFlavorKubeadmControlPlaneFollowsKubeadmsHistory(t *testing.T) {
 func TestFlavorAdmissionPluginsAreThePlatforms(t *testing.T) {
 	want := map[string]bool{"gke": true, "eks": true, "aks": true}
 	for _, name := range Distros() {
-		f, err := FlavorFor(name)
+		f, err := For(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -903,7 +903,7 @@ func TestFlavorAdmissionPluginsAreThePlatforms(t *testing.T) {
 // workers and no CPU worker.
 func TestFlavorGPUControlPlane(t *testing.T) {
 	t.Run("a single-node k3s box: one untainted server with the GPU", func(t *testing.T) {
-		f, _ := FlavorFor("k3s")
+		f, _ := For("k3s")
 		nodes := f.Nodes(Scenario{Distro: "k3s", GPUControlPlane: true})
 		if len(nodes) != 1 {
 			t.Fatalf("%d nodes, want the server alone", len(nodes))
@@ -917,14 +917,14 @@ func TestFlavorGPUControlPlane(t *testing.T) {
 		}
 	})
 	t.Run("with NFD labels already there, the GPU server carries them", func(t *testing.T) {
-		f, _ := FlavorFor("k3s")
+		f, _ := For("k3s")
 		n := f.Nodes(Scenario{Distro: "k3s", GPUControlPlane: true, NFDLabels: true})[0]
 		if n.Node.Labels["feature.node.kubernetes.io/pci-10de.present"] != "true" {
 			t.Errorf("labels %v", n.Node.Labels)
 		}
 	})
 	t.Run("kubeadm with GPU workers only: a tainted control plane and two GPU workers", func(t *testing.T) {
-		f, _ := FlavorFor("kubeadm")
+		f, _ := For("kubeadm")
 		nodes := f.Nodes(Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 0})
 		if len(nodes) != 3 || len(nodes[0].Node.Spec.Taints) != 1 || nodes[0].Hardware.GPUs != 0 || nodes[1].Hardware.GPUs != 1 || nodes[2].Hardware.GPUs != 1 {
 			t.Errorf("nodes %+v", nodes)
