@@ -56,8 +56,6 @@ func gkeG2Shapes() []machine {
 // pool on Container-Optimized OS, or with GKEAutopilot an Autopilot cluster whose GPU workloads land on
 // auto-provisioned L4 nodes.
 func gkeFlavor() Flavor {
-	// COS milestone 121 (GKE 1.33+): /etc/os-release ID=cos, VERSION_ID=121; containerd 2.0.
-	cos := osRelease{image: "Container-Optimized OS from Google", kernel: "6.6.97+", id: "cos", versionID: "121"}
 	return Flavor{
 		Name:        "gke",
 		Description: "Google Kubernetes Engine (Standard, or Autopilot) on Container-Optimized OS",
@@ -66,133 +64,162 @@ func gkeFlavor() Flavor {
 		// GKE adds the GPU toleration to pods that request GPUs with ExtendedResourceToleration
 		// (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
 		AdmissionPlugins: []string{"ExtendedResourceToleration"},
-		Nodes: func(s Scenario) []SimNode {
-			s = s.Defaults()
-			prefix, gpuPool, cpuPool := "gke-", "gpu-pool", "default-pool"
-			maxPods := int64(110)
-			cpuShape := machine{instanceType: "e2-standard-4", cpu: 4, memoryGiB: 16}
-			gpuShape := pickShape(gkeA2Shapes(), s.GPUsPerNode)
-			accelerator := "nvidia-tesla-a100"
-			// GKE taints GPU nodes nvidia.com/gpu=present:NoSchedule when the cluster also has non-GPU
-			// nodes; a GPU-only Standard cluster comes up untainted (a community report, not in
-			// https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
-			gpuTainted := s.CPUNodes > 0
-			if s.GKEAutopilot {
-				// Autopilot: node names gk3-…, node auto-provisioned GPU pools (nap-…), 32 pods per
-				// node, GPU nodes always tainted. Autopilot's general-purpose machine type (ek-standard)
-				// and the nap pool naming are from memory of real clusters, not from a document.
-				prefix, gpuPool, cpuPool = "gk3-", "nap-"+token("gke/nap", 8, base36Digits), "pool-2"
-				maxPods = 32
-				cpuShape = machine{instanceType: "ek-standard-8", cpu: 8, memoryGiB: 32}
-				gpuShape = pickShape(gkeG2Shapes(), s.GPUsPerNode)
-				accelerator = "nvidia-l4"
-				gpuTainted = true
-			}
-			return buildNodes(s, 0, func(r role, i int) nodeSpec {
-				pool, m := cpuPool, cpuShape
-				if r == gpuWorker {
-					pool, m = gpuPool, gpuShape
-				}
-				m.diskGiB, m.pods = 100, maxPods
-				// gke-<cluster>-<pool>-<instance group hash>-<instance suffix>
-				name := fmt.Sprintf("%s%s-%s-%s-%s", prefix, gkeCluster, pool,
-					hexToken("gke/"+pool, 8), nodeSuffix("gke/"+pool, i, 4, base36Digits))
-				labels := map[string]string{
-					"cloud.google.com/gke-nodepool":          pool,
-					"cloud.google.com/gke-os-distribution":   "cos",
-					"cloud.google.com/gke-container-runtime": "containerd",
-					"cloud.google.com/gke-boot-disk":         "pd-balanced",
-					"cloud.google.com/gke-max-pods-per-node": fmt.Sprint(m.pods),
-					"cloud.google.com/gke-provisioning":      "standard",
-					"cloud.google.com/gke-stack-type":        "IPV4",
-					"cloud.google.com/gke-logging-variant":   "DEFAULT",
-					"cloud.google.com/gke-cpu-scaling-level": fmt.Sprint(m.cpu),
-					"cloud.google.com/machine-family":        strings.SplitN(m.instanceType, "-", 2)[0],
-					"cloud.google.com/private-node":          "false",
-					"topology.gke.io/zone":                   gkeZone,
-				}
-				userLabels := "" // the pool's --node-labels, which GKE records on its nodes
-				var taints []corev1.Taint
-				if r == gpuWorker {
-					labels["cloud.google.com/gke-accelerator"] = accelerator
-					if s.GKEDevicePlugin {
-						// GKE installs the driver (gpu-driver-version=default) and runs its plugin.
-						labels["cloud.google.com/gke-gpu-driver-version"] = "default"
-					} else {
-						// NVIDIA's GKE guide: --node-labels gke-no-default-nvidia-gpu-device-plugin=true
-						// and gpu-driver-version=disabled, which leaves no driver-version label.
-						labels[gkeNoDevicePluginLabel] = "true"
-						userLabels = gkeNoDevicePluginLabel + "=true"
-					}
-					if gpuTainted {
-						taints = []corev1.Taint{noScheduleTaint(taintGPU, "present")}
-					}
-				}
-				return nodeSpec{
-					name:       name,
-					machine:    m,
-					os:         cos,
-					runtime:    "containerd://2.0.6",
-					kubelet:    s.KubeletVersion + gkeKubeletSuffix,
-					providerID: fmt.Sprintf("gce://%s/%s/%s", gkeProject, gkeZone, name),
-					region:     gkeRegion,
-					zone:       gkeZone,
-					labels:     labels,
-					taints:     taints,
-					annotations: map[string]string{
-						"container.googleapis.com/instance_id": "7" + token(name+"/instance", 18, "0123456789"),
-						"csi.volume.kubernetes.io/nodeid": jsonString(map[string]string{
-							"pd.csi.storage.gke.io": fmt.Sprintf("projects/%s/zones/%s/instances/%s", gkeProject, gkeZone, name),
-						}),
-						"node.gke.io/last-applied-node-labels": userLabels,
-					},
-					reserved: gkeReserved(m),
-				}
-			})
-		},
-		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
-			return newCRDs(append(snapshotCRDs(),
-				crdSpec{"networking.gke.io", "v1", "ManagedCertificate", "managedcertificates", false},
-				crdSpec{"networking.gke.io", "v1beta1", "FrontendConfig", "frontendconfigs", false},
-				crdSpec{"cloud.google.com", "v1", "BackendConfig", "backendconfigs", false},
-				crdSpec{"cloud.google.com", "v1", "ComputeClass", "computeclasses", true},
-				// Google Cloud Managed Service for Prometheus, on by default since GKE 1.27.
-				crdSpec{"monitoring.googleapis.com", "v1", "PodMonitoring", "podmonitorings", false},
-				crdSpec{"monitoring.googleapis.com", "v1", "ClusterPodMonitoring", "clusterpodmonitorings", true},
-			)...)
-		},
-		Objects: func(s Scenario) []unstructured.Unstructured {
-			s = s.Defaults()
-			// GKE admits system-node-critical and system-cluster-critical pods only where a quota
-			// allows them; kube-system has this one (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html: other namespaces need their own).
-			objs := []unstructured.Unstructured{object("v1", "ResourceQuota", "kube-system", "gcp-critical-pods", map[string]any{
-				"spec": map[string]any{
-					"hard": map[string]any{"pods": "1G"},
-					"scopeSelector": map[string]any{"matchExpressions": []any{map[string]any{
-						"operator": "In", "scopeName": "PriorityClass",
-						"values": []any{"system-node-critical", "system-cluster-critical"},
-					}}},
-				},
-			})}
-			if s.GKEAutopilot {
-				// Autopilot's workload allowlists (partner workloads). The Flavor contract has no
-				// per-scenario CRDs, so these CRDs come as objects.
-				for _, c := range []crdSpec{
-					{"auto.gke.io", "v1", "AllowlistedWorkload", "allowlistedworkloads", true},
-					{"auto.gke.io", "v1", "AllowlistedV2Workload", "allowlistedv2workloads", true},
-					{"auto.gke.io", "v1", "WorkloadAllowlist", "workloadallowlists", true},
-					{"auto.gke.io", "v1", "AllowlistSynchronizer", "allowlistsynchronizers", true},
-				} {
-					crd := newCRD(c)
-					objs = append(objs, typedObject(&crd))
-				}
-			}
-			if s.GKEDevicePlugin {
-				objs = append(objs, gkeDevicePlugins()...)
-			}
-			return objs
-		},
+		Nodes:            gkeNodes,
+		CRDs:             gkeCRDs,
+		Objects:          gkeObjects,
 	}
+}
+
+// gkePools are the node pools of a GKE cluster: a Standard cluster's default and GPU pools, or an
+// Autopilot cluster's auto-provisioned ones.
+type gkePools struct {
+	prefix, gpuPool, cpuPool string
+	maxPods                  int64
+	cpuShape, gpuShape       machine
+	accelerator              string
+	gpuTainted               bool
+}
+
+func gkePoolsFor(s Scenario) gkePools {
+	prefix, gpuPool, cpuPool := "gke-", "gpu-pool", "default-pool"
+	maxPods := int64(110)
+	cpuShape := machine{instanceType: "e2-standard-4", cpu: 4, memoryGiB: 16}
+	gpuShape := pickShape(gkeA2Shapes(), s.GPUsPerNode)
+	accelerator := "nvidia-tesla-a100"
+	// GKE taints GPU nodes nvidia.com/gpu=present:NoSchedule when the cluster also has non-GPU
+	// nodes; a GPU-only Standard cluster comes up untainted (a community report, not in
+	// https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+	gpuTainted := s.CPUNodes > 0
+	if s.GKEAutopilot {
+		// Autopilot: node names gk3-…, node auto-provisioned GPU pools (nap-…), 32 pods per
+		// node, GPU nodes always tainted. Autopilot's general-purpose machine type (ek-standard)
+		// and the nap pool naming are from memory of real clusters, not from a document.
+		prefix, gpuPool, cpuPool = "gk3-", "nap-"+token("gke/nap", 8, base36Digits), "pool-2"
+		maxPods = 32
+		cpuShape = machine{instanceType: "ek-standard-8", cpu: 8, memoryGiB: 32}
+		gpuShape = pickShape(gkeG2Shapes(), s.GPUsPerNode)
+		accelerator = "nvidia-l4"
+		gpuTainted = true
+	}
+	return gkePools{prefix, gpuPool, cpuPool, maxPods, cpuShape, gpuShape, accelerator, gpuTainted}
+}
+
+// gkeNodes are a Standard cluster's pools, or an Autopilot cluster's auto-provisioned nodes.
+func gkeNodes(s Scenario) []SimNode {
+	s = s.Defaults()
+	p := gkePoolsFor(s)
+	return buildNodes(s, 0, func(r role, i int) nodeSpec { return gkeNode(s, p, r, i) })
+}
+
+// gkeNode is the i-th node of role r.
+func gkeNode(s Scenario, p gkePools, r role, i int) nodeSpec {
+	// COS milestone 121 (GKE 1.33+): /etc/os-release ID=cos, VERSION_ID=121; containerd 2.0.
+	cos := osRelease{image: "Container-Optimized OS from Google", kernel: "6.6.97+", id: "cos", versionID: "121"}
+	pool, m := p.cpuPool, p.cpuShape
+	if r == gpuWorker {
+		pool, m = p.gpuPool, p.gpuShape
+	}
+	m.diskGiB, m.pods = 100, p.maxPods
+	// gke-<cluster>-<pool>-<instance group hash>-<instance suffix>
+	name := fmt.Sprintf("%s%s-%s-%s-%s", p.prefix, gkeCluster, pool,
+		hexToken("gke/"+pool, 8), nodeSuffix("gke/"+pool, i, 4, base36Digits))
+	labels := map[string]string{
+		"cloud.google.com/gke-nodepool":          pool,
+		"cloud.google.com/gke-os-distribution":   "cos",
+		"cloud.google.com/gke-container-runtime": "containerd",
+		"cloud.google.com/gke-boot-disk":         "pd-balanced",
+		"cloud.google.com/gke-max-pods-per-node": fmt.Sprint(m.pods),
+		"cloud.google.com/gke-provisioning":      "standard",
+		"cloud.google.com/gke-stack-type":        "IPV4",
+		"cloud.google.com/gke-logging-variant":   "DEFAULT",
+		"cloud.google.com/gke-cpu-scaling-level": fmt.Sprint(m.cpu),
+		"cloud.google.com/machine-family":        strings.SplitN(m.instanceType, "-", 2)[0],
+		"cloud.google.com/private-node":          "false",
+		"topology.gke.io/zone":                   gkeZone,
+	}
+	userLabels := "" // the pool's --node-labels, which GKE records on its nodes
+	var taints []corev1.Taint
+	if r == gpuWorker {
+		labels["cloud.google.com/gke-accelerator"] = p.accelerator
+		if s.GKEDevicePlugin {
+			// GKE installs the driver (gpu-driver-version=default) and runs its plugin.
+			labels["cloud.google.com/gke-gpu-driver-version"] = "default"
+		} else {
+			// NVIDIA's GKE guide: --node-labels gke-no-default-nvidia-gpu-device-plugin=true
+			// and gpu-driver-version=disabled, which leaves no driver-version label.
+			labels[gkeNoDevicePluginLabel] = "true"
+			userLabels = gkeNoDevicePluginLabel + "=true"
+		}
+		if p.gpuTainted {
+			taints = []corev1.Taint{noScheduleTaint(taintGPU, "present")}
+		}
+	}
+	return nodeSpec{
+		name:       name,
+		machine:    m,
+		os:         cos,
+		runtime:    "containerd://2.0.6",
+		kubelet:    s.KubeletVersion + gkeKubeletSuffix,
+		providerID: fmt.Sprintf("gce://%s/%s/%s", gkeProject, gkeZone, name),
+		region:     gkeRegion,
+		zone:       gkeZone,
+		labels:     labels,
+		taints:     taints,
+		annotations: map[string]string{
+			"container.googleapis.com/instance_id": "7" + token(name+"/instance", 18, "0123456789"),
+			"csi.volume.kubernetes.io/nodeid": jsonString(map[string]string{
+				"pd.csi.storage.gke.io": fmt.Sprintf("projects/%s/zones/%s/instances/%s", gkeProject, gkeZone, name),
+			}),
+			"node.gke.io/last-applied-node-labels": userLabels,
+		},
+		reserved: gkeReserved(m),
+	}
+}
+
+// gkeCRDs are the API groups GKE serves.
+func gkeCRDs() []apiextensionsv1.CustomResourceDefinition {
+	return newCRDs(append(snapshotCRDs(),
+		crdSpec{"networking.gke.io", "v1", "ManagedCertificate", "managedcertificates", false},
+		crdSpec{"networking.gke.io", "v1beta1", "FrontendConfig", "frontendconfigs", false},
+		crdSpec{"cloud.google.com", "v1", "BackendConfig", "backendconfigs", false},
+		crdSpec{"cloud.google.com", "v1", "ComputeClass", "computeclasses", true},
+		// Google Cloud Managed Service for Prometheus, on by default since GKE 1.27.
+		crdSpec{"monitoring.googleapis.com", "v1", "PodMonitoring", "podmonitorings", false},
+		crdSpec{"monitoring.googleapis.com", "v1", "ClusterPodMonitoring", "clusterpodmonitorings", true},
+	)...)
+}
+
+// gkeObjects are kube-system's critical-pods quota, Autopilot's allowlist CRDs and GKE's device plugins.
+func gkeObjects(s Scenario) []unstructured.Unstructured {
+	s = s.Defaults()
+	// GKE admits system-node-critical and system-cluster-critical pods only where a quota
+	// allows them; kube-system has this one (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html: other namespaces need their own).
+	objs := []unstructured.Unstructured{object("v1", "ResourceQuota", "kube-system", "gcp-critical-pods", map[string]any{
+		"spec": map[string]any{
+			"hard": map[string]any{"pods": "1G"},
+			"scopeSelector": map[string]any{"matchExpressions": []any{map[string]any{
+				"operator": "In", "scopeName": "PriorityClass",
+				"values": []any{"system-node-critical", "system-cluster-critical"},
+			}}},
+		},
+	})}
+	if s.GKEAutopilot {
+		// Autopilot's workload allowlists (partner workloads). The Flavor contract has no
+		// per-scenario CRDs, so these CRDs come as objects.
+		for _, c := range []crdSpec{
+			{"auto.gke.io", "v1", "AllowlistedWorkload", "allowlistedworkloads", true},
+			{"auto.gke.io", "v1", "AllowlistedV2Workload", "allowlistedv2workloads", true},
+			{"auto.gke.io", "v1", "WorkloadAllowlist", "workloadallowlists", true},
+			{"auto.gke.io", "v1", "AllowlistSynchronizer", "allowlistsynchronizers", true},
+		} {
+			crd := newCRD(c)
+			objs = append(objs, typedObject(&crd))
+		}
+	}
+	if s.GKEDevicePlugin {
+		objs = append(objs, gkeDevicePlugins()...)
+	}
+	return objs
 }
 
 // gkeDevicePlugins are GKE's NVIDIA device plugin DaemonSets in kube-system. Every GKE cluster has six,
