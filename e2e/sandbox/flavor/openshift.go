@@ -63,6 +63,12 @@ func openshiftReleaseFor(s Scenario) openshiftRelease {
 	return r
 }
 
+// The simulated cluster's AWS region and the installer's infrastructure name (<cluster>-<5 random>).
+const (
+	openshiftRegion    = "us-east-2"
+	openshiftInfraName = "sandbox-7xk2p"
+)
+
 // openshiftFlavor is OpenShift Container Platform installed by the installer on AWS (IPI): masters
 // tainted node-role.kubernetes.io/master:NoSchedule, RHCOS workers on CRI-O, the cluster-scoped
 // ClusterVersion the GPU operator reads its OpenShift version from, OLM with its catalogs, and the
@@ -71,97 +77,99 @@ func openshiftReleaseFor(s Scenario) openshiftRelease {
 // SCCs and stops with "no matches for kind PrometheusRule" without monitoring.coreos.com). Only one master is simulated (real clusters have
 // three). Its node names and provider IDs look like EKS's: detection must key on the API groups.
 func openshiftFlavor() Flavor {
-	const (
-		region    = "us-east-2"
-		infraName = "sandbox-7xk2p" // the installer's infrastructure name: <cluster>-<5 random>
-	)
 	return Flavor{
 		Name:        "openshift",
 		Description: "Red Hat OpenShift Container Platform on AWS, RHCOS nodes with CRI-O",
-		Nodes: func(s Scenario) []SimNode {
-			s = s.Defaults()
-			rel := openshiftReleaseFor(s)
-			return buildNodes(s, 1, func(r role, i int) nodeSpec {
-				zone := region + string("abc"[i%3])
-				pool, subnet := "worker", "10.0.64.0"
-				m := machine{instanceType: "m6i.2xlarge", cpu: 8, memoryGiB: 32}
-				machineName := fmt.Sprintf("%s-worker-%s-%s", infraName, zone, nodeSuffix(infraName+"/worker", i, 5, base36Digits))
-				labels := map[string]string{"node-role.kubernetes.io/worker": "", "node.openshift.io/os_id": rel.os.id}
-				var n nodeSpec
-				switch r {
-				case controlPlane:
-					pool, subnet = "master", "10.0.0.0"
-					m = machine{instanceType: "m6i.xlarge", cpu: 4, memoryGiB: 16}
-					machineName = fmt.Sprintf("%s-master-%d", infraName, i)
-					labels = map[string]string{
-						"node-role.kubernetes.io/master":        "",
-						"node-role.kubernetes.io/control-plane": "",
-						"node.openshift.io/os_id":               rel.os.id,
-					}
-					n.taints = append(n.taints, noScheduleTaint("node-role.kubernetes.io/master", ""))
-				case gpuWorker:
-					subnet = "10.0.32.0"
-					m = pickShape(awsGPUShapes(), s.GPUsPerNode)
-					machineName = fmt.Sprintf("%s-worker-gpu-%s-%s", infraName, zone, nodeSuffix(infraName+"/worker-gpu", i, 5, base36Digits))
-				}
-				m.diskGiB, m.pods = 120, 250 // OpenShift's default root volume and maxPods
-				ip := ipv4(subnet, 20+37*i)
-				n.name = "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + region + ".compute.internal"
-				instanceID := "i-0" + hexToken(n.name+"/instance", 16)
-				n.machine, n.os, n.runtime, n.kubelet = m, rel.os, rel.crio, rel.kubelet
-				n.providerID = fmt.Sprintf("aws:///%s/%s", zone, instanceID)
-				n.systemUUID = ec2UUID(n.name)
-				n.region, n.zone = region, zone
-				n.labels = labels
-				rendered := "rendered-" + pool + "-" + hexToken("openshift/mc/"+pool, 32)
-				n.annotations = map[string]string{
-					"machine.openshift.io/machine":                           "openshift-machine-api/" + machineName,
-					"machineconfiguration.openshift.io/controlPlaneTopology": "HighlyAvailable",
-					"machineconfiguration.openshift.io/currentConfig":        rendered,
-					"machineconfiguration.openshift.io/desiredConfig":        rendered,
-					"machineconfiguration.openshift.io/state":                "Done",
-					"machineconfiguration.openshift.io/reason":               "",
-					"csi.volume.kubernetes.io/nodeid":                        jsonString(map[string]string{"ebs.csi.aws.com": instanceID}),
-				}
-				// OpenShift's default system-reserved: 500m CPU and 1Gi memory.
-				n.reserved = reserved{cpuMilli: 500, memoryMiB: 1024}
-				return n
-			})
-		},
-		CRDs: func() []apiextensionsv1.CustomResourceDefinition {
-			// config.openshift.io, security.openshift.io, monitoring.coreos.com and the OLM groups are
-			// CRDs on OpenShift too. image, route and apps.openshift.io are served by the
-			// openshift-apiserver, and packages.operators.coreos.com by OLM's package server, as
-			// aggregated APIs; here CRDs stand in for them. nfd.openshift.io appears only once the NFD
-			// Operator is installed from OperatorHub; the sandbox has no OLM to install it, so it serves
-			// the NFD Operator's API from the start.
-			return newCRDs(
-				crdSpec{"config.openshift.io", "v1", "ClusterVersion", "clusterversions", true},
-				crdSpec{"config.openshift.io", "v1", "Proxy", "proxies", true},
-				crdSpec{"config.openshift.io", "v1", "Infrastructure", "infrastructures", true},
-				crdSpec{"security.openshift.io", "v1", "SecurityContextConstraints", "securitycontextconstraints", true},
-				crdSpec{"image.openshift.io", "v1", "ImageStream", "imagestreams", false},
-				crdSpec{"route.openshift.io", "v1", "Route", "routes", false},
-				crdSpec{"apps.openshift.io", "v1", "DeploymentConfig", "deploymentconfigs", false},
-				crdSpec{"monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", false},
-				crdSpec{"monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", false},
-				crdSpec{"monitoring.coreos.com", "v1", "PodMonitor", "podmonitors", false},
-				crdSpec{"operators.coreos.com", "v1alpha1", "Subscription", "subscriptions", false},
-				crdSpec{"operators.coreos.com", "v1alpha1", "InstallPlan", "installplans", false},
-				crdSpec{"operators.coreos.com", "v1alpha1", "ClusterServiceVersion", "clusterserviceversions", false},
-				crdSpec{"operators.coreos.com", "v1alpha1", "CatalogSource", "catalogsources", false},
-				crdSpec{"operators.coreos.com", "v1", "OperatorGroup", "operatorgroups", false},
-				crdSpec{"operators.coreos.com", "v2", "OperatorCondition", "operatorconditions", false},
-				crdSpec{"packages.operators.coreos.com", "v1", "PackageManifest", "packagemanifests", false},
-				crdSpec{"nfd.openshift.io", "v1", "NodeFeatureDiscovery", "nodefeaturediscoveries", false},
-				crdSpec{"nfd.openshift.io", "v1alpha1", "NodeFeatureRule", "nodefeaturerules", false},
-			)
-		},
+		Nodes:       openshiftNodes,
+		CRDs:        openshiftCRDs,
 		Objects: func(s Scenario) []unstructured.Unstructured {
 			rel := openshiftReleaseFor(s.Defaults())
-			return openshiftObjects(rel, region, infraName, s.operatorVersion)
+			return openshiftObjects(rel, openshiftRegion, openshiftInfraName, s.operatorVersion)
 		},
 	}
+}
+
+// openshiftNodes are one master and RHCOS workers on AWS, named as the installer names them.
+func openshiftNodes(s Scenario) []SimNode {
+	s = s.Defaults()
+	rel := openshiftReleaseFor(s)
+	return buildNodes(s, 1, func(r role, i int) nodeSpec {
+		zone := openshiftRegion + string("abc"[i%3])
+		pool, subnet := "worker", "10.0.64.0"
+		m := machine{instanceType: "m6i.2xlarge", cpu: 8, memoryGiB: 32}
+		machineName := fmt.Sprintf("%s-worker-%s-%s", openshiftInfraName, zone, nodeSuffix(openshiftInfraName+"/worker", i, 5, base36Digits))
+		labels := map[string]string{"node-role.kubernetes.io/worker": "", "node.openshift.io/os_id": rel.os.id}
+		var n nodeSpec
+		switch r {
+		case controlPlane:
+			pool, subnet = "master", "10.0.0.0"
+			m = machine{instanceType: "m6i.xlarge", cpu: 4, memoryGiB: 16}
+			machineName = fmt.Sprintf("%s-master-%d", openshiftInfraName, i)
+			labels = map[string]string{
+				"node-role.kubernetes.io/master":        "",
+				"node-role.kubernetes.io/control-plane": "",
+				"node.openshift.io/os_id":               rel.os.id,
+			}
+			n.taints = append(n.taints, noScheduleTaint("node-role.kubernetes.io/master", ""))
+		case gpuWorker:
+			subnet = "10.0.32.0"
+			m = pickShape(awsGPUShapes(), s.GPUsPerNode)
+			machineName = fmt.Sprintf("%s-worker-gpu-%s-%s", openshiftInfraName, zone, nodeSuffix(openshiftInfraName+"/worker-gpu", i, 5, base36Digits))
+		}
+		m.diskGiB, m.pods = 120, 250 // OpenShift's default root volume and maxPods
+		ip := ipv4(subnet, 20+37*i)
+		n.name = "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + openshiftRegion + ".compute.internal"
+		instanceID := "i-0" + hexToken(n.name+"/instance", 16)
+		n.machine, n.os, n.runtime, n.kubelet = m, rel.os, rel.crio, rel.kubelet
+		n.providerID = fmt.Sprintf("aws:///%s/%s", zone, instanceID)
+		n.systemUUID = ec2UUID(n.name)
+		n.region, n.zone = openshiftRegion, zone
+		n.labels = labels
+		rendered := "rendered-" + pool + "-" + hexToken("openshift/mc/"+pool, 32)
+		n.annotations = map[string]string{
+			"machine.openshift.io/machine":                           "openshift-machine-api/" + machineName,
+			"machineconfiguration.openshift.io/controlPlaneTopology": "HighlyAvailable",
+			"machineconfiguration.openshift.io/currentConfig":        rendered,
+			"machineconfiguration.openshift.io/desiredConfig":        rendered,
+			"machineconfiguration.openshift.io/state":                "Done",
+			"machineconfiguration.openshift.io/reason":               "",
+			"csi.volume.kubernetes.io/nodeid":                        jsonString(map[string]string{"ebs.csi.aws.com": instanceID}),
+		}
+		// OpenShift's default system-reserved: 500m CPU and 1Gi memory.
+		n.reserved = reserved{cpuMilli: 500, memoryMiB: 1024}
+		return n
+	})
+}
+
+// openshiftCRDs are the API groups OpenShift serves that the GPU operator and gpuctl look at.
+func openshiftCRDs() []apiextensionsv1.CustomResourceDefinition {
+	// config.openshift.io, security.openshift.io, monitoring.coreos.com and the OLM groups are
+	// CRDs on OpenShift too. image, route and apps.openshift.io are served by the
+	// openshift-apiserver, and packages.operators.coreos.com by OLM's package server, as
+	// aggregated APIs; here CRDs stand in for them. nfd.openshift.io appears only once the NFD
+	// Operator is installed from OperatorHub; the sandbox has no OLM to install it, so it serves
+	// the NFD Operator's API from the start.
+	return newCRDs(
+		crdSpec{"config.openshift.io", "v1", "ClusterVersion", "clusterversions", true},
+		crdSpec{"config.openshift.io", "v1", "Proxy", "proxies", true},
+		crdSpec{"config.openshift.io", "v1", "Infrastructure", "infrastructures", true},
+		crdSpec{"security.openshift.io", "v1", "SecurityContextConstraints", "securitycontextconstraints", true},
+		crdSpec{"image.openshift.io", "v1", "ImageStream", "imagestreams", false},
+		crdSpec{"route.openshift.io", "v1", "Route", "routes", false},
+		crdSpec{"apps.openshift.io", "v1", "DeploymentConfig", "deploymentconfigs", false},
+		crdSpec{"monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", false},
+		crdSpec{"monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors", false},
+		crdSpec{"monitoring.coreos.com", "v1", "PodMonitor", "podmonitors", false},
+		crdSpec{"operators.coreos.com", "v1alpha1", "Subscription", "subscriptions", false},
+		crdSpec{"operators.coreos.com", "v1alpha1", "InstallPlan", "installplans", false},
+		crdSpec{"operators.coreos.com", "v1alpha1", "ClusterServiceVersion", "clusterserviceversions", false},
+		crdSpec{"operators.coreos.com", "v1alpha1", "CatalogSource", "catalogsources", false},
+		crdSpec{"operators.coreos.com", "v1", "OperatorGroup", "operatorgroups", false},
+		crdSpec{"operators.coreos.com", "v2", "OperatorCondition", "operatorconditions", false},
+		crdSpec{"packages.operators.coreos.com", "v1", "PackageManifest", "packagemanifests", false},
+		crdSpec{"nfd.openshift.io", "v1", "NodeFeatureDiscovery", "nodefeaturediscoveries", false},
+		crdSpec{"nfd.openshift.io", "v1alpha1", "NodeFeatureRule", "nodefeaturerules", false},
+	)
 }
 
 // Fixed times for status fields, so objects are the same on every run.
