@@ -1030,6 +1030,52 @@ func csvRBACName(csv, serviceAccount string) string { return csv + "-" + service
 // ensureCSVObjects creates what the CSV's strategy declares and does not exist yet. Namespaced objects
 // are owned by the CSV; cluster-scoped ones carry its olm.owner labels only.
 func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Unstructured, s olmStrategy) error {
+	if err := o.ensureBundleCRDs(ctx, csv); err != nil {
+		return err
+	}
+	in := newCSVInstall(csv)
+	if err := o.ensureServiceAccounts(ctx, in, s); err != nil {
+		return err
+	}
+	if err := o.ensureRoles(ctx, in, s); err != nil {
+		return err
+	}
+	if err := o.ensureClusterRoles(ctx, in, s); err != nil {
+		return err
+	}
+	return o.ensureDeployments(ctx, in, s)
+}
+
+// csvInstall is what every object a ClusterServiceVersion installs shares: its namespace, its owner
+// reference to the CSV, and the CSV it replaces ("" for a first install).
+type csvInstall struct {
+	csv          *unstructured.Unstructured
+	ns, replaces string
+	owner        []metav1.OwnerReference
+}
+
+func newCSVInstall(csv *unstructured.Unstructured) csvInstall {
+	return csvInstall{
+		csv: csv, ns: csv.GetNamespace(), replaces: olmField(csv.Object, "spec", "replaces"),
+		owner: []metav1.OwnerReference{{
+			APIVersion: olmAPIVersion, Kind: olmKindCSV, Name: csv.GetName(), UID: csv.GetUID(),
+			Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false),
+		}},
+	}
+}
+
+// meta is the metadata of an object the CSV installs: labelled with the CSV's owner labels and, when
+// namespaced, owned by the CSV.
+func (in csvInstall) meta(name string, namespaced bool) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name, Labels: csvOwnerLabels(in.csv)}
+	if namespaced {
+		m.Namespace, m.OwnerReferences = in.ns, in.owner
+	}
+	return m
+}
+
+// ensureBundleCRDs creates the bundle's CRDs, or on an upgrade updates them to the new bundle's.
+func (o *olmStandIn) ensureBundleCRDs(ctx context.Context, csv *unstructured.Unstructured) error {
 	pkg, _, _ := strings.Cut(csv.GetName(), ".")
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	var crds []*unstructured.Unstructured
@@ -1050,18 +1096,13 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 			return fmt.Errorf("bundle CRD %s: %w", crd.GetName(), err)
 		}
 	}
-	ns := csv.GetNamespace()
-	owner := []metav1.OwnerReference{{
-		APIVersion: olmAPIVersion, Kind: olmKindCSV, Name: csv.GetName(), UID: csv.GetUID(),
-		Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false),
-	}}
-	objMeta := func(name string, namespaced bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: name, Labels: csvOwnerLabels(csv)}
-		if namespaced {
-			m.Namespace, m.OwnerReferences = ns, owner
-		}
-		return m
-	}
+	return nil
+}
+
+// ensureServiceAccounts creates the service accounts the strategy's permissions and Deployments name,
+// and takes over those of the CSV it replaces.
+func (o *olmStandIn) ensureServiceAccounts(ctx context.Context, in csvInstall, s olmStrategy) error {
+	csv, ns, replaces, owner, objMeta := in.csv, in.ns, in.replaces, in.owner, in.meta
 	accounts := map[string]bool{}
 	for _, p := range slices.Concat(s.Permissions, s.ClusterPermissions) {
 		accounts[p.ServiceAccountName] = true
@@ -1088,6 +1129,12 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 			return fmt.Errorf("create service account %s/%s: %w", ns, sa, err)
 		}
 	}
+	return nil
+}
+
+// ensureRoles creates a Role and RoleBinding for each of the strategy's namespaced permissions.
+func (o *olmStandIn) ensureRoles(ctx context.Context, in csvInstall, s olmStrategy) error {
+	csv, ns, objMeta := in.csv, in.ns, in.meta
 	for _, p := range s.Permissions {
 		name := csvRBACName(csv.GetName(), p.ServiceAccountName)
 		if _, err := o.roles.Roles(ns).Get(name); err != nil {
@@ -1106,6 +1153,12 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 			}
 		}
 	}
+	return nil
+}
+
+// ensureClusterRoles creates a ClusterRole and ClusterRoleBinding for each cluster permission.
+func (o *olmStandIn) ensureClusterRoles(ctx context.Context, in csvInstall, s olmStrategy) error {
+	csv, ns, objMeta := in.csv, in.ns, in.meta
 	for _, p := range s.ClusterPermissions {
 		name := csvRBACName(csv.GetName(), p.ServiceAccountName)
 		if _, err := o.clusterRoles.Get(name); err != nil {
@@ -1124,6 +1177,13 @@ func (o *olmStandIn) ensureCSVObjects(ctx context.Context, csv *unstructured.Uns
 			}
 		}
 	}
+	return nil
+}
+
+// ensureDeployments creates the strategy's Deployments, or on an upgrade gives the replaced CSV's
+// Deployments the new spec and owner.
+func (o *olmStandIn) ensureDeployments(ctx context.Context, in csvInstall, s olmStrategy) error {
+	csv, ns, replaces, objMeta := in.csv, in.ns, in.replaces, in.meta
 	for _, d := range s.Deployments {
 		have, err := o.deployments.Deployments(ns).Get(d.Name)
 		if err == nil && !(replaces != "" && ownedBy(have.OwnerReferences, replaces)) {
