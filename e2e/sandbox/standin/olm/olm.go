@@ -160,8 +160,34 @@ type olmStandIn struct {
 // onto an OpenShift cluster.
 func Run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error), logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	o := &olmStandIn{
+	w := &watcher{dyn: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)}
+	o := newOLMStandIn(cs, dyn, factory, bundleCRDs, logf)
+	if err := o.watchOLMObjects(ctx, w, dyn); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		factory.Apps().V1().Deployments().Informer(),
+		factory.Apps().V1().DaemonSets().Informer(),
+		factory.Core().V1().ConfigMaps().Informer(),
+		factory.Core().V1().ServiceAccounts().Informer(),
+		factory.Rbac().V1().Roles().Informer(),
+		factory.Rbac().V1().RoleBindings().Informer(),
+		factory.Rbac().V1().ClusterRoles().Informer(),
+		factory.Rbac().V1().ClusterRoleBindings().Informer(),
+	} {
+		w.watch(inf, o.enqueueOwners)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return standin.RunController(ctx, "olm stand-in", []standin.InformerFactory{factory, w.dyn}, w.synced, o.queue, 1, o.reconcile, logf)
+}
+
+func newOLMStandIn(cs kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error), logf func(string, ...any)) *olmStandIn {
+	return &olmStandIn{
 		cs:                  cs,
 		dyn:                 dyn,
 		bundleCRDs:          bundleCRDs,
@@ -178,68 +204,62 @@ func Run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, bu
 			workqueue.TypedRateLimitingQueueConfig[olmKey]{Name: "olm-stand-in"}),
 		planned: map[olmKey]plannedInstall{},
 	}
-	var synced []cache.InformerSynced
-	var watchErr error
-	watch := func(inf cache.SharedIndexInformer, fn func(obj any)) {
-		reg, err := inf.AddEventHandler(standin.OnAnyChange(fn))
-		if err != nil {
-			if watchErr == nil {
-				watchErr = fmt.Errorf("olm stand-in: watch: %w", err)
-			}
-			return
-		}
-		synced = append(synced, reg.HasSynced)
-	}
-	dynWatch := func(gvr schema.GroupVersionResource, fn func(obj any)) cache.GenericLister {
-		inf := dynFactory.ForResource(gvr)
-		watch(inf.Informer(), fn)
-		return inf.Lister()
-	}
+}
 
-	o.subs = dynWatch(SubscriptionsGVR, func(obj any) { o.enqueue(olmKindSub, obj) })
-	o.plans = dynWatch(olmInstallPlansGVR, func(obj any) {
+// watcher registers event handlers and collects what RunController waits for; the first error
+// is kept.
+type watcher struct {
+	dyn    dynamicinformer.DynamicSharedInformerFactory
+	synced []cache.InformerSynced
+	err    error
+}
+
+func (w *watcher) watch(inf cache.SharedIndexInformer, fn func(obj any)) {
+	reg, err := inf.AddEventHandler(standin.OnAnyChange(fn))
+	if err != nil {
+		if w.err == nil {
+			w.err = fmt.Errorf("olm stand-in: watch: %w", err)
+		}
+		return
+	}
+	w.synced = append(w.synced, reg.HasSynced)
+}
+
+func (w *watcher) dynWatch(gvr schema.GroupVersionResource, fn func(obj any)) cache.GenericLister {
+	inf := w.dyn.ForResource(gvr)
+	w.watch(inf.Informer(), fn)
+	return inf.Lister()
+}
+
+// watchOLMObjects watches OLM's own resources (and the NFD Operator's), each change enqueueing what
+// it affects. CatalogSources are watched only where the API serves them.
+func (o *olmStandIn) watchOLMObjects(ctx context.Context, w *watcher, dyn dynamic.Interface) error {
+	o.subs = w.dynWatch(SubscriptionsGVR, func(obj any) { o.enqueue(olmKindSub, obj) })
+	o.plans = w.dynWatch(olmInstallPlansGVR, func(obj any) {
 		o.enqueue(olmKindPlan, obj)
 		o.enqueueOwners(obj)
 	})
-	o.csvs = dynWatch(CSVsGVR, func(obj any) {
+	o.csvs = w.dynWatch(CSVsGVR, func(obj any) {
 		o.enqueue(olmKindCSV, obj)
 		if m, err := meta.Accessor(obj); err == nil {
 			o.enqueueNamespace(olmKindSub, o.subs, m.GetNamespace())
 			o.enqueueNamespace(nfdKindOpenShift, o.nfds, m.GetNamespace())
 		}
 	})
-	o.groups = dynWatch(OperatorGroupsGVR, func(obj any) {
+	o.groups = w.dynWatch(OperatorGroupsGVR, func(obj any) {
 		o.enqueue(olmKindGroup, obj)
 		if m, err := meta.Accessor(obj); err == nil {
 			o.enqueueNamespace(olmKindPlan, o.plans, m.GetNamespace())
 		}
 	})
-	o.packages = dynWatch(PackageManifestsGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
-	o.nfds = dynWatch(nfdOpenShiftGVR, func(obj any) { o.enqueue(nfdKindOpenShift, obj) })
+	o.packages = w.dynWatch(PackageManifestsGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
+	o.nfds = w.dynWatch(nfdOpenShiftGVR, func(obj any) { o.enqueue(nfdKindOpenShift, obj) })
 	if _, err := dyn.Resource(olmCatalogSourcesGVR).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
-		o.catalogs = dynWatch(olmCatalogSourcesGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
+		o.catalogs = w.dynWatch(olmCatalogSourcesGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
 	} else if !apierrors.IsNotFound(err) {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return fmt.Errorf("olm stand-in: list catalogsources: %w", err)
 	}
-	for _, inf := range []cache.SharedIndexInformer{
-		factory.Apps().V1().Deployments().Informer(),
-		factory.Apps().V1().DaemonSets().Informer(),
-		factory.Core().V1().ConfigMaps().Informer(),
-		factory.Core().V1().ServiceAccounts().Informer(),
-		factory.Rbac().V1().Roles().Informer(),
-		factory.Rbac().V1().RoleBindings().Informer(),
-		factory.Rbac().V1().ClusterRoles().Informer(),
-		factory.Rbac().V1().ClusterRoleBindings().Informer(),
-	} {
-		watch(inf, o.enqueueOwners)
-	}
-	if watchErr != nil {
-		return watchErr
-	}
-	return standin.RunController(ctx, "olm stand-in", []standin.InformerFactory{factory, dynFactory}, synced, o.queue, 1, o.reconcile, logf)
+	return nil
 }
 
 func (o *olmStandIn) enqueue(kind string, obj any) {
@@ -979,13 +999,6 @@ func olmDeploymentReady(d *appsv1.Deployment) bool {
 	return false
 }
 
-// nfdOperatorMasterAvailable is Red Hat's NFD operator's check of its nfd-master Deployment: some
-// replica is available (openshift/cluster-nfd-operator controllers/nodefeaturediscovery_status.go,
-// getDeploymentConditions).
-func nfdOperatorMasterAvailable(d *appsv1.Deployment) bool {
-	return d.Status.AvailableReplicas > 0
-}
-
 // setCSVPhase moves a CSV to phase, appending to status.conditions as OLM keeps a history there.
 func (o *olmStandIn) setCSVPhase(ctx context.Context, csv *unstructured.Unstructured, phase, reason, message string) error {
 	status, _, _ := unstructured.NestedMap(csv.Object, "status")
@@ -1335,224 +1348,6 @@ func gpuOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolera
 				},
 			},
 		}},
-	}
-}
-
-// nfdOperatorBundleStrategy follows Red Hat's nfd bundle: Deployment nfd-controller-manager running
-// the operator, which takes its operand image from NODE_FEATURE_DISCOVERY_IMAGE. Image tags follow
-// the CSV's OpenShift minor version (4.19.0-… → v4.19).
-func nfdOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolerations []corev1.Toleration) olmStrategy {
-	tag := "v4.19"
-	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
-		tag = "v" + parts[0] + "." + parts[1]
-	}
-	podLabels := map[string]string{"control-plane": "controller-manager"}
-	return olmStrategy{
-		ClusterPermissions: []olmPermission{{ServiceAccountName: "nfd-manager", Rules: rules}},
-		Deployments: []olmStrategyDeployment{{
-			Name: nfdOperatorDeployment,
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-					Spec: corev1.PodSpec{
-						ServiceAccountName: "nfd-manager",
-						Tolerations:        tolerations,
-						Containers: []corev1.Container{{
-							Name:    "manager",
-							Image:   "registry.redhat.io/openshift4/ose-cluster-nfd-operator-rhel9:" + tag,
-							Command: []string{"/node-feature-discovery-operator"},
-							Args:    []string{"--leader-elect"},
-							Env: []corev1.EnvVar{
-								{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-								{Name: nfdOperandImageEnv, Value: "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:" + tag},
-							},
-						}},
-					},
-				},
-			},
-		}},
-	}
-}
-
-// nfdOperator returns the NFD operator's Deployment from a Succeeded CSV in namespace, or nil: the NFD
-// operator watches NodeFeatureDiscovery objects in its own namespace.
-func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
-	for _, csv := range olmList(o.csvs, namespace) {
-		if olmField(csv.Object, "status", "phase") != "Succeeded" {
-			continue
-		}
-		s, err := csvStrategy(csv)
-		if err != nil {
-			continue
-		}
-		for i := range s.Deployments {
-			if s.Deployments[i].Name == nfdOperatorDeployment {
-				return &s.Deployments[i]
-			}
-		}
-	}
-	return nil
-}
-
-// syncNodeFeatureDiscovery does what Red Hat's NFD operator does for a NodeFeatureDiscovery: deploy
-// nfd-master and nfd-worker with the CR's worker config. Not simulated: nfd-gc, the topology updater,
-// SCCs, RBAC for the operands, and updating operands after the CR changes (only the worker config is
-// kept in sync).
-func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) error {
-	cr, err := olmGet(o.nfds, k.namespace, k.name)
-	if err != nil || cr == nil {
-		return err
-	}
-	operator := o.nfdOperator(k.namespace)
-	if operator == nil {
-		return nil // no operator, nothing happens — as on a cluster where the operator is not installed
-	}
-	image := olmField(cr.Object, "spec", "operand", "image")
-	for _, c := range operator.Spec.Template.Spec.Containers {
-		for _, e := range c.Env {
-			if image == "" && e.Name == nfdOperandImageEnv {
-				image = e.Value
-			}
-		}
-	}
-	if image == "" {
-		image = nfdDefaultOperandImage
-	}
-	ns := k.namespace
-	objMeta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name: name, Namespace: ns, Labels: map[string]string{"app": name},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: nfdOpenShiftAPI, Kind: nfdKindOpenShift, Name: cr.GetName(), UID: cr.GetUID(),
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		}
-	}
-	for _, sa := range []string{"nfd-worker", "nfd-master"} {
-		if _, err := o.serviceAccounts.ServiceAccounts(ns).Get(sa); err != nil {
-			if err := ignoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa)}, metav1.CreateOptions{})); err != nil {
-				return fmt.Errorf("create service account %s/%s: %w", ns, sa, err)
-			}
-		}
-	}
-	conf := olmField(cr.Object, "spec", "workerConfig", "configData")
-	cm, err := o.configMaps.ConfigMaps(ns).Get("nfd-worker")
-	switch {
-	case apierrors.IsNotFound(err):
-		cm := &corev1.ConfigMap{ObjectMeta: objMeta("nfd-worker"), Data: map[string]string{standin.NFDWorkerConfSuffix: conf}}
-		if err := ignoreExists(o.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})); err != nil {
-			return fmt.Errorf("create config map %s/nfd-worker: %w", ns, err)
-		}
-	case err != nil:
-		return err
-	case cm.Data[standin.NFDWorkerConfSuffix] != conf:
-		cm = cm.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[standin.NFDWorkerConfSuffix] = conf
-		if _, err := o.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("update config map %s/nfd-worker: %w", ns, err)
-		}
-	}
-	// A create that finds the object already there (the cache is behind) fails and is retried.
-	ds, err := o.daemonSets.DaemonSets(ns).Get("nfd-worker")
-	if apierrors.IsNotFound(err) {
-		if ds, err = o.cs.AppsV1().DaemonSets(ns).Create(ctx, nfdWorkerDaemonSet(objMeta("nfd-worker"), image), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create daemon set %s/nfd-worker: %w", ns, err)
-		}
-		o.logf("olm stand-in: NodeFeatureDiscovery %s/%s: created daemon set nfd-worker", ns, cr.GetName())
-	}
-	if err != nil {
-		return err
-	}
-	master, err := o.deployments.Deployments(ns).Get("nfd-master")
-	if apierrors.IsNotFound(err) {
-		if master, err = o.cs.AppsV1().Deployments(ns).Create(ctx, nfdMasterDeployment(objMeta("nfd-master"), image), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create deployment %s/nfd-master: %w", ns, err)
-		}
-		o.logf("olm stand-in: NodeFeatureDiscovery %s/%s: created deployment nfd-master", ns, cr.GetName())
-	}
-	if err != nil {
-		return err
-	}
-
-	ready := ds.Status.NumberReady > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled && nfdOperatorMasterAvailable(master)
-	status, _, _ := unstructured.NestedMap(cr.Object, "status")
-	if status == nil {
-		status = map[string]any{}
-	}
-	conds, _ := status["conditions"].([]any)
-	if ready {
-		conds = olmSetCondition(conds, "Available", "True", "Available", "nfd-master and nfd-worker are running")
-		conds = olmSetCondition(conds, "Progressing", "False", "Available", "")
-	} else {
-		conds = olmSetCondition(conds, "Available", "False", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
-		conds = olmSetCondition(conds, "Progressing", "True", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
-	}
-	conds = olmSetCondition(conds, "Degraded", "False", "", "")
-	conds = olmSetCondition(conds, "Upgradeable", "True", "", "")
-	status["conditions"] = conds
-	return o.writeStatus(ctx, nfdOpenShiftGVR, cr, status, "")
-}
-
-// nfdWorkerDaemonSet is nfd-worker on every node, reading nfd-worker.conf from the ConfigMap nfd-worker.
-func nfdWorkerDaemonSet(m metav1.ObjectMeta, image string) *appsv1.DaemonSet {
-	const confDir = "/etc/kubernetes/node-feature-discovery"
-	return &appsv1.DaemonSet{
-		ObjectMeta: m,
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": m.Name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": m.Name}},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: "nfd-worker",
-					Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{
-						Name:         "nfd-worker",
-						Image:        image,
-						Command:      []string{"nfd-worker"},
-						Args:         []string{"-config=" + confDir + "/" + standin.NFDWorkerConfSuffix},
-						VolumeMounts: []corev1.VolumeMount{{Name: "nfd-worker-config", MountPath: confDir, ReadOnly: true}},
-					}},
-					Volumes: []corev1.Volume{{
-						Name: "nfd-worker-config",
-						VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: "nfd-worker"},
-							Items:                []corev1.KeyToPath{{Key: standin.NFDWorkerConfSuffix, Path: standin.NFDWorkerConfSuffix}},
-						}},
-					}},
-				},
-			},
-		},
-	}
-}
-
-// nfdMasterDeployment is one nfd-master, allowed onto control-plane nodes as Red Hat's operator places it.
-func nfdMasterDeployment(m metav1.ObjectMeta, image string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: m,
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": m.Name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": m.Name}},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: "nfd-master",
-					Tolerations: []corev1.Toleration{
-						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-						{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-					},
-					Containers: []corev1.Container{{
-						Name:    "nfd-master",
-						Image:   image,
-						Command: []string{"nfd-master"},
-					}},
-				},
-			},
-		},
 	}
 }
 
