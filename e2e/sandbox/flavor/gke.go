@@ -239,79 +239,89 @@ func gkeDevicePlugins() []unstructured.Unstructured {
 		}
 		sizes[size] = append(sizes[size], m.instanceType)
 	}
-	hostPath := func(name, path string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
-	}
-	privileged := true
 	var objs []unstructured.Unstructured
 	for _, size := range []string{"small", "medium", "large"} {
 		for _, image := range []string{"cos", "ubuntu"} {
-			name := "nvidia-gpu-device-plugin-" + size + "-" + image
-			labels := map[string]string{"k8s-app": "nvidia-gpu-device-plugin", "addonmanager.kubernetes.io/mode": "Reconcile"}
-			// Six DaemonSets must not select each other's pods; the variant label is the sandbox's.
-			podLabels := map[string]string{"k8s-app": "nvidia-gpu-device-plugin", "nvidia-gpu-device-plugin/variant": size + "-" + image}
-			objs = append(objs, typedObject(&appsv1.DaemonSet{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, Labels: labels},
-				Spec: appsv1.DaemonSetSpec{
-					Selector:       &metav1.LabelSelector{MatchLabels: podLabels},
-					UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-						Spec: corev1.PodSpec{
-							PriorityClassName: "system-node-critical",
-							Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-								RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-									MatchExpressions: []corev1.NodeSelectorRequirement{
-										{Key: "cloud.google.com/gke-accelerator", Operator: corev1.NodeSelectorOpExists},
-										{Key: "cloud.google.com/gke-os-distribution", Operator: corev1.NodeSelectorOpIn, Values: []string{image}},
-										{Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpIn, Values: sizes[size]},
-										{Key: gkeNoDevicePluginLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"}},
-									},
-								}}},
-							}},
-							// Tolerates every taint, so also nvidia.com/gpu.
-							Tolerations: []corev1.Toleration{
-								{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-								{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-							},
-							Containers: []corev1.Container{{
-								Name: "nvidia-gpu-device-plugin",
-								// GKE pins the image by digest; this one is made up.
-								Image:   "gke.gcr.io/nvidia-gpu-device-plugin@sha256:" + hexToken("gke/device-plugin", 64),
-								Command: []string{"/usr/bin/nvidia-gpu-device-plugin", "-logtostderr", "--enable-container-gpu-metrics"},
-								Ports:   []corev1.ContainerPort{{Name: "metrics", ContainerPort: 2112}},
-								Env: []corev1.EnvVar{
-									{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-									{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"},
-								},
-								// What a running small-cos pod requests in `kubectl describe node` dumps.
-								Resources: corev1.ResourceRequirements{
-									Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m"), corev1.ResourceMemory: resource.MustParse("80Mi")},
-									Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("80Mi")},
-								},
-								SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
-								VolumeMounts: []corev1.VolumeMount{
-									{Name: "device-plugin", MountPath: "/device-plugin"},
-									{Name: "dev", MountPath: "/dev"},
-									{Name: "nvidia", MountPath: "/usr/local/nvidia"},
-									{Name: "pod-resources", MountPath: "/var/lib/kubelet/pod-resources"},
-									{Name: "proc", MountPath: "/proc"},
-								},
-							}},
-							Volumes: []corev1.Volume{
-								hostPath("device-plugin", "/var/lib/kubelet/device-plugins"),
-								hostPath("dev", "/dev"),
-								// Where GKE's driver installer puts the driver.
-								hostPath("nvidia", "/home/kubernetes/bin/nvidia"),
-								hostPath("pod-resources", "/var/lib/kubelet/pod-resources"),
-								hostPath("proc", "/proc"),
-							},
-						},
-					},
-				},
-			}))
+			objs = append(objs, gkeDevicePluginDaemonSet(size, image, sizes[size]))
 		}
 	}
 	return objs
+}
+
+// gkeDevicePluginDaemonSet is the device plugin DaemonSet of one size (by GPU count) and node image.
+func gkeDevicePluginDaemonSet(size, image string, instanceTypes []string) unstructured.Unstructured {
+	hostPath := func(name, path string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
+	}
+	name := "nvidia-gpu-device-plugin-" + size + "-" + image
+	labels := map[string]string{"k8s-app": "nvidia-gpu-device-plugin", "addonmanager.kubernetes.io/mode": "Reconcile"}
+	// Six DaemonSets must not select each other's pods; the variant label is the sandbox's.
+	podLabels := map[string]string{"k8s-app": "nvidia-gpu-device-plugin", "nvidia-gpu-device-plugin/variant": size + "-" + image}
+	return typedObject(&appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: podLabels},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					PriorityClassName: "system-node-critical",
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchExpressions: []corev1.NodeSelectorRequirement{
+								{Key: "cloud.google.com/gke-accelerator", Operator: corev1.NodeSelectorOpExists},
+								{Key: "cloud.google.com/gke-os-distribution", Operator: corev1.NodeSelectorOpIn, Values: []string{image}},
+								{Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpIn, Values: instanceTypes},
+								{Key: gkeNoDevicePluginLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"}},
+							},
+						}}},
+					}},
+					// Tolerates every taint, so also nvidia.com/gpu.
+					Tolerations: []corev1.Toleration{
+						{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+						{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+					},
+					Containers: []corev1.Container{gkeDevicePluginContainer()},
+					Volumes: []corev1.Volume{
+						hostPath("device-plugin", "/var/lib/kubelet/device-plugins"),
+						hostPath("dev", "/dev"),
+						// Where GKE's driver installer puts the driver.
+						hostPath("nvidia", "/home/kubernetes/bin/nvidia"),
+						hostPath("pod-resources", "/var/lib/kubelet/pod-resources"),
+						hostPath("proc", "/proc"),
+					},
+				},
+			},
+		},
+	})
+}
+
+// gkeDevicePluginContainer is the plugin container every variant runs.
+func gkeDevicePluginContainer() corev1.Container {
+	privileged := true
+	return corev1.Container{
+		Name: "nvidia-gpu-device-plugin",
+		// GKE pins the image by digest; this one is made up.
+		Image:   "gke.gcr.io/nvidia-gpu-device-plugin@sha256:" + hexToken("gke/device-plugin", 64),
+		Command: []string{"/usr/bin/nvidia-gpu-device-plugin", "-logtostderr", "--enable-container-gpu-metrics"},
+		Ports:   []corev1.ContainerPort{{Name: "metrics", ContainerPort: 2112}},
+		Env: []corev1.EnvVar{
+			{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+			{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"},
+		},
+		// What a running small-cos pod requests in `kubectl describe node` dumps.
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m"), corev1.ResourceMemory: resource.MustParse("80Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("80Mi")},
+		},
+		SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "device-plugin", MountPath: "/device-plugin"},
+			{Name: "dev", MountPath: "/dev"},
+			{Name: "nvidia", MountPath: "/usr/local/nvidia"},
+			{Name: "pod-resources", MountPath: "/var/lib/kubelet/pod-resources"},
+			{Name: "proc", MountPath: "/proc"},
+		},
+	}
 }
