@@ -182,8 +182,19 @@ const (
 // operatorVersion is the GPU operator release whose channel is the package's default ("" for gpuctl's
 // default release).
 func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion string) []unstructured.Unstructured {
+	objs := openshiftNamespaces()
+	objs = append(objs, openshiftClusterVersion(rel))
+	objs = append(objs, openshiftInfrastructure(region, infraName)...)
+	objs = append(objs, openshiftSCCs()...)
+	objs = append(objs, openshiftDriverToolkit(rel))
+	objs = append(objs, openshiftCatalogs(rel)...)
+	return append(objs, gpuOperatorPackage(operatorVersion), nfdPackage(rel))
+}
+
+// openshiftNamespaces are the platform's namespaces the GPU stack meets.
+func openshiftNamespaces() []unstructured.Unstructured {
 	monitored := map[string]string{"openshift.io/cluster-monitoring": "true"}
-	objs := []unstructured.Unstructured{
+	return []unstructured.Unstructured{
 		namespaceObject("openshift", nil),
 		namespaceObject("openshift-config", nil),
 		namespaceObject("openshift-machine-api", monitored),
@@ -192,7 +203,10 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 		namespaceObject("openshift-operator-lifecycle-manager", monitored),
 		namespaceObject("openshift-operators", map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}),
 	}
+}
 
+// openshiftClusterVersion is the ClusterVersion of a cluster installed at rel.
+func openshiftClusterVersion(rel openshiftRelease) unstructured.Unstructured {
 	// The GPU operator takes the OpenShift version from the first Completed entry of status.history
 	// (controllers/clusterinfo getOpenshiftVersion).
 	releaseImage := "quay.io/openshift-release-dev/ocp-release@sha256:" + hexToken("ocp-release/"+rel.version, 64)
@@ -200,7 +214,7 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 	condition := func(kind, status, message string) map[string]any {
 		return map[string]any{"type": kind, "status": status, "lastTransitionTime": openshiftInstallCompleted, "message": message}
 	}
-	objs = append(objs, object("config.openshift.io/v1", "ClusterVersion", "", "version", map[string]any{
+	return object("config.openshift.io/v1", "ClusterVersion", "", "version", map[string]any{
 		"spec": map[string]any{"channel": channel, "clusterID": uuidToken("openshift/cluster-id")},
 		"status": map[string]any{
 			"desired": map[string]any{
@@ -226,8 +240,12 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 				condition("RetrievedUpdates", "True", ""),
 			},
 		},
-	}))
-	objs = append(objs,
+	})
+}
+
+// openshiftInfrastructure are the cluster's Proxy and Infrastructure (AWS, in region).
+func openshiftInfrastructure(region, infraName string) []unstructured.Unstructured {
+	return []unstructured.Unstructured{
 		object("config.openshift.io/v1", "Proxy", "", "cluster", map[string]any{"spec": map[string]any{"trustedCA": map[string]any{"name": ""}}}),
 		object("config.openshift.io/v1", "Infrastructure", "", "cluster", map[string]any{
 			"spec": map[string]any{"cloudConfig": map[string]any{"name": ""}, "platformSpec": map[string]any{"type": "AWS", "aws": map[string]any{}}},
@@ -242,10 +260,13 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 				"cpuPartitioning":        "None",
 			},
 		}),
-	)
+	}
+}
 
-	// Two of the default SecurityContextConstraints; SCC fields sit at the top level, not in a spec.
-	objs = append(objs,
+// openshiftSCCs are two of the default SecurityContextConstraints; SCC fields sit at the top level,
+// not in a spec.
+func openshiftSCCs() []unstructured.Unstructured {
+	return []unstructured.Unstructured{
 		object("security.openshift.io/v1", "SecurityContextConstraints", "", "privileged", map[string]any{
 			"allowHostDirVolumePlugin": true, "allowHostIPC": true, "allowHostNetwork": true, "allowHostPID": true,
 			"allowHostPorts": true, "allowPrivilegeEscalation": true, "allowPrivilegedContainer": true,
@@ -266,11 +287,13 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 			"volumes": []string{"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"},
 			"groups":  []string{}, "users": []string{},
 		}),
-	)
+	}
+}
 
-	// The Driver Toolkit image stream: one tag per RHCOS version in the release. The GPU operator
-	// matches its tags against the nodes' OSTREE_VERSION label (controllers/clusterinfo
-	// getOpenshiftDTKImages).
+// openshiftDriverToolkit is the Driver Toolkit image stream: one tag per RHCOS version in the
+// release. The GPU operator matches its tags against the nodes' OSTREE_VERSION label
+// (controllers/clusterinfo getOpenshiftDTKImages).
+func openshiftDriverToolkit(rel openshiftRelease) unstructured.Unstructured {
 	dtkImage := "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + hexToken("dtk/"+rel.os.ostreeVersion, 64)
 	dtkTag := func(name string) map[string]any {
 		return map[string]any{
@@ -280,11 +303,14 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 			"referencePolicy": map[string]any{"type": "Source"},
 		}
 	}
-	objs = append(objs, object("image.openshift.io/v1", "ImageStream", "openshift", "driver-toolkit", map[string]any{
+	return object("image.openshift.io/v1", "ImageStream", "openshift", "driver-toolkit", map[string]any{
 		"spec": map[string]any{"lookupPolicy": map[string]any{"local": false}, "tags": []any{dtkTag(rel.os.ostreeVersion), dtkTag("latest")}},
-	}))
+	})
+}
 
-	// OLM: the default catalogs and the global OperatorGroup.
+// openshiftCatalogs are OLM's default catalogs and the global OperatorGroup.
+func openshiftCatalogs(rel openshiftRelease) []unstructured.Unstructured {
+	var objs []unstructured.Unstructured
 	for _, c := range []struct{ name, display, index string }{
 		{"certified-operators", "Certified Operators", "certified-operator-index"},
 		{"redhat-operators", "Red Hat Operators", "redhat-operator-index"},
@@ -302,8 +328,7 @@ func openshiftObjects(rel openshiftRelease, region, infraName, operatorVersion s
 		}))
 	}
 	objs = append(objs, object("operators.coreos.com/v1", "OperatorGroup", "openshift-operators", "global-operators", map[string]any{"spec": map[string]any{}}))
-
-	return append(objs, gpuOperatorPackage(operatorVersion), nfdPackage(rel))
+	return objs
 }
 
 // gpuOperatorPackage is the PackageManifest of NVIDIA's certified GPU operator. Channels and CSV facts
