@@ -342,64 +342,76 @@ func openshiftCatalogs(rel openshiftRelease) []unstructured.Unstructured {
 // The default channel is the one whose head is defaultRelease ("v26.3.3" → v26.3; "" → gpuctl's
 // default release), so a sandbox can stand for a catalog of another day.
 func gpuOperatorPackage(defaultRelease string) unstructured.Unstructured {
-	clusterPolicy := func(version string) map[string]any {
-		operator := map[string]any{"use_ocp_driver_toolkit": true, "initContainer": map[string]any{}}
-		if version < "26" {
-			// ClusterPolicy CRDs before 26.x require operator.defaultRuntime (NVIDIA/gpu-operator#2163).
-			operator["defaultRuntime"] = "crio"
-		}
-		return map[string]any{
-			"apiVersion": "nvidia.com/v1",
-			"kind":       "ClusterPolicy",
-			"metadata":   map[string]any{"name": "gpu-cluster-policy"},
-			"spec": map[string]any{
-				"operator": operator,
-				"daemonsets": map[string]any{
-					"updateStrategy": "RollingUpdate",
-					"rollingUpdate":  map[string]any{"maxUnavailable": "1"},
-					"tolerations":    []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
-				},
-				"driver": map[string]any{
-					"enabled":            true,
-					"useNvidiaDriverCRD": false,
-					"kernelModuleType":   "auto",
-					"repoConfig":         map[string]any{"configMapName": ""},
-					"certConfig":         map[string]any{"name": ""},
-					// A bundle's alm-examples always fit its own CRDs: the OLM stand-in installs each
-					// release's bundle CRDs, and TestOpenShiftCatalogExamplesFitEachReleasesCRDs holds
-					// these examples against them (upgradePolicy.podDeletion, as the CRDs of v25.10.1 to
-					// v26.7.0 call it, not gpuPodDeletion; the upgrade controller refuses an empty one).
-					"licensingConfig":    map[string]any{"nlsEnabled": true},
-					"virtualTopology":    map[string]any{"config": ""},
-					"kernelModuleConfig": map[string]any{"name": ""},
-					"upgradePolicy": map[string]any{
-						"autoUpgrade": true, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
-						"drain":             map[string]any{"deleteEmptyDir": false, "enable": false, "force": false, "timeoutSeconds": 300},
-						"podDeletion":       map[string]any{"deleteEmptyDir": false, "force": false, "timeoutSeconds": 300},
-						"waitForCompletion": map[string]any{"timeoutSeconds": 0},
-					},
-				},
-				"toolkit":             map[string]any{"enabled": true, "installDir": "/usr/local/nvidia"},
-				"devicePlugin":        map[string]any{"enabled": true, "config": map[string]any{"name": "", "default": ""}, "mps": map[string]any{"root": "/run/nvidia/mps"}},
-				"dcgm":                map[string]any{"enabled": true},
-				"dcgmExporter":        map[string]any{"enabled": true, "config": map[string]any{"name": ""}, "serviceMonitor": map[string]any{"enabled": true}},
-				"gfd":                 map[string]any{"enabled": true},
-				"nodeStatusExporter":  map[string]any{"enabled": true},
-				"mig":                 map[string]any{"strategy": "single"},
-				"migManager":          map[string]any{"enabled": true},
-				"validator":           map[string]any{"plugin": map[string]any{"env": []any{map[string]any{"name": "WITH_WORKLOAD", "value": "false"}}}},
-				"sandboxWorkloads":    map[string]any{"enabled": false, "defaultWorkload": "container"},
-				"vgpuManager":         map[string]any{"enabled": false},
-				"vgpuDeviceManager":   map[string]any{"enabled": true},
-				"vfioManager":         map[string]any{"enabled": true},
-				"sandboxDevicePlugin": map[string]any{"enabled": true},
-				"gds":                 map[string]any{"enabled": false},
-				"gdrcopy":             map[string]any{"enabled": false},
-				"cdi":                 map[string]any{"enabled": true},
-			},
-		}
+	return packageManifest("gpu-operator-certified", "certified-operators", "Certified Operators", "NVIDIA Corporation", releaseChannel(defaultRelease), []any{
+		gpuOperatorChannel("stable", "26.7.0", "26.3.3", "26.3.2", "26.3.1", "26.3.0", "25.10.1", "25.10.0"),
+		gpuOperatorChannel("v26.7", "26.7.0"),
+		gpuOperatorChannel("v26.3", "26.3.3", "26.3.2", "26.3.1", "26.3.0"),
+		gpuOperatorChannel("v25.10", "25.10.1", "25.10.0"),
+	})
+}
+
+// gpuOperatorClusterPolicy is the ClusterPolicy alm-example of a release's CSV.
+func gpuOperatorClusterPolicy(version string) map[string]any {
+	operator := map[string]any{"use_ocp_driver_toolkit": true, "initContainer": map[string]any{}}
+	if version < "26" {
+		// ClusterPolicy CRDs before 26.x require operator.defaultRuntime (NVIDIA/gpu-operator#2163).
+		operator["defaultRuntime"] = "crio"
 	}
-	nvidiaDriver := map[string]any{
+	return map[string]any{
+		"apiVersion": "nvidia.com/v1",
+		"kind":       "ClusterPolicy",
+		"metadata":   map[string]any{"name": "gpu-cluster-policy"},
+		"spec": map[string]any{
+			"operator": operator,
+			"daemonsets": map[string]any{
+				"updateStrategy": "RollingUpdate",
+				"rollingUpdate":  map[string]any{"maxUnavailable": "1"},
+				"tolerations":    []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+			},
+			"driver": map[string]any{
+				"enabled":            true,
+				"useNvidiaDriverCRD": false,
+				"kernelModuleType":   "auto",
+				"repoConfig":         map[string]any{"configMapName": ""},
+				"certConfig":         map[string]any{"name": ""},
+				// A bundle's alm-examples always fit its own CRDs: the OLM stand-in installs each
+				// release's bundle CRDs, and TestOpenShiftCatalogExamplesFitEachReleasesCRDs holds
+				// these examples against them (upgradePolicy.podDeletion, as the CRDs of v25.10.1 to
+				// v26.7.0 call it, not gpuPodDeletion; the upgrade controller refuses an empty one).
+				"licensingConfig":    map[string]any{"nlsEnabled": true},
+				"virtualTopology":    map[string]any{"config": ""},
+				"kernelModuleConfig": map[string]any{"name": ""},
+				"upgradePolicy": map[string]any{
+					"autoUpgrade": true, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
+					"drain":             map[string]any{"deleteEmptyDir": false, "enable": false, "force": false, "timeoutSeconds": 300},
+					"podDeletion":       map[string]any{"deleteEmptyDir": false, "force": false, "timeoutSeconds": 300},
+					"waitForCompletion": map[string]any{"timeoutSeconds": 0},
+				},
+			},
+			"toolkit":             map[string]any{"enabled": true, "installDir": "/usr/local/nvidia"},
+			"devicePlugin":        map[string]any{"enabled": true, "config": map[string]any{"name": "", "default": ""}, "mps": map[string]any{"root": "/run/nvidia/mps"}},
+			"dcgm":                map[string]any{"enabled": true},
+			"dcgmExporter":        map[string]any{"enabled": true, "config": map[string]any{"name": ""}, "serviceMonitor": map[string]any{"enabled": true}},
+			"gfd":                 map[string]any{"enabled": true},
+			"nodeStatusExporter":  map[string]any{"enabled": true},
+			"mig":                 map[string]any{"strategy": "single"},
+			"migManager":          map[string]any{"enabled": true},
+			"validator":           map[string]any{"plugin": map[string]any{"env": []any{map[string]any{"name": "WITH_WORKLOAD", "value": "false"}}}},
+			"sandboxWorkloads":    map[string]any{"enabled": false, "defaultWorkload": "container"},
+			"vgpuManager":         map[string]any{"enabled": false},
+			"vgpuDeviceManager":   map[string]any{"enabled": true},
+			"vfioManager":         map[string]any{"enabled": true},
+			"sandboxDevicePlugin": map[string]any{"enabled": true},
+			"gds":                 map[string]any{"enabled": false},
+			"gdrcopy":             map[string]any{"enabled": false},
+			"cdi":                 map[string]any{"enabled": true},
+		},
+	}
+}
+
+// gpuOperatorNVIDIADriver is the NVIDIADriver alm-example every CSV carries.
+func gpuOperatorNVIDIADriver() map[string]any {
+	return map[string]any{
 		"apiVersion": "nvidia.com/v1alpha1",
 		"kind":       "NVIDIADriver",
 		"metadata":   map[string]any{"name": "gpu-driver"},
@@ -413,41 +425,39 @@ func gpuOperatorPackage(defaultRelease string) unstructured.Unstructured {
 			"nodeSelector":     map[string]any{},
 		},
 	}
-	csv := func(version string) map[string]any {
-		return map[string]any{
-			"displayName": "NVIDIA GPU Operator",
-			"version":     version,
-			"provider":    map[string]any{"name": "NVIDIA Corporation"},
-			"annotations": map[string]any{
-				"alm-examples":   jsonString([]any{clusterPolicy(version), nvidiaDriver}),
-				"capabilities":   "Deep Insights",
-				"categories":     "AI/Machine Learning, OpenShift Optional",
-				"containerImage": "nvcr.io/nvidia/gpu-operator@sha256:" + hexToken("gpu-operator/"+version, 64),
-				"olm.skipRange":  ">=1.9.0 <" + version,
-				"operatorframework.io/suggested-namespace": "nvidia-gpu-operator",
-			},
-			"installModes": installModes(true, true, false, false),
-		}
+}
+
+// gpuOperatorCSVDesc is the currentCSVDesc of a release's CSV.
+func gpuOperatorCSVDesc(version string) map[string]any {
+	return map[string]any{
+		"displayName": "NVIDIA GPU Operator",
+		"version":     version,
+		"provider":    map[string]any{"name": "NVIDIA Corporation"},
+		"annotations": map[string]any{
+			"alm-examples":   jsonString([]any{gpuOperatorClusterPolicy(version), gpuOperatorNVIDIADriver()}),
+			"capabilities":   "Deep Insights",
+			"categories":     "AI/Machine Learning, OpenShift Optional",
+			"containerImage": "nvcr.io/nvidia/gpu-operator@sha256:" + hexToken("gpu-operator/"+version, 64),
+			"olm.skipRange":  ">=1.9.0 <" + version,
+			"operatorframework.io/suggested-namespace": "nvidia-gpu-operator",
+		},
+		"installModes": installModes(true, true, false, false),
 	}
-	// A channel's head is its first version; entries list every bundle in it, newest first.
-	channel := func(name string, versions ...string) map[string]any {
-		var entries []any
-		for _, v := range versions {
-			entries = append(entries, map[string]any{"name": "gpu-operator-certified.v" + v, "version": v})
-		}
-		return map[string]any{
-			"name":           name,
-			"currentCSV":     "gpu-operator-certified.v" + versions[0],
-			"currentCSVDesc": csv(versions[0]),
-			"entries":        entries,
-		}
+}
+
+// gpuOperatorChannel is a channel of the package. A channel's head is its first version; entries list
+// every bundle in it, newest first.
+func gpuOperatorChannel(name string, versions ...string) map[string]any {
+	var entries []any
+	for _, v := range versions {
+		entries = append(entries, map[string]any{"name": "gpu-operator-certified.v" + v, "version": v})
 	}
-	return packageManifest("gpu-operator-certified", "certified-operators", "Certified Operators", "NVIDIA Corporation", releaseChannel(defaultRelease), []any{
-		channel("stable", "26.7.0", "26.3.3", "26.3.2", "26.3.1", "26.3.0", "25.10.1", "25.10.0"),
-		channel("v26.7", "26.7.0"),
-		channel("v26.3", "26.3.3", "26.3.2", "26.3.1", "26.3.0"),
-		channel("v25.10", "25.10.1", "25.10.0"),
-	})
+	return map[string]any{
+		"name":           name,
+		"currentCSV":     "gpu-operator-certified.v" + versions[0],
+		"currentCSVDesc": gpuOperatorCSVDesc(versions[0]),
+		"entries":        entries,
+	}
 }
 
 // releaseChannel is the OLM channel of a GPU operator release: "v26.3.3" → "v26.3"; "" is gpuctl's
