@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // groupTargets is the namespaces an OperatorGroup targets: spec.targetNamespaces, or all namespaces
@@ -30,7 +32,7 @@ func groupTargets(group *unstructured.Unstructured) []string {
 }
 
 func (o *olmStandIn) syncOperatorGroup(ctx context.Context, k olmKey) error {
-	group, err := olmGet(o.groups, k.namespace, k.name)
+	group, err := standin.Get(o.groups, k.namespace, k.name)
 	if err != nil || group == nil {
 		return err
 	}
@@ -43,7 +45,7 @@ func (o *olmStandIn) syncOperatorGroup(ctx context.Context, k olmKey) error {
 		ns = append(ns, t)
 	}
 	status["namespaces"] = ns
-	return o.writeStatus(ctx, OperatorGroupsGVR, group, status, "lastUpdated")
+	return standin.WriteStatus(ctx, o.dyn, OperatorGroupsGVR, group, status, "lastUpdated")
 }
 
 // olmStrategy is the deployment install strategy of a ClusterServiceVersion (spec.install.spec), the
@@ -78,7 +80,7 @@ func csvStrategy(csv *unstructured.Unstructured) (olmStrategy, error) {
 }
 
 func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
-	csv, err := olmGet(o.csvs, k.namespace, k.name)
+	csv, err := standin.Get(o.csvs, k.namespace, k.name)
 	if err != nil {
 		return err
 	}
@@ -87,12 +89,12 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 	}
 	strategy, err := csvStrategy(csv)
 	if err != nil {
-		if olmField(csv.Object, "status", "phase") == "Failed" {
+		if standin.Field(csv.Object, "status", "phase") == "Failed" {
 			return nil
 		}
 		return o.setCSVPhase(ctx, csv, "Failed", "InvalidInstallStrategy", err.Error())
 	}
-	switch phase := olmField(csv.Object, "status", "phase"); phase {
+	switch phase := standin.Field(csv.Object, "status", "phase"); phase {
 	case "":
 		return o.setCSVPhase(ctx, csv, "Pending", "RequirementsUnknown", "requirements not yet checked")
 	case "Pending":
@@ -120,7 +122,7 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 		case waiting == "" && phase == "Succeeded":
 			// The CSV this one replaces goes once this one has succeeded, as OLM's Replacing and
 			// Deleting phases end.
-			if old := olmField(csv.Object, "spec", "replaces"); old != "" {
+			if old := standin.Field(csv.Object, "spec", "replaces"); old != "" {
 				err := o.dyn.Resource(CSVsGVR).Namespace(csv.GetNamespace()).Delete(ctx, old, metav1.DeleteOptions{})
 				switch {
 				case err == nil:
@@ -131,7 +133,7 @@ func (o *olmStandIn) syncCSV(ctx context.Context, k olmKey) error {
 			}
 		case waiting != "" && phase == "Installing":
 			msg := fmt.Sprintf("installing: waiting for deployment %s to become ready: deployment %q not available: Deployment does not have minimum availability.", waiting, waiting)
-			if olmField(csv.Object, "status", "message") != msg {
+			if standin.Field(csv.Object, "status", "message") != msg {
 				return o.setCSVPhase(ctx, csv, "Installing", "InstallWaiting", msg)
 			}
 		}
@@ -164,7 +166,7 @@ func (o *olmStandIn) setCSVPhase(ctx context.Context, csv *unstructured.Unstruct
 	if status == nil {
 		status = map[string]any{}
 	}
-	now := olmTimestamp()
+	now := standin.Timestamp()
 	if status["phase"] != phase {
 		status["lastTransitionTime"] = now
 	}
@@ -228,7 +230,7 @@ type csvInstall struct {
 
 func newCSVInstall(csv *unstructured.Unstructured) csvInstall {
 	return csvInstall{
-		csv: csv, ns: csv.GetNamespace(), replaces: olmField(csv.Object, "spec", "replaces"),
+		csv: csv, ns: csv.GetNamespace(), replaces: standin.Field(csv.Object, "spec", "replaces"),
 		owner: []metav1.OwnerReference{{
 			APIVersion: olmAPIVersion, Kind: olmKindCSV, Name: csv.GetName(), UID: csv.GetUID(),
 			Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false),
@@ -253,11 +255,11 @@ func (o *olmStandIn) ensureBundleCRDs(ctx context.Context, csv *unstructured.Uns
 	var crds []*unstructured.Unstructured
 	if o.bundleCRDs != nil {
 		var err error
-		if crds, err = o.bundleCRDs(pkg, olmField(csv.Object, "spec", "version")); err != nil {
+		if crds, err = o.bundleCRDs(pkg, standin.Field(csv.Object, "spec", "version")); err != nil {
 			return fmt.Errorf("bundle CRDs of %s: %w", csv.GetName(), err)
 		}
 	}
-	replaces := olmField(csv.Object, "spec", "replaces")
+	replaces := standin.Field(csv.Object, "spec", "replaces")
 	for _, crd := range crds {
 		_, err := o.dyn.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{FieldManager: "catalog-operator"})
 		if apierrors.IsAlreadyExists(err) && replaces != "" {
@@ -297,7 +299,7 @@ func (o *olmStandIn) ensureServiceAccounts(ctx context.Context, in csvInstall, s
 			}
 			continue
 		}
-		if err := ignoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa, true)}, metav1.CreateOptions{})); err != nil {
+		if err := standin.IgnoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa, true)}, metav1.CreateOptions{})); err != nil {
 			return fmt.Errorf("create service account %s/%s: %w", ns, sa, err)
 		}
 	}
@@ -310,7 +312,7 @@ func (o *olmStandIn) ensureRoles(ctx context.Context, in csvInstall, s olmStrate
 	for _, p := range s.Permissions {
 		name := csvRBACName(csv.GetName(), p.ServiceAccountName)
 		if _, err := o.roles.Roles(ns).Get(name); err != nil {
-			if err := ignoreExists(o.cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: objMeta(name, true), Rules: p.Rules}, metav1.CreateOptions{})); err != nil {
+			if err := standin.IgnoreExists(o.cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: objMeta(name, true), Rules: p.Rules}, metav1.CreateOptions{})); err != nil {
 				return fmt.Errorf("create role %s/%s: %w", ns, name, err)
 			}
 		}
@@ -320,7 +322,7 @@ func (o *olmStandIn) ensureRoles(ctx context.Context, in csvInstall, s olmStrate
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: p.ServiceAccountName, Namespace: ns}},
 			}
-			if err := ignoreExists(o.cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{})); err != nil {
+			if err := standin.IgnoreExists(o.cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{})); err != nil {
 				return fmt.Errorf("create role binding %s/%s: %w", ns, name, err)
 			}
 		}
@@ -334,7 +336,7 @@ func (o *olmStandIn) ensureClusterRoles(ctx context.Context, in csvInstall, s ol
 	for _, p := range s.ClusterPermissions {
 		name := csvRBACName(csv.GetName(), p.ServiceAccountName)
 		if _, err := o.clusterRoles.Get(name); err != nil {
-			if err := ignoreExists(o.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: objMeta(name, false), Rules: p.Rules}, metav1.CreateOptions{})); err != nil {
+			if err := standin.IgnoreExists(o.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: objMeta(name, false), Rules: p.Rules}, metav1.CreateOptions{})); err != nil {
 				return fmt.Errorf("create cluster role %s: %w", name, err)
 			}
 		}
@@ -344,7 +346,7 @@ func (o *olmStandIn) ensureClusterRoles(ctx context.Context, in csvInstall, s ol
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: p.ServiceAccountName, Namespace: ns}},
 			}
-			if err := ignoreExists(o.cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})); err != nil {
+			if err := standin.IgnoreExists(o.cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})); err != nil {
 				return fmt.Errorf("create cluster role binding %s: %w", name, err)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // buildCSV is the ClusterServiceVersion a bundle in the catalog would contain: the channel head's
@@ -24,7 +26,7 @@ func buildCSV(namespace string, r olmResolution) (*unstructured.Unstructured, er
 	if a, ok := r.desc["annotations"].(map[string]any); ok {
 		annotations = a
 	}
-	displayName := olmField(r.desc, "displayName")
+	displayName := standin.Field(r.desc, "displayName")
 	if displayName == "" {
 		displayName = r.pkg
 	}
@@ -52,18 +54,18 @@ func buildCSV(namespace string, r olmResolution) (*unstructured.Unstructured, er
 }
 
 func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
-	plan, err := olmGet(o.plans, k.namespace, k.name)
+	plan, err := standin.Get(o.plans, k.namespace, k.name)
 	if err != nil || plan == nil {
 		return err
 	}
-	phase := olmField(plan.Object, "status", "phase")
+	phase := standin.Field(plan.Object, "status", "phase")
 	if phase == "" || phase == "Complete" || phase == "Failed" {
 		return nil // a new plan's status is written by its Subscription's reconcile
 	}
 	status, _, _ := unstructured.NestedMap(plan.Object, "status")
 	if approved, _, _ := unstructured.NestedBool(plan.Object, "spec", "approved"); !approved {
 		status["phase"] = "RequiresApproval"
-		return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
+		return standin.WriteStatus(ctx, o.dyn, olmInstallPlansGVR, plan, status, "")
 	}
 	groups := olmList(o.groups, plan.GetNamespace())
 	if len(groups) != 1 {
@@ -73,19 +75,19 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 		}
 		status["phase"] = "Installing"
 		conds, _ := status["conditions"].([]any)
-		status["conditions"] = olmSetCondition(conds, "Installed", "False", olmInstallCheckErr, msg)
-		return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
+		status["conditions"] = standin.SetCondition(conds, "Installed", "False", olmInstallCheckErr, msg)
+		return standin.WriteStatus(ctx, o.dyn, olmInstallPlansGVR, plan, status, "")
 	}
 	group := groups[0]
 	steps, _ := status["plan"].([]any)
 	for _, s := range steps {
 		step, ok := s.(map[string]any)
-		if !ok || step["status"] == "Created" || olmField(step, "resource", "kind") != olmKindCSV {
+		if !ok || step["status"] == "Created" || standin.Field(step, "resource", "kind") != olmKindCSV {
 			continue
 		}
 		csv := &unstructured.Unstructured{}
-		if err := csv.UnmarshalJSON([]byte(olmField(step, "resource", "manifest"))); err != nil {
-			return fmt.Errorf("InstallPlan %s/%s: step %s: %w", plan.GetNamespace(), plan.GetName(), olmField(step, "resolving"), err)
+		if err := csv.UnmarshalJSON([]byte(standin.Field(step, "resource", "manifest"))); err != nil {
+			return fmt.Errorf("InstallPlan %s/%s: step %s: %w", plan.GetNamespace(), plan.GetName(), standin.Field(step, "resolving"), err)
 		}
 		csv.SetNamespace(plan.GetNamespace())
 		// An upgrade: the Subscription has a CSV installed already, which this one replaces.
@@ -113,8 +115,8 @@ func (o *olmStandIn) syncInstallPlan(ctx context.Context, k olmKey) error {
 	}
 	status["phase"] = "Complete"
 	conds, _ := status["conditions"].([]any)
-	status["conditions"] = olmSetCondition(conds, "Installed", "True", "", "")
-	return o.writeStatus(ctx, olmInstallPlansGVR, plan, status, "")
+	status["conditions"] = standin.SetCondition(conds, "Installed", "True", "", "")
+	return standin.WriteStatus(ctx, o.dyn, olmInstallPlansGVR, plan, status, "")
 }
 
 // installedCSVOf is the installed CSV of the Subscription that owns an InstallPlan ("" if none).
@@ -123,8 +125,8 @@ func (o *olmStandIn) installedCSVOf(plan *unstructured.Unstructured) string {
 		if ref.Kind != olmKindSub {
 			continue
 		}
-		if sub, err := olmGet(o.subs, plan.GetNamespace(), ref.Name); err == nil && sub != nil {
-			return olmField(sub.Object, "status", "installedCSV")
+		if sub, err := standin.Get(o.subs, plan.GetNamespace(), ref.Name); err == nil && sub != nil {
+			return standin.Field(sub.Object, "status", "installedCSV")
 		}
 	}
 	return ""

@@ -69,7 +69,7 @@ func nfdOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolera
 // operator watches NodeFeatureDiscovery objects in its own namespace.
 func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
 	for _, csv := range olmList(o.csvs, namespace) {
-		if olmField(csv.Object, "status", "phase") != "Succeeded" {
+		if standin.Field(csv.Object, "status", "phase") != "Succeeded" {
 			continue
 		}
 		s, err := csvStrategy(csv)
@@ -90,7 +90,7 @@ func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
 // SCCs, RBAC for the operands, and updating operands after the CR changes (only the worker config is
 // kept in sync).
 func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) error {
-	cr, err := olmGet(o.nfds, k.namespace, k.name)
+	cr, err := standin.Get(o.nfds, k.namespace, k.name)
 	if err != nil || cr == nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 // nfdOperandImage is the NFD image the operator deploys: the CR's, else the operator's default
 // (its environment), else the release's.
 func nfdOperandImage(cr *unstructured.Unstructured, operator *olmStrategyDeployment) string {
-	image := olmField(cr.Object, "spec", "operand", "image")
+	image := standin.Field(cr.Object, "spec", "operand", "image")
 	for _, c := range operator.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
 			if image == "" && e.Name == nfdOperandImageEnv {
@@ -146,17 +146,17 @@ func (o *olmStandIn) ensureNFDConfig(ctx context.Context, cr *unstructured.Unstr
 	objMeta := func(name string) metav1.ObjectMeta { return nfdObjectMeta(cr, name) }
 	for _, sa := range []string{"nfd-worker", "nfd-master"} {
 		if _, err := o.serviceAccounts.ServiceAccounts(ns).Get(sa); err != nil {
-			if err := ignoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa)}, metav1.CreateOptions{})); err != nil {
+			if err := standin.IgnoreExists(o.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: objMeta(sa)}, metav1.CreateOptions{})); err != nil {
 				return fmt.Errorf("create service account %s/%s: %w", ns, sa, err)
 			}
 		}
 	}
-	conf := olmField(cr.Object, "spec", "workerConfig", "configData")
+	conf := standin.Field(cr.Object, "spec", "workerConfig", "configData")
 	cm, err := o.configMaps.ConfigMaps(ns).Get("nfd-worker")
 	switch {
 	case apierrors.IsNotFound(err):
 		cm := &corev1.ConfigMap{ObjectMeta: objMeta("nfd-worker"), Data: map[string]string{standin.NFDWorkerConfSuffix: conf}}
-		if err := ignoreExists(o.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})); err != nil {
+		if err := standin.IgnoreExists(o.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})); err != nil {
 			return fmt.Errorf("create config map %s/nfd-worker: %w", ns, err)
 		}
 	case err != nil:
@@ -210,16 +210,16 @@ func (o *olmStandIn) writeNFDStatus(ctx context.Context, cr *unstructured.Unstru
 	}
 	conds, _ := status["conditions"].([]any)
 	if ready {
-		conds = olmSetCondition(conds, "Available", "True", "Available", "nfd-master and nfd-worker are running")
-		conds = olmSetCondition(conds, "Progressing", "False", "Available", "")
+		conds = standin.SetCondition(conds, "Available", "True", "Available", "nfd-master and nfd-worker are running")
+		conds = standin.SetCondition(conds, "Progressing", "False", "Available", "")
 	} else {
-		conds = olmSetCondition(conds, "Available", "False", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
-		conds = olmSetCondition(conds, "Progressing", "True", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
+		conds = standin.SetCondition(conds, "Available", "False", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
+		conds = standin.SetCondition(conds, "Progressing", "True", "Progressing", "waiting for nfd-master and nfd-worker to become ready")
 	}
-	conds = olmSetCondition(conds, "Degraded", "False", "", "")
-	conds = olmSetCondition(conds, "Upgradeable", "True", "", "")
+	conds = standin.SetCondition(conds, "Degraded", "False", "", "")
+	conds = standin.SetCondition(conds, "Upgradeable", "True", "", "")
 	status["conditions"] = conds
-	return o.writeStatus(ctx, nfdOpenShiftGVR, cr, status, "")
+	return standin.WriteStatus(ctx, o.dyn, nfdOpenShiftGVR, cr, status, "")
 }
 
 // nfdWorkerDaemonSet is nfd-worker on every node, reading nfd-worker.conf from the ConfigMap nfd-worker.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -317,22 +315,6 @@ func (o *olmStandIn) reconcile(ctx context.Context, k olmKey) error {
 	return nil
 }
 
-// olmGet returns the object namespace/name from lister, or nil if it does not exist.
-func olmGet(lister cache.GenericLister, namespace, name string) (*unstructured.Unstructured, error) {
-	obj, err := lister.ByNamespace(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("%s/%s: unexpected type %T", namespace, name, obj)
-	}
-	return u, nil
-}
-
 // olmList returns the objects of lister in namespace ("" for all).
 func olmList(lister cache.GenericLister, namespace string) []*unstructured.Unstructured {
 	var objs []runtime.Object
@@ -350,80 +332,9 @@ func olmList(lister cache.GenericLister, namespace string) []*unstructured.Unstr
 	return out
 }
 
-// olmField is the string at fields in u, or "".
-func olmField(u map[string]any, fields ...string) string {
-	s, _, _ := unstructured.NestedString(u, fields...)
-	return s
-}
-
-func olmTimestamp() string { return time.Now().UTC().Format(time.RFC3339) }
-
-// olmSetCondition sets the condition of type typ in conds (a status.conditions list), keeping its
-// lastTransitionTime while its status does not change.
-func olmSetCondition(conds []any, typ, status, reason, message string) []any {
-	now := olmTimestamp()
-	c := map[string]any{"type": typ, "status": status, "lastTransitionTime": now}
-	if reason != "" {
-		c["reason"] = reason
-	}
-	if message != "" {
-		c["message"] = message
-	}
-	out := make([]any, 0, len(conds)+1)
-	found := false
-	for _, old := range conds {
-		m, ok := old.(map[string]any)
-		if !ok || m["type"] != typ {
-			out = append(out, old)
-			continue
-		}
-		found = true
-		if m["status"] == status && m["lastTransitionTime"] != nil {
-			c["lastTransitionTime"] = m["lastTransitionTime"]
-		}
-		out = append(out, c)
-	}
-	if !found {
-		out = append(out, c)
-	}
-	return out
-}
-
 func olmRemoveCondition(conds []any, typ string) []any {
 	return slices.DeleteFunc(slices.Clone(conds), func(c any) bool {
 		m, ok := c.(map[string]any)
 		return ok && m["type"] == typ
 	})
-}
-
-// writeStatus replaces u's status with status through the status subresource unless nothing but the
-// timestamp field stamp (if any) would change.
-func (o *olmStandIn) writeStatus(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, status map[string]any, stamp string) error {
-	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if stamp != "" {
-		if v, ok := old[stamp]; ok {
-			status[stamp] = v
-		} else {
-			delete(status, stamp)
-		}
-	}
-	if apiequality.Semantic.DeepEqual(old, status) {
-		return nil
-	}
-	if stamp != "" {
-		status[stamp] = olmTimestamp()
-	}
-	updated := u.DeepCopy()
-	updated.Object["status"] = status
-	if _, err := o.dyn.Resource(gvr).Namespace(u.GetNamespace()).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("update status of %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
-	}
-	return nil
-}
-
-func ignoreExists[T any](_ T, err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }

@@ -149,7 +149,7 @@ func expectGPUOperatorInstalled(t *testing.T, cs kubernetes.Interface, dyn dynam
 		if got := csv.GetAnnotations()["alm-examples"]; got != testAlmExample {
 			return "alm-examples = " + got, nil
 		}
-		if got := olmField(csv.Object, "spec", "version"); got != "26.7.0" {
+		if got := standin.Field(csv.Object, "spec", "version"); got != "26.7.0" {
 			return "spec.version = " + got, nil
 		}
 		return "", nil
@@ -202,7 +202,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		}
 		names, _, _ := unstructured.NestedStringSlice(plan.Object, "spec", "clusterServiceVersionNames")
 		approved, _, _ := unstructured.NestedBool(plan.Object, "spec", "approved")
-		if phase := olmField(plan.Object, "status", "phase"); phase != "Complete" || !approved || !slices.Equal(names, []string{gpuOperatorCSV}) || !strings.HasPrefix(plan.GetName(), "install-") {
+		if phase := standin.Field(plan.Object, "status", "phase"); phase != "Complete" || !approved || !slices.Equal(names, []string{gpuOperatorCSV}) || !strings.HasPrefix(plan.GetName(), "install-") {
 			return fmt.Sprintf("plan %s phase %q approved %v csvs %v", plan.GetName(), phase, approved, names), nil
 		}
 		return "", nil
@@ -213,7 +213,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase := olmField(csv.Object, "status", "phase"); phase != "Installing" {
+		if phase := standin.Field(csv.Object, "status", "phase"); phase != "Installing" {
 			return "phase " + phase, nil
 		}
 		if csv.GetAnnotations()["olm.targetNamespaces"] != gpuOperatorNS {
@@ -228,7 +228,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase, reason := olmField(csv.Object, "status", "phase"), olmField(csv.Object, "status", "reason"); phase != "Succeeded" || reason != "InstallSucceeded" {
+		if phase, reason := standin.Field(csv.Object, "status", "phase"), standin.Field(csv.Object, "status", "reason"); phase != "Succeeded" || reason != "InstallSucceeded" {
 			return fmt.Sprintf("phase %s reason %s", phase, reason), nil
 		}
 		return "", nil
@@ -241,12 +241,12 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		plan, _, _ := onlyPlan(ctx, dyn, gpuOperatorNS)
 		st := sub.Object
 		switch {
-		case olmField(st, "status", "state") != "AtLatestKnown":
-			return "state " + olmField(st, "status", "state"), nil
-		case olmField(st, "status", "installedCSV") != gpuOperatorCSV || olmField(st, "status", "currentCSV") != gpuOperatorCSV:
-			return fmt.Sprintf("installedCSV %q currentCSV %q", olmField(st, "status", "installedCSV"), olmField(st, "status", "currentCSV")), nil
-		case plan == nil || olmField(st, "status", "installPlanRef", "name") != plan.GetName():
-			return "installPlanRef " + olmField(st, "status", "installPlanRef", "name"), nil
+		case standin.Field(st, "status", "state") != "AtLatestKnown":
+			return "state " + standin.Field(st, "status", "state"), nil
+		case standin.Field(st, "status", "installedCSV") != gpuOperatorCSV || standin.Field(st, "status", "currentCSV") != gpuOperatorCSV:
+			return fmt.Sprintf("installedCSV %q currentCSV %q", standin.Field(st, "status", "installedCSV"), standin.Field(st, "status", "currentCSV")), nil
+		case plan == nil || standin.Field(st, "status", "installPlanRef", "name") != plan.GetName():
+			return "installPlanRef " + standin.Field(st, "status", "installPlanRef", "name"), nil
 		case statusCondition(sub, "CatalogSourcesUnhealthy")["status"] != "False":
 			return fmt.Sprintf("CatalogSourcesUnhealthy %v", statusCondition(sub, "CatalogSourcesUnhealthy")), nil
 		case statusCondition(sub, "InstallPlanPending") != nil:
@@ -281,7 +281,7 @@ func TestOLMStandInInstallsAnAutomaticSubscription(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase := olmField(csv.Object, "status", "phase"); phase != "Succeeded" {
+		if phase := standin.Field(csv.Object, "status", "phase"); phase != "Succeeded" {
 			return "phase " + phase, nil
 		}
 		return "", nil
@@ -325,7 +325,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 			return p, err
 		}
 		approved, _, _ := unstructured.NestedBool(plan.Object, "spec", "approved")
-		if phase := olmField(plan.Object, "status", "phase"); phase != "RequiresApproval" || approved || olmField(plan.Object, "spec", "approval") != "Manual" {
+		if phase := standin.Field(plan.Object, "status", "phase"); phase != "RequiresApproval" || approved || standin.Field(plan.Object, "spec", "approval") != "Manual" {
 			return fmt.Sprintf("phase %q approved %v", phase, approved), nil
 		}
 		planName = plan.GetName()
@@ -337,7 +337,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 			return "", err
 		}
 		c := statusCondition(sub, "InstallPlanPending")
-		if olmField(sub.Object, "status", "state") != "UpgradePending" || c == nil || c["reason"] != "RequiresApproval" || olmField(sub.Object, "status", "installPlanRef", "name") != planName {
+		if standin.Field(sub.Object, "status", "state") != "UpgradePending" || c == nil || c["reason"] != "RequiresApproval" || standin.Field(sub.Object, "status", "installPlanRef", "name") != planName {
 			return fmt.Sprintf("status %v", sub.Object["status"]), nil
 		}
 		return "", nil
@@ -360,7 +360,7 @@ func TestOLMStandInWaitsForManualApproval(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if phase := olmField(plan.Object, "status", "phase"); phase != "Complete" {
+		if phase := standin.Field(plan.Object, "status", "phase"); phase != "Complete" {
 			return "phase " + phase, nil
 		}
 		return "", nil
@@ -376,7 +376,7 @@ func TestOLMStandInNeedsAnOperatorGroup(t *testing.T) {
 			return p, err
 		}
 		c := statusCondition(plan, "Installed")
-		if olmField(plan.Object, "status", "phase") != "Installing" || c == nil || c["status"] != "False" || c["reason"] != olmInstallCheckErr || c["message"] != olmNoGroupMessage {
+		if standin.Field(plan.Object, "status", "phase") != "Installing" || c == nil || c["status"] != "False" || c["reason"] != olmInstallCheckErr || c["message"] != olmNoGroupMessage {
 			return fmt.Sprintf("status %v", plan.Object["status"]), nil
 		}
 		return "", nil

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 // olmResolution is what a Subscription resolves to in its catalog.
@@ -27,7 +29,7 @@ type olmResolution struct {
 
 func (o *olmStandIn) catalogExists(name, namespace string) bool {
 	if o.catalogs != nil {
-		if cat, _ := olmGet(o.catalogs, namespace, name); cat != nil {
+		if cat, _ := standin.Get(o.catalogs, namespace, name); cat != nil {
 			return true
 		}
 	}
@@ -40,15 +42,15 @@ func (o *olmStandIn) catalogExists(name, namespace string) bool {
 // and status.catalogSourceNamespace count.
 func (o *olmStandIn) findPackage(pkg, source, sourceNS string) *unstructured.Unstructured {
 	for _, pm := range olmList(o.packages, "") {
-		name := olmField(pm.Object, "status", "packageName")
+		name := standin.Field(pm.Object, "status", "packageName")
 		if name == "" {
 			name = pm.GetName()
 		}
-		catNS := olmField(pm.Object, "status", "catalogSourceNamespace")
+		catNS := standin.Field(pm.Object, "status", "catalogSourceNamespace")
 		if catNS == "" {
 			catNS = pm.GetNamespace()
 		}
-		if (pkg == "" || name == pkg) && catNS == sourceNS && olmField(pm.Object, "status", "catalogSource") == source {
+		if (pkg == "" || name == pkg) && catNS == sourceNS && standin.Field(pm.Object, "status", "catalogSource") == source {
 			return pm
 		}
 	}
@@ -59,9 +61,9 @@ func (o *olmStandIn) findPackage(pkg, source, sourceNS string) *unstructured.Uns
 // …"), which the research's OpenShift section and OLM's own tests show.
 func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 	r := olmResolution{
-		pkg:             olmField(sub.Object, "spec", "name"),
-		source:          olmField(sub.Object, "spec", "source"),
-		sourceNamespace: olmField(sub.Object, "spec", "sourceNamespace"),
+		pkg:             standin.Field(sub.Object, "spec", "name"),
+		source:          standin.Field(sub.Object, "spec", "source"),
+		sourceNamespace: standin.Field(sub.Object, "spec", "sourceNamespace"),
 	}
 	name := sub.GetName()
 	r.catalogMissing = !o.catalogExists(r.source, r.sourceNamespace)
@@ -76,9 +78,9 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 		}
 		return r
 	}
-	channel := olmField(sub.Object, "spec", "channel")
+	channel := standin.Field(sub.Object, "spec", "channel")
 	if channel == "" {
-		channel = olmField(pm.Object, "status", "defaultChannel")
+		channel = standin.Field(pm.Object, "status", "defaultChannel")
 	}
 	channels, _, _ := unstructured.NestedSlice(pm.Object, "status", "channels")
 	var ch map[string]any
@@ -92,15 +94,15 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 			channel, r.pkg, name, name)
 		return r
 	}
-	r.csv = olmField(ch, "currentCSV")
+	r.csv = standin.Field(ch, "currentCSV")
 	r.desc, _, _ = unstructured.NestedMap(ch, "currentCSVDesc")
-	r.version = olmField(r.desc, "version")
-	if start := olmField(sub.Object, "spec", "startingCSV"); start != "" && start != r.csv {
+	r.version = standin.Field(r.desc, "version")
+	if start := standin.Field(sub.Object, "spec", "startingCSV"); start != "" && start != r.csv {
 		entries, _, _ := unstructured.NestedSlice(ch, "entries")
 		found := false
 		for _, e := range entries {
 			if m, ok := e.(map[string]any); ok && m["name"] == start {
-				r.csv, r.version, found = start, olmField(m, "version"), true
+				r.csv, r.version, found = start, standin.Field(m, "version"), true
 			}
 		}
 		if !found {
@@ -118,7 +120,7 @@ func (o *olmStandIn) resolve(sub *unstructured.Unstructured) olmResolution {
 }
 
 func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
-	sub, err := olmGet(o.subs, k.namespace, k.name)
+	sub, err := standin.Get(o.subs, k.namespace, k.name)
 	if err != nil {
 		return err
 	}
@@ -133,18 +135,18 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 	}
 	conds, _, _ := unstructured.NestedSlice(sub.Object, "status", "conditions")
 	if r.catalogMissing {
-		conds = olmSetCondition(conds, "CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound",
+		conds = standin.SetCondition(conds, "CatalogSourcesUnhealthy", "True", "UnhealthyCatalogSourceFound",
 			fmt.Sprintf("targeted catalogsource %s/%s missing", r.sourceNamespace, r.source))
 	} else {
-		conds = olmSetCondition(conds, "CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
+		conds = standin.SetCondition(conds, "CatalogSourcesUnhealthy", "False", "AllCatalogSourcesHealthy", "all available catalogsources are healthy")
 	}
 	if r.failure != "" {
-		status["conditions"] = olmSetCondition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable", r.failure)
-		return o.writeStatus(ctx, SubscriptionsGVR, sub, status, "lastUpdated")
+		status["conditions"] = standin.SetCondition(conds, "ResolutionFailed", "True", "ConstraintsNotSatisfiable", r.failure)
+		return standin.WriteStatus(ctx, o.dyn, SubscriptionsGVR, sub, status, "lastUpdated")
 	}
 	conds = olmRemoveCondition(conds, "ResolutionFailed")
 
-	csv, err := olmGet(o.csvs, sub.GetNamespace(), r.csv)
+	csv, err := standin.Get(o.csvs, sub.GetNamespace(), r.csv)
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,7 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 		}
 	}
 	if plan != nil {
-		if olmField(plan.Object, "status", "phase") == "" {
+		if standin.Field(plan.Object, "status", "phase") == "" {
 			if plan, err = o.initInstallPlanStatus(ctx, plan, sub, r); err != nil {
 				return err
 			}
@@ -189,13 +191,13 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 	} else {
 		status["state"] = "UpgradePending"
 		reason := "Installing"
-		if plan != nil && olmField(plan.Object, "status", "phase") == "RequiresApproval" {
+		if plan != nil && standin.Field(plan.Object, "status", "phase") == "RequiresApproval" {
 			reason = "RequiresApproval"
 		}
-		conds = olmSetCondition(conds, "InstallPlanPending", "True", reason, "")
+		conds = standin.SetCondition(conds, "InstallPlanPending", "True", reason, "")
 	}
 	status["conditions"] = conds
-	return o.writeStatus(ctx, SubscriptionsGVR, sub, status, "lastUpdated")
+	return standin.WriteStatus(ctx, o.dyn, SubscriptionsGVR, sub, status, "lastUpdated")
 }
 
 // planFor finds the InstallPlan already made for sub to install csv: the one this stand-in created
@@ -203,17 +205,17 @@ func (o *olmStandIn) syncSubscription(ctx context.Context, k olmKey) error {
 // does not count: OLM installs the CSV again while the Subscription exists.
 func (o *olmStandIn) planFor(ctx context.Context, k olmKey, sub *unstructured.Unstructured, csv string, installed bool) (*unstructured.Unstructured, error) {
 	usable := func(plan *unstructured.Unstructured) bool {
-		return planInstalls(plan, csv) && (installed || olmField(plan.Object, "status", "phase") != "Complete")
+		return planInstalls(plan, csv) && (installed || standin.Field(plan.Object, "status", "phase") != "Complete")
 	}
 	var names []string
 	if p, ok := o.planned[k]; ok && p.subUID == string(sub.GetUID()) {
 		names = append(names, p.plan)
 	}
-	if n := olmField(sub.Object, "status", "installPlanRef", "name"); n != "" {
+	if n := standin.Field(sub.Object, "status", "installPlanRef", "name"); n != "" {
 		names = append(names, n)
 	}
 	for _, n := range names {
-		plan, err := olmGet(o.plans, sub.GetNamespace(), n)
+		plan, err := standin.Get(o.plans, sub.GetNamespace(), n)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +254,7 @@ func olmPackageLabel(pkg, namespace string) string {
 // createInstallPlan creates the InstallPlan for r. Names are generated here, like the API server's
 // generateName would (install-xxxxx), because fake clients do not generate names.
 func (o *olmStandIn) createInstallPlan(ctx context.Context, k olmKey, sub *unstructured.Unstructured, r olmResolution) (*unstructured.Unstructured, error) {
-	approval := olmField(sub.Object, "spec", "installPlanApproval")
+	approval := standin.Field(sub.Object, "spec", "installPlanApproval")
 	if approval == "" {
 		approval = "Automatic"
 	}
