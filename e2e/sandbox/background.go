@@ -45,6 +45,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			c.logf("olm stand-in not started: %v", err)
 		} else {
 			run("olm", func(ctx context.Context) error { return olm.Run(ctx, c.Kube, dyn, c.bundleCRDs, c.logf) })
+			run("nfd-operator", func(ctx context.Context) error { return nfd.RunOperator(ctx, c.Kube, dyn, c.logf) })
 		}
 	}
 	if !noOperator {

@@ -113,3 +113,41 @@ func OperatorImageEnv(tag string) []corev1.EnvVar {
 	}
 	return env
 }
+
+// nfdOperatorBundleStrategy follows Red Hat's nfd bundle: Deployment nfd-controller-manager running
+// the operator, which takes its operand image from NODE_FEATURE_DISCOVERY_IMAGE. Image tags follow
+// the CSV's OpenShift minor version (4.19.0-… → v4.19).
+func nfdOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolerations []corev1.Toleration) olmStrategy {
+	tag := "v4.19"
+	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
+		tag = "v" + parts[0] + "." + parts[1]
+	}
+	podLabels := map[string]string{"control-plane": "controller-manager"}
+	return olmStrategy{
+		ClusterPermissions: []olmPermission{{ServiceAccountName: "nfd-manager", Rules: rules}},
+		Deployments: []olmStrategyDeployment{{
+			Name: nfdOperatorDeployment,
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: "nfd-manager",
+						Tolerations:        tolerations,
+						Containers: []corev1.Container{{
+							Name:    "manager",
+							Image:   "registry.redhat.io/openshift4/ose-cluster-nfd-operator-rhel9:" + tag,
+							Command: []string{"/node-feature-discovery-operator"},
+							Args:    []string{"--leader-elect"},
+							Env: []corev1.EnvVar{
+								{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+								{Name: nfdOperandImageEnv, Value: "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:" + tag},
+							},
+						}},
+					},
+				},
+			},
+		}},
+	}
+}

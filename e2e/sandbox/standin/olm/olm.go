@@ -25,7 +25,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
-// The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst), and the NFD operator's nodefeaturediscoveries.
+// The APIs OLM v0 serves on OpenShift, which the OpenShift flavour registers as CRDs (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst).
 var (
 	SubscriptionsGVR     = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
 	olmInstallPlansGVR   = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}
@@ -33,7 +33,6 @@ var (
 	olmCatalogSourcesGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "catalogsources"}
 	OperatorGroupsGVR    = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1", Resource: "operatorgroups"}
 	PackageManifestsGVR  = schema.GroupVersionResource{Group: "packages.operators.coreos.com", Version: "v1", Resource: "packagemanifests"}
-	nfdOpenShiftGVR      = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
 )
 
 const (
@@ -42,8 +41,6 @@ const (
 	olmKindPlan        = "InstallPlan"
 	olmKindCSV         = "ClusterServiceVersion"
 	olmKindGroup       = "OperatorGroup"
-	nfdKindOpenShift   = "NodeFeatureDiscovery"
-	nfdOpenShiftAPI    = "nfd.openshift.io/v1"
 	olmOwnerLabel      = "olm.owner"
 	olmOwnerKindLabel  = "olm.owner.kind"
 	olmOwnerNSLabel    = "olm.owner.namespace"
@@ -58,8 +55,6 @@ const (
 	nfdOperatorDeployment = "nfd-controller-manager"
 	// nfdOperandImageEnv is how Red Hat's NFD operator learns its operand image.
 	nfdOperandImageEnv = "NODE_FEATURE_DISCOVERY_IMAGE"
-	// nfdDefaultOperandImage is the operand of OpenShift 4.19's NFD operator.
-	nfdDefaultOperandImage = "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:v4.19"
 )
 
 // olmKey names one object the OLM stand-in reconciles.
@@ -75,8 +70,8 @@ type plannedInstall struct {
 }
 
 // olmStandIn is a STAND-IN for Operator Lifecycle Manager v0 (the catalog and olm operators of
-// OpenShift 4.x) plus the two operators' own work that cannot happen without their images: Red Hat's
-// NFD operator deploying NFD for a NodeFeatureDiscovery. It behaves, through the API, like OLM does
+// OpenShift 4.x); what Red Hat's NFD operator does once OLM has installed it is package nfd's
+// (RunOperator). It behaves, through the API, like OLM does
 // for the flow NVIDIA documents for OpenShift (NVIDIA/cloud-native-docs openshift/install-gpu-ocp.rst):
 //
 //   - Subscription → resolve the package in its catalog's PackageManifest (spec.channel, else the
@@ -93,10 +88,6 @@ type plannedInstall struct {
 //     olm.owner* and (namespaced ones) owned by the CSV → Succeeded once every Deployment is Available;
 //     deleting the CSV deletes its cluster-scoped objects (garbage collection takes the rest);
 //   - OperatorGroup → status.namespaces;
-//   - NodeFeatureDiscovery (nfd.openshift.io/v1) in a namespace where the nfd operator's CSV has
-//     Succeeded → ConfigMap nfd-worker (nfd-worker.conf = spec.workerConfig.configData), DaemonSet
-//     nfd-worker mounting it, Deployment nfd-master, all owned by the CR, and Available/Progressing
-//     conditions. The NFD stand-in then labels nodes from those pods as it would for any NFD.
 //
 // Simplified: catalogs are the PackageManifest objects (no registry pods, no bundle unpacking; a
 // catalog counts as present if its CatalogSource object exists or a PackageManifest names it); a
@@ -119,7 +110,7 @@ type olmStandIn struct {
 	// bundleCRDs are applied before a package's CSV objects, as OLM applies a bundle's CRDs.
 	bundleCRDs func(pkg, version string) ([]*unstructured.Unstructured, error)
 
-	subs, plans, csvs, groups, packages, nfds cache.GenericLister
+	subs, plans, csvs, groups, packages cache.GenericLister
 	// catalogs is nil when the CatalogSource API is not served.
 	catalogs cache.GenericLister
 
@@ -220,7 +211,7 @@ func (w *watcher) dynWatch(gvr schema.GroupVersionResource, fn func(obj any)) ca
 	return inf.Lister()
 }
 
-// watchOLMObjects watches OLM's own resources (and the NFD Operator's), each change enqueueing what
+// watchOLMObjects watches OLM's own resources, each change enqueueing what
 // it affects. CatalogSources are watched only where the API serves them.
 func (o *olmStandIn) watchOLMObjects(ctx context.Context, w *watcher, dyn dynamic.Interface) error {
 	o.subs = w.dynWatch(SubscriptionsGVR, func(obj any) { o.enqueue(olmKindSub, obj) })
@@ -232,7 +223,6 @@ func (o *olmStandIn) watchOLMObjects(ctx context.Context, w *watcher, dyn dynami
 		o.enqueue(olmKindCSV, obj)
 		if m, err := meta.Accessor(obj); err == nil {
 			o.enqueueNamespace(olmKindSub, o.subs, m.GetNamespace())
-			o.enqueueNamespace(nfdKindOpenShift, o.nfds, m.GetNamespace())
 		}
 	})
 	o.groups = w.dynWatch(OperatorGroupsGVR, func(obj any) {
@@ -242,7 +232,6 @@ func (o *olmStandIn) watchOLMObjects(ctx context.Context, w *watcher, dyn dynami
 		}
 	})
 	o.packages = w.dynWatch(PackageManifestsGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
-	o.nfds = w.dynWatch(nfdOpenShiftGVR, func(obj any) { o.enqueue(nfdKindOpenShift, obj) })
 	if _, err := dyn.Resource(olmCatalogSourcesGVR).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
 		o.catalogs = w.dynWatch(olmCatalogSourcesGVR, func(any) { o.enqueueNamespace(olmKindSub, o.subs, "") })
 	} else if !apierrors.IsNotFound(err) {
@@ -279,7 +268,7 @@ func (o *olmStandIn) enqueueNamespace(kind string, lister cache.GenericLister, n
 
 // enqueueOwners queues the Subscription that owns an InstallPlan, the CSV that owns an object OLM
 // created (by its olm.owner labels, which cluster-scoped objects need since they cannot carry an owner
-// reference to a namespaced CSV) and the NodeFeatureDiscovery that owns an NFD operand.
+// reference to a namespaced CSV).
 func (o *olmStandIn) enqueueOwners(obj any) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -293,8 +282,6 @@ func (o *olmStandIn) enqueueOwners(obj any) {
 		switch {
 		case ref.Kind == olmKindSub && ref.APIVersion == olmAPIVersion:
 			o.queue.Add(olmKey{kind: olmKindSub, namespace: m.GetNamespace(), name: ref.Name})
-		case ref.Kind == nfdKindOpenShift && ref.APIVersion == nfdOpenShiftAPI:
-			o.queue.Add(olmKey{kind: nfdKindOpenShift, namespace: m.GetNamespace(), name: ref.Name})
 		}
 	}
 }
@@ -309,8 +296,6 @@ func (o *olmStandIn) reconcile(ctx context.Context, k olmKey) error {
 		return o.syncCSV(ctx, k)
 	case olmKindGroup:
 		return o.syncOperatorGroup(ctx, k)
-	case nfdKindOpenShift:
-		return o.syncNodeFeatureDiscovery(ctx, k)
 	}
 	return nil
 }

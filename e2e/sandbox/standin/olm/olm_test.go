@@ -77,7 +77,7 @@ func testOperatorGroup(ns string, targets ...any) *unstructured.Unstructured {
 // OLM stand-in running against them.
 func olmFixture(t *testing.T, objs ...runtime.Object) (*fake.Clientset, dynamic.Interface) {
 	t.Helper()
-	listKinds := map[schema.GroupVersionResource]string{SubscriptionsGVR: "SubscriptionList", olmInstallPlansGVR: "InstallPlanList", CSVsGVR: "ClusterServiceVersionList", olmCatalogSourcesGVR: "CatalogSourceList", OperatorGroupsGVR: "OperatorGroupList", PackageManifestsGVR: "PackageManifestList", nfdOpenShiftGVR: "NodeFeatureDiscoveryList"}
+	listKinds := map[schema.GroupVersionResource]string{SubscriptionsGVR: "SubscriptionList", olmInstallPlansGVR: "InstallPlanList", CSVsGVR: "ClusterServiceVersionList", olmCatalogSourcesGVR: "CatalogSourceList", OperatorGroupsGVR: "OperatorGroupList", PackageManifestsGVR: "PackageManifestList", nfdstandin.OpenShiftGVR: "NodeFeatureDiscoveryList"}
 	base := []runtime.Object{
 		testObject(olmAPIVersion, "CatalogSource", marketplaceNS, "certified-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
 		testObject(olmAPIVersion, "CatalogSource", marketplaceNS, "redhat-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
@@ -444,12 +444,16 @@ func TestOLMStandInDeploysNFDForANodeFeatureDiscovery(t *testing.T) {
 	cs, dyn := olmFixture(t,
 		testOperatorGroup(nfdNS, nfdNS),
 		testSubscription(nfdNS, "nfd", "nfd", "redhat-operators", "Automatic", map[string]any{"channel": "stable"}))
+	// What the operator OLM installs then does is the NFD stand-in's part (nfd.RunOperator).
+	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error {
+		return nfdstandin.RunOperator(ctx, cs, dyn, logf)
+	})
 	ctx := context.Background()
-	nfd := testObject(nfdOpenShiftAPI, nfdKindOpenShift, nfdNS, "nfd-instance", map[string]any{"spec": map[string]any{
+	nfd := testObject("nfd.openshift.io/v1", "NodeFeatureDiscovery", nfdNS, "nfd-instance", map[string]any{"spec": map[string]any{
 		"operand":      map[string]any{"image": operandImage},
 		"workerConfig": map[string]any{"configData": conf},
 	}})
-	standintest.CreateUnstructured(t, dyn, nfdOpenShiftGVR, nfd)
+	standintest.CreateUnstructured(t, dyn, nfdstandin.OpenShiftGVR, nfd)
 	standintest.EventuallyOK(t, "the NFD operator is deployed", func(ctx context.Context) (string, error) {
 		_, err := cs.AppsV1().Deployments(nfdNS).Get(ctx, nfdOperatorDeployment, metav1.GetOptions{})
 		return "", err
@@ -478,7 +482,7 @@ func TestOLMStandInDeploysNFDForANodeFeatureDiscovery(t *testing.T) {
 			return fmt.Sprintf("volumes %v", spec.Volumes), nil
 		case len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "":
 			return fmt.Sprintf("tolerations %v", spec.Tolerations), nil
-		case len(ds.OwnerReferences) != 1 || ds.OwnerReferences[0].Kind != nfdKindOpenShift || ds.OwnerReferences[0].Name != "nfd-instance":
+		case len(ds.OwnerReferences) != 1 || ds.OwnerReferences[0].Kind != "NodeFeatureDiscovery" || ds.OwnerReferences[0].Name != "nfd-instance":
 			return fmt.Sprintf("owner references %v", ds.OwnerReferences), nil
 		}
 		master, err := cs.AppsV1().Deployments(nfdNS).Get(ctx, "nfd-master", metav1.GetOptions{})
@@ -525,7 +529,7 @@ func TestOLMStandInDeploysNFDForANodeFeatureDiscovery(t *testing.T) {
 	}
 	setDeploymentAvailable(t, cs, nfdNS, "nfd-master")
 	standintest.EventuallyOK(t, "the NodeFeatureDiscovery is Available", func(ctx context.Context) (string, error) {
-		cr, err := getTestObject(ctx, dyn, nfdOpenShiftGVR, nfdNS, "nfd-instance")
+		cr, err := getTestObject(ctx, dyn, nfdstandin.OpenShiftGVR, nfdNS, "nfd-instance")
 		if err != nil {
 			return "", err
 		}

@@ -1,24 +1,176 @@
-package olm
-
-// This file plays Red Hat's Node Feature Discovery Operator, which OLM installs on OpenShift: for a
-// NodeFeatureDiscovery resource it deploys nfd-master and nfd-worker with the resource's worker
-// config and reports their readiness (the labels themselves are the NFD stand-in's, package nfd).
+package nfd
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
+
+// This file plays Red Hat's Node Feature Discovery Operator, which OLM installs on OpenShift: for a
+// NodeFeatureDiscovery resource it deploys nfd-master and nfd-worker with the resource's worker
+// config and reports their readiness; the labels themselves are then the NFD worker stand-in's (Run).
+// Not simulated: nfd-gc, the topology updater, SCCs, RBAC for the operands, and updating operands
+// after the CR changes (only the worker config is kept in sync).
+
+// Facts about Red Hat's NFD Operator (openshift/cluster-nfd-operator) and the OLM objects it comes in.
+const (
+	kindOpenShift = "NodeFeatureDiscovery"
+	openShiftAPI  = "nfd.openshift.io/v1"
+	// operatorDeployment is the NFD operator's Deployment in Red Hat's nfd bundle.
+	operatorDeployment = "nfd-controller-manager"
+	// nfdOperandImageEnv is how Red Hat's NFD operator learns its operand image.
+	nfdOperandImageEnv = "NODE_FEATURE_DISCOVERY_IMAGE"
+	// nfdDefaultOperandImage is the operand of OpenShift 4.19's NFD operator.
+	nfdDefaultOperandImage = "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:v4.19"
+)
+
+var (
+	// OpenShiftGVR is the NFD Operator's NodeFeatureDiscovery resource.
+	OpenShiftGVR = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
+	// csvsGVR is OLM's ClusterServiceVersions, in which OLM installs the operator.
+	csvsGVR = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
+)
+
+type nfdOperator struct {
+	cs   kubernetes.Interface
+	dyn  dynamic.Interface
+	logf func(string, ...any)
+
+	nfds, csvs      cache.GenericLister
+	serviceAccounts corelisters.ServiceAccountLister
+	configMaps      corelisters.ConfigMapLister
+	daemonSets      appslisters.DaemonSetLister
+	deployments     appslisters.DeploymentLister
+	queue           workqueue.TypedRateLimitingInterface[cache.ObjectName]
+}
+
+// RunOperator plays Red Hat's NFD Operator in every namespace where OLM has installed it (a Succeeded
+// ClusterServiceVersion whose install strategy deploys nfd-controller-manager), until ctx is done.
+func RunOperator(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, logf func(string, ...any)) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0)
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	o := &nfdOperator{
+		cs: cs, dyn: dyn, logf: logf,
+		nfds:            dynFactory.ForResource(OpenShiftGVR).Lister(),
+		csvs:            dynFactory.ForResource(csvsGVR).Lister(),
+		serviceAccounts: factory.Core().V1().ServiceAccounts().Lister(),
+		configMaps:      factory.Core().V1().ConfigMaps().Lister(),
+		daemonSets:      factory.Apps().V1().DaemonSets().Lister(),
+		deployments:     factory.Apps().V1().Deployments().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "nfd-operator-stand-in"}),
+	}
+	var synced []cache.InformerSynced
+	watch := func(inf cache.SharedIndexInformer, fn func(obj any)) error {
+		reg, err := inf.AddEventHandler(standin.OnAnyChange(fn))
+		if err != nil {
+			return fmt.Errorf("nfd operator stand-in: watch: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+		return nil
+	}
+	for _, w := range []struct {
+		inf cache.SharedIndexInformer
+		fn  func(obj any)
+	}{
+		{dynFactory.ForResource(OpenShiftGVR).Informer(), o.enqueue},
+		{dynFactory.ForResource(csvsGVR).Informer(), o.enqueueNamespace},
+		{factory.Core().V1().ServiceAccounts().Informer(), o.enqueueOwner},
+		{factory.Core().V1().ConfigMaps().Informer(), o.enqueueOwner},
+		{factory.Apps().V1().DaemonSets().Informer(), o.enqueueOwner},
+		{factory.Apps().V1().Deployments().Informer(), o.enqueueOwner},
+	} {
+		if err := watch(w.inf, w.fn); err != nil {
+			return err
+		}
+	}
+	return standin.RunController(ctx, "nfd operator stand-in", []standin.InformerFactory{factory, dynFactory}, synced, o.queue, 1, o.reconcile, logf)
+}
+
+func (o *nfdOperator) enqueue(obj any) {
+	if m, err := meta.Accessor(obj); err == nil {
+		o.queue.Add(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
+	}
+}
+
+// enqueueNamespace enqueues every NodeFeatureDiscovery in obj's namespace (a CSV there changed).
+func (o *nfdOperator) enqueueNamespace(obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	objs, err := o.nfds.ByNamespace(m.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, nfd := range objs {
+		o.enqueue(nfd)
+	}
+}
+
+// enqueueOwner enqueues the NodeFeatureDiscovery that owns obj, if one does.
+func (o *nfdOperator) enqueueOwner(obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	for _, ref := range m.GetOwnerReferences() {
+		if ref.Kind == kindOpenShift && ref.APIVersion == openShiftAPI {
+			o.queue.Add(cache.ObjectName{Namespace: m.GetNamespace(), Name: ref.Name})
+		}
+	}
+}
+
+// installed returns the NFD operator's Deployment (as its CSV declares it) from a Succeeded CSV in
+// namespace, or nil: the NFD operator watches NodeFeatureDiscovery objects in its own namespace.
+func (o *nfdOperator) installed(namespace string) *appsv1.Deployment {
+	objs, err := o.csvs.ByNamespace(namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, obj := range objs {
+		csv, ok := obj.(*unstructured.Unstructured)
+		if !ok || standin.Field(csv.Object, "status", "phase") != "Succeeded" {
+			continue
+		}
+		var strategy struct {
+			Deployments []struct {
+				Name string                `json:"name"`
+				Spec appsv1.DeploymentSpec `json:"spec"`
+			} `json:"deployments"`
+		}
+		spec, found, err := unstructured.NestedMap(csv.Object, "spec", "install", "spec")
+		if err != nil || !found || runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &strategy) != nil {
+			continue
+		}
+		for _, d := range strategy.Deployments {
+			if d.Name == operatorDeployment {
+				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: namespace}, Spec: d.Spec}
+			}
+		}
+	}
+	return nil
+}
 
 // nfdOperatorMasterAvailable is Red Hat's NFD operator's check of its nfd-master Deployment: some
 // replica is available (openshift/cluster-nfd-operator controllers/nodefeaturediscovery_status.go,
@@ -27,74 +179,16 @@ func nfdOperatorMasterAvailable(d *appsv1.Deployment) bool {
 	return d.Status.AvailableReplicas > 0
 }
 
-// nfdOperatorBundleStrategy follows Red Hat's nfd bundle: Deployment nfd-controller-manager running
-// the operator, which takes its operand image from NODE_FEATURE_DISCOVERY_IMAGE. Image tags follow
-// the CSV's OpenShift minor version (4.19.0-… → v4.19).
-func nfdOperatorBundleStrategy(version string, rules []rbacv1.PolicyRule, tolerations []corev1.Toleration) olmStrategy {
-	tag := "v4.19"
-	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
-		tag = "v" + parts[0] + "." + parts[1]
-	}
-	podLabels := map[string]string{"control-plane": "controller-manager"}
-	return olmStrategy{
-		ClusterPermissions: []olmPermission{{ServiceAccountName: "nfd-manager", Rules: rules}},
-		Deployments: []olmStrategyDeployment{{
-			Name: nfdOperatorDeployment,
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](1),
-				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-					Spec: corev1.PodSpec{
-						ServiceAccountName: "nfd-manager",
-						Tolerations:        tolerations,
-						Containers: []corev1.Container{{
-							Name:    "manager",
-							Image:   "registry.redhat.io/openshift4/ose-cluster-nfd-operator-rhel9:" + tag,
-							Command: []string{"/node-feature-discovery-operator"},
-							Args:    []string{"--leader-elect"},
-							Env: []corev1.EnvVar{
-								{Name: "OPERATOR_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-								{Name: nfdOperandImageEnv, Value: "registry.redhat.io/openshift4/ose-node-feature-discovery-rhel9:" + tag},
-							},
-						}},
-					},
-				},
-			},
-		}},
-	}
-}
-
-// nfdOperator returns the NFD operator's Deployment from a Succeeded CSV in namespace, or nil: the NFD
-// operator watches NodeFeatureDiscovery objects in its own namespace.
-func (o *olmStandIn) nfdOperator(namespace string) *olmStrategyDeployment {
-	for _, csv := range olmList(o.csvs, namespace) {
-		if standin.Field(csv.Object, "status", "phase") != "Succeeded" {
-			continue
-		}
-		s, err := csvStrategy(csv)
-		if err != nil {
-			continue
-		}
-		for i := range s.Deployments {
-			if s.Deployments[i].Name == nfdOperatorDeployment {
-				return &s.Deployments[i]
-			}
-		}
-	}
-	return nil
-}
-
 // syncNodeFeatureDiscovery does what Red Hat's NFD operator does for a NodeFeatureDiscovery: deploy
 // nfd-master and nfd-worker with the CR's worker config. Not simulated: nfd-gc, the topology updater,
 // SCCs, RBAC for the operands, and updating operands after the CR changes (only the worker config is
 // kept in sync).
-func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) error {
-	cr, err := standin.Get(o.nfds, k.namespace, k.name)
+func (o *nfdOperator) reconcile(ctx context.Context, k cache.ObjectName) error {
+	cr, err := standin.Get(o.nfds, k.Namespace, k.Name)
 	if err != nil || cr == nil {
 		return err
 	}
-	operator := o.nfdOperator(k.namespace)
+	operator := o.installed(k.Namespace)
 	if operator == nil {
 		return nil // no operator, nothing happens — as on a cluster where the operator is not installed
 	}
@@ -112,7 +206,7 @@ func (o *olmStandIn) syncNodeFeatureDiscovery(ctx context.Context, k olmKey) err
 
 // nfdOperandImage is the NFD image the operator deploys: the CR's, else the operator's default
 // (its environment), else the release's.
-func nfdOperandImage(cr *unstructured.Unstructured, operator *olmStrategyDeployment) string {
+func nfdOperandImage(cr *unstructured.Unstructured, operator *appsv1.Deployment) string {
 	image := standin.Field(cr.Object, "spec", "operand", "image")
 	for _, c := range operator.Spec.Template.Spec.Containers {
 		for _, e := range c.Env {
@@ -133,7 +227,7 @@ func nfdObjectMeta(cr *unstructured.Unstructured, name string) metav1.ObjectMeta
 	return metav1.ObjectMeta{
 		Name: name, Namespace: cr.GetNamespace(), Labels: map[string]string{"app": name},
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: nfdOpenShiftAPI, Kind: nfdKindOpenShift, Name: cr.GetName(), UID: cr.GetUID(),
+			APIVersion: openShiftAPI, Kind: kindOpenShift, Name: cr.GetName(), UID: cr.GetUID(),
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 		}},
 	}
@@ -141,7 +235,7 @@ func nfdObjectMeta(cr *unstructured.Unstructured, name string) metav1.ObjectMeta
 
 // ensureNFDConfig creates the operands' service accounts and keeps the ConfigMap nfd-worker in step
 // with the CR's worker config.
-func (o *olmStandIn) ensureNFDConfig(ctx context.Context, cr *unstructured.Unstructured) error {
+func (o *nfdOperator) ensureNFDConfig(ctx context.Context, cr *unstructured.Unstructured) error {
 	ns := cr.GetNamespace()
 	objMeta := func(name string) metav1.ObjectMeta { return nfdObjectMeta(cr, name) }
 	for _, sa := range []string{"nfd-worker", "nfd-master"} {
@@ -175,7 +269,7 @@ func (o *olmStandIn) ensureNFDConfig(ctx context.Context, cr *unstructured.Unstr
 }
 
 // ensureNFDOperands creates nfd-worker's DaemonSet and nfd-master's Deployment if they are missing.
-func (o *olmStandIn) ensureNFDOperands(ctx context.Context, cr *unstructured.Unstructured, image string) (*appsv1.DaemonSet, *appsv1.Deployment, error) {
+func (o *nfdOperator) ensureNFDOperands(ctx context.Context, cr *unstructured.Unstructured, image string) (*appsv1.DaemonSet, *appsv1.Deployment, error) {
 	ns := cr.GetNamespace()
 	objMeta := func(name string) metav1.ObjectMeta { return nfdObjectMeta(cr, name) }
 	// A create that finds the object already there (the cache is behind) fails and is retried.
@@ -184,7 +278,7 @@ func (o *olmStandIn) ensureNFDOperands(ctx context.Context, cr *unstructured.Uns
 		if ds, err = o.cs.AppsV1().DaemonSets(ns).Create(ctx, nfdWorkerDaemonSet(objMeta("nfd-worker"), image), metav1.CreateOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("create daemon set %s/nfd-worker: %w", ns, err)
 		}
-		o.logf("olm stand-in: NodeFeatureDiscovery %s/%s: created daemon set nfd-worker", ns, cr.GetName())
+		o.logf("nfd operator stand-in: NodeFeatureDiscovery %s/%s: created daemon set nfd-worker", ns, cr.GetName())
 	}
 	if err != nil {
 		return nil, nil, err
@@ -194,7 +288,7 @@ func (o *olmStandIn) ensureNFDOperands(ctx context.Context, cr *unstructured.Uns
 		if master, err = o.cs.AppsV1().Deployments(ns).Create(ctx, nfdMasterDeployment(objMeta("nfd-master"), image), metav1.CreateOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("create deployment %s/nfd-master: %w", ns, err)
 		}
-		o.logf("olm stand-in: NodeFeatureDiscovery %s/%s: created deployment nfd-master", ns, cr.GetName())
+		o.logf("nfd operator stand-in: NodeFeatureDiscovery %s/%s: created deployment nfd-master", ns, cr.GetName())
 	}
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +297,7 @@ func (o *olmStandIn) ensureNFDOperands(ctx context.Context, cr *unstructured.Uns
 }
 
 // writeNFDStatus reports the operands' readiness in the CR's conditions, as the NFD Operator does.
-func (o *olmStandIn) writeNFDStatus(ctx context.Context, cr *unstructured.Unstructured, ready bool) error {
+func (o *nfdOperator) writeNFDStatus(ctx context.Context, cr *unstructured.Unstructured, ready bool) error {
 	status, _, _ := unstructured.NestedMap(cr.Object, "status")
 	if status == nil {
 		status = map[string]any{}
@@ -219,7 +313,7 @@ func (o *olmStandIn) writeNFDStatus(ctx context.Context, cr *unstructured.Unstru
 	conds = standin.SetCondition(conds, "Degraded", "False", "", "")
 	conds = standin.SetCondition(conds, "Upgradeable", "True", "", "")
 	status["conditions"] = conds
-	return standin.WriteStatus(ctx, o.dyn, nfdOpenShiftGVR, cr, status, "")
+	return standin.WriteStatus(ctx, o.dyn, OpenShiftGVR, cr, status, "")
 }
 
 // nfdWorkerDaemonSet is nfd-worker on every node, reading nfd-worker.conf from the ConfigMap nfd-worker.
