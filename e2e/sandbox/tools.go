@@ -42,3 +42,6 @@ func EnsureHelm3CLI(ctx context.Context, progress io.Writer) (string, error) {
 
 // DefaultCacheDir is where built tools are kept unless Options.CacheDir says otherwise.
 func DefaultCacheDir() (string, error) { return toolchain.DefaultCacheDir() }
+
+// ToolsSourceDir is the e2e/tools directory the tools are built from (toolchain.ToolsSourceDir).
+func ToolsSourceDir() (string, error) { return toolchain.ToolsSourceDir() }
