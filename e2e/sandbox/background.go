@@ -8,16 +8,21 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
 
 // startBackground runs what makes the simulated cluster behave like a real one beyond what kwok does:
 // the operator follower and the stand-ins. They stop when ctx is cancelled (Stop).
 func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
-	hw := make(map[string]Hardware, len(c.Nodes))
+	hw := make(map[string]standin.Hardware, len(c.Nodes))
 	for _, n := range c.Nodes {
 		hw[n.Node.Name] = n.Hardware
 	}
@@ -32,19 +37,28 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	}
 	// The stand-ins do what a node's own agents do (its kubelet, its nfd-worker), thousands of them in
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
-	run("nfd", func(ctx context.Context) error { return runNFDStandIn(ctx, c.agents, hw, c.logf) })
-	run("device-plugin", func(ctx context.Context) error { return runDevicePluginStandIn(ctx, c.agents, hw, c.logf) })
+	run("nfd", func(ctx context.Context) error { return nfd.Run(ctx, c.agents, hw, c.logf) })
+	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.logf) })
 	if c.Scenario.Distro == "openshift" {
 		dyn, err := dynamic.NewForConfig(c.Config)
 		if err != nil {
 			c.logf("olm stand-in not started: %v", err)
 		} else {
-			run("olm", func(ctx context.Context) error { return runOLMStandIn(ctx, c.Kube, dyn, c.bundleCRDs, c.logf) })
+			run("olm", func(ctx context.Context) error { return olm.Run(ctx, c.Kube, dyn, c.bundleCRDs, c.logf) })
+			run("nfd-operator", func(ctx context.Context) error { return nfd.RunOperator(ctx, c.Kube, dyn, c.logf) })
 		}
 	}
 	if !noOperator {
 		factory := informers.NewSharedInformerFactory(c.Kube, 0)
-		c.startOperatorFollower(ctx, factory)
+		c.operator = operator.Follow(ctx, factory, operator.Config{
+			Kube:           c.Kube,
+			Dir:            c.Dir,
+			DefaultRelease: c.operatorVersion,
+			Build:          c.Tools.Operator,
+			Kubeconfig:     c.cp.KubeconfigWithToken,
+			Spawner:        c.cp.Spawner(),
+			Logf:           c.logf,
+		}, &c.bg)
 		factory.Start(ctx.Done())
 		c.bg.Add(1)
 		go func() {

@@ -2,16 +2,12 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,10 +31,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
@@ -87,12 +83,8 @@ type Cluster struct {
 	keepDir bool
 	// operatorVersion is Options.OperatorVersion after defaults.
 	operatorVersion string
-	pki             *pki
-	spawner         *spawner
-	server          string
-	procsMu         sync.Mutex
-	procs           []*process
-	operator        *operatorFollower
+	cp              *controlplane.ControlPlane
+	operator        *operator.Follower
 	cancel          context.CancelFunc
 	bg              sync.WaitGroup
 	// bundles caches the OLM stand-in's bundle CRDs by release.
@@ -112,36 +104,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	s := opts.Scenario.Defaults()
-	flavor, err := FlavorFor(s.Distro)
+	c, opWarning, err := prepare(ctx, opts, progress)
 	if err != nil {
 		return nil, err
 	}
-	release, err := bundle.Get(opts.OperatorVersion)
-	if err != nil {
-		return nil, fmt.Errorf("operator version: %w", err)
-	}
-	s.operatorVersion = release.Version
-	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
-	if err != nil {
-		return nil, err
-	}
-	opBuild, opWarning, err := tools.Operator(release.Version)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(opBuild.Binary); err != nil {
-		return nil, fmt.Errorf("the GPU operator controller of %s is not built: %w", release.Version, err)
-	}
-	dir := opts.Dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "gpuctl-sandbox-"); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	c := &Cluster{Dir: dir, Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version, spawner: newSpawner()}
 	defer func() {
 		if err != nil {
 			if c.log != nil {
@@ -150,7 +116,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if c.log, err = os.OpenFile(filepath.Join(dir, "sandbox.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+	if c.log, err = os.OpenFile(filepath.Join(c.Dir, "sandbox.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, err
 	}
 	step := func(format string, args ...any) {
@@ -162,135 +128,22 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opWarning != "" {
 		step("WARNING: %s", opWarning)
 	}
-	if opts.NoOperator {
-		c.logf("operator: the follower is off (NoOperator): no GPU operator controller will run")
-	} else {
-		built := strings.Join(slices.Sorted(maps.Keys(tools.Operators)), ", ")
-		if built == "" {
-			built = "none (the fallback module stands in)"
-		}
-		c.logf("operator: default release %s; controllers built from NVIDIA's sources: %s", release.Version, built)
-	}
-	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
+	c.logOperatorReleases(opts.NoOperator)
+	c.BrokenGPUNodes = brokenGPUNodes(c.Flavor.Nodes(c.Scenario), c.Scenario.BrokenGPUNodes)
+	if err := c.cp.Start(ctx, controlplane.Config{
+		Tools:             c.Tools,
+		AdmissionPlugins:  c.Flavor.AdmissionPlugins,
+		LimitCriticalPods: c.Flavor.LimitCriticalPods,
+		BrokenGPUNodes:    c.BrokenGPUNodes,
+		Step:              step,
+	}); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
-
-	step("starting etcd %s on 127.0.0.1:%d", EtcdVersion, etcdPort)
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	if err := c.run("etcd", tools.Etcd,
-		"--data-dir="+filepath.Join(dir, "etcd-data"), "--name=sandbox",
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=sandbox="+peerURL, "--quota-backend-bytes=4294967296",
-		"--unsafe-no-fsync", // a throwaway cluster: durability buys nothing and fsync costs seconds
-		"--log-level=warn"); err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, etcdURL+"/health", nil, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("etcd did not become healthy: %w", err)
-	}
-
-	step("starting kube-apiserver %s on 127.0.0.1:%d", KubernetesVersion, apiPort)
-	apiArgs := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
-		// A loopback advertise address is refused by the default endpoint reconciler.
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file=" + c.pki.path(servingCrtFile), "--tls-private-key-file=" + c.pki.path(servingKeyFile),
-		"--client-ca-file=" + c.pki.path(caCertFile),
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + c.pki.path(saPubFile),
-		"--service-account-signing-key-file=" + c.pki.path(saKeyFile),
-		"--service-cluster-ip-range=10.96.0.0/16",
-		"--allow-privileged=true",
-		"--cert-dir=" + filepath.Join(dir, "pki", "apiserver"),
-	}
-	if len(flavor.AdmissionPlugins) > 0 {
-		apiArgs = append(apiArgs, "--enable-admission-plugins="+strings.Join(flavor.AdmissionPlugins, ","))
-	}
-	if flavor.LimitCriticalPods {
-		path, err := writeCriticalPodQuotaConfig(dir)
-		if err != nil {
-			return nil, err
-		}
-		apiArgs = append(apiArgs, "--admission-control-config-file="+path)
-	}
-	if err := c.run("kube-apiserver", tools.KubeAPIServer, apiArgs...); err != nil {
-		return nil, err
-	}
-	c.server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if c.Kubeconfig, c.Config, err = c.NewUser("sandbox-admin", "system:masters"); err != nil {
-		return nil, err
-	}
-	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
-		return nil, err
-	}
-	agentsCfg := rest.CopyConfig(c.Config)
-	agentsCfg.QPS, agentsCfg.Burst = -1, 0
-	if c.agents, err = kubernetes.NewForConfig(agentsCfg); err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, c.server+"/readyz", c.Config, 90*time.Second); err != nil {
-		return nil, fmt.Errorf("kube-apiserver did not become ready: %w", err)
-	}
-
-	step("starting kube-controller-manager, kube-scheduler and kwok %s", KwokVersion)
-	if err := c.run("kube-controller-manager", tools.KubeControllerManager,
-		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-		"--service-account-private-key-file="+c.pki.path(saKeyFile), "--root-ca-file="+c.pki.path(caCertFile),
-		"--use-service-account-credentials=false",
-		// client-go's defaults for the controller manager (20 QPS, burst 30) make the DaemonSet controller
-		// create an operand's pods at 20 a second: at 2,000 GPU nodes the operands alone are some 16,000
-		// pods, over 13 minutes of client-side throttling before the API server is even busy. Clusters of
-		// that size raise these limits (Kubernetes' own scalability tests run the controller manager with
-		// --kube-api-qps=100 and more); the sandbox lifts them so its pace is the API server's.
-		"--kube-api-qps=1000", "--kube-api-burst=2000",
-		// One kwok process renews the leases of every simulated node, through an exempt admin client;
-		// real kubelets renew their own under the API server's system-nodes priority level, which
-		// workload traffic cannot starve. When two cores are saturated (an install on 2,000 nodes)
-		// kwok's renewals can lag past the default 50 s grace, and the lifecycle controller then
-		// marks the node's pods NotReady for good: kwok, unlike a kubelet, never reports them Ready
-		// again. The sandbox gives the leases five minutes.
-		"--node-monitor-grace-period=5m",
-		// nodeipam needs a pod CIDR per node, which simulated nodes don't have. The node-lifecycle
-		// controller stays on: it removes the not-ready taint once kwok reports a node Ready.
-		"--controllers=*,-nodeipam"); err != nil {
-		return nil, err
-	}
-	if err := c.run("kube-scheduler", tools.KubeScheduler,
-		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-		// The same for the scheduler's bindings (default 50 QPS, burst 100).
-		"--kube-api-qps=1000", "--kube-api-burst=2000"); err != nil {
-		return nil, err
-	}
-	c.BrokenGPUNodes = brokenGPUNodes(flavor.Nodes(s), s.BrokenGPUNodes)
-	stages, err := writeKwokStages(dir, tools.KwokStages, c.BrokenGPUNodes)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.run("kwok", tools.Kwok,
-		"--kubeconfig="+c.Kubeconfig, "--config="+stages,
-		// Without a lease duration the heartbeat-with-lease stage never renews, and the lifecycle
-		// controller marks the nodes' pods NotReady after 40 s.
-		"--node-lease-duration-seconds=40",
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--cidr=10.244.0.1/16", "--node-ip=10.244.0.1",
-		// At INFO kwok logs every lease renewal and stage it plays: hundreds of lines a second at
-		// 2,000 nodes, CPU the simulated cluster needs.
-		"--v=WARN"); err != nil {
+	if err := c.connect(); err != nil {
 		return nil, err
 	}
 
-	step("simulating %s: %s", flavor.Name, flavor.Description)
+	step("simulating %s: %s", c.Flavor.Name, c.Flavor.Description)
 	if err := c.applyFlavor(ctx); err != nil {
 		return nil, err
 	}
@@ -309,55 +162,73 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// run starts one component with its log in the state directory.
-func (c *Cluster) run(name, bin string, args ...string) error {
-	p, err := c.spawner.startProcess(name, bin, args, os.Environ(), c.Dir, filepath.Join(c.Dir, name+".log"), 0)
+// prepare resolves the options (scenario defaults, flavour, operator release), makes sure the tools are
+// built, and makes the state directory; it starts nothing. It returns the tool cache's warning about
+// the operator release, if any.
+func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, string, error) {
+	s := opts.Scenario.Defaults()
+	flavor, err := FlavorFor(s.Distro)
 	if err != nil {
+		return nil, "", err
+	}
+	release, err := bundle.Get(opts.OperatorVersion)
+	if err != nil {
+		return nil, "", fmt.Errorf("operator version: %w", err)
+	}
+	s = s.WithOperatorVersion(release.Version)
+	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
+	if err != nil {
+		return nil, "", err
+	}
+	opBuild, opWarning, err := tools.Operator(release.Version)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(opBuild.Binary); err != nil {
+		return nil, "", fmt.Errorf("the GPU operator controller of %s is not built: %w", release.Version, err)
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "gpuctl-sandbox-"); err != nil {
+			return nil, "", err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	return &Cluster{Dir: dir, Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir,
+		operatorVersion: release.Version, cp: controlplane.New(dir)}, opWarning, nil
+}
+
+// logOperatorReleases records in sandbox.log which GPU operator controllers the follower can run.
+func (c *Cluster) logOperatorReleases(noOperator bool) {
+	if noOperator {
+		c.logf("operator: the follower is off (NoOperator): no GPU operator controller will run")
+		return
+	}
+	built := strings.Join(slices.Sorted(maps.Keys(c.Tools.Operators)), ", ")
+	if built == "" {
+		built = "none (the fallback module stands in)"
+	}
+	c.logf("operator: default release %s; controllers built from NVIDIA's sources: %s", c.operatorVersion, built)
+}
+
+// connect makes the admin clients of the running control plane.
+func (c *Cluster) connect() error {
+	var err error
+	c.Kubeconfig, c.Config = c.cp.Kubeconfig, c.cp.Config
+	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return err
 	}
-	c.procsMu.Lock()
-	c.procs = append(c.procs, p)
-	c.procsMu.Unlock()
-	return nil
+	agentsCfg := rest.CopyConfig(c.Config)
+	agentsCfg.QPS, agentsCfg.Burst = -1, 0
+	c.agents, err = kubernetes.NewForConfig(agentsCfg)
+	return err
 }
 
 // NewUser mints a client certificate for user in groups and writes a kubeconfig for it, for tests of
 // what gpuctl does with limited permissions. The user has no rights until RBAC grants some.
 func (c *Cluster) NewUser(user string, groups ...string) (kubeconfigPath string, cfg *rest.Config, err error) {
-	certPEM, keyPEM, err := c.pki.clientCert(user, groups)
-	if err != nil {
-		return "", nil, err
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: c.pki.caPEM}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
-	kc.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: user, Namespace: "default"}
-	kc.CurrentContext = "sandbox"
-	name := "kubeconfig"
-	if user != "sandbox-admin" {
-		name = "kubeconfig-" + user
-	}
-	kubeconfigPath = filepath.Join(c.Dir, name)
-	if err := clientcmd.WriteToFile(*kc, kubeconfigPath); err != nil {
-		return "", nil, err
-	}
-	cfg, err = clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
-	if err != nil {
-		return "", nil, err
-	}
-	return kubeconfigPath, cfg, nil
-}
-
-// kubeconfigWithToken writes a kubeconfig that authenticates with a bearer token (a service
-// account's), as a pod's in-cluster configuration would.
-func (c *Cluster) kubeconfigWithToken(name, token string) (string, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: c.pki.caPEM}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: name}
-	kc.CurrentContext = "sandbox"
-	path := filepath.Join(c.Dir, "kubeconfig-"+name)
-	return path, clientcmd.WriteToFile(*kc, path)
+	return c.cp.NewUser(user, groups...)
 }
 
 // applyFlavor registers the flavour's CRDs and creates its nodes and objects.
@@ -544,33 +415,7 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, timeout time.Du
 // connections and watches drop and requests refused meanwhile: tests use it to prove that gpuctl's
 // watches re-establish and transient errors are retried.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
-	c.procsMu.Lock()
-	idx := -1
-	for i, p := range c.procs {
-		if p.name == "kube-apiserver" {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		c.procsMu.Unlock()
-		return errors.New("no kube-apiserver to restart")
-	}
-	old := c.procs[idx]
-	c.procsMu.Unlock()
-	c.logf("restarting kube-apiserver")
-	old.stop(30 * time.Second)
-	p, err := c.spawner.startProcess(old.name, old.cmd.Path, old.cmd.Args[1:], os.Environ(), c.Dir, old.logPath, 0)
-	if err != nil {
-		return err
-	}
-	c.procsMu.Lock()
-	c.procs[idx] = p
-	c.procsMu.Unlock()
-	if err := waitHTTP(ctx, c.server+"/readyz", c.Config, 90*time.Second); err != nil {
-		return fmt.Errorf("kube-apiserver did not become ready again: %w", err)
-	}
-	c.logf("kube-apiserver is ready again")
-	return nil
+	return c.cp.RestartAPIServer(ctx, c.logf)
 }
 
 // Stop ends every process the sandbox started (the operator first, etcd last), waits for them, and
@@ -582,15 +427,9 @@ func (c *Cluster) Stop() {
 		}
 		c.bg.Wait()
 		if c.operator != nil {
-			c.operator.stopProcess()
+			c.operator.Stop()
 		}
-		c.procsMu.Lock()
-		procs := slices.Clone(c.procs)
-		c.procsMu.Unlock()
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(10 * time.Second)
-		}
-		c.spawner.close()
+		c.cp.Stop()
 		if c.log != nil {
 			c.log.Close()
 		}
@@ -602,14 +441,9 @@ func (c *Cluster) Stop() {
 
 // PIDs are the process IDs of everything the sandbox runs now (for tests that check for orphans).
 func (c *Cluster) PIDs() []int {
-	var pids []int
-	c.procsMu.Lock()
-	defer c.procsMu.Unlock()
-	for _, p := range c.procs {
-		pids = append(pids, p.cmd.Process.Pid)
-	}
+	pids := c.cp.PIDs()
 	if c.operator != nil {
-		pids = append(pids, c.operator.pids()...)
+		pids = append(pids, c.operator.PIDs()...)
 	}
 	return pids
 }
@@ -617,15 +451,10 @@ func (c *Cluster) PIDs() []int {
 // LogTails returns the last n lines of every component's log, for a failing test to print.
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
-	names := []string{"sandbox"}
-	c.procsMu.Lock()
-	defer c.procsMu.Unlock()
-	for _, p := range c.procs {
-		names = append(names, p.name)
-	}
+	names := append([]string{"sandbox"}, c.cp.Names()...)
 	names = append(names, "gpu-operator")
 	for _, name := range names {
-		t := tailFile(filepath.Join(c.Dir, name+".log"), n)
+		t := controlplane.TailFile(filepath.Join(c.Dir, name+".log"), n)
 		if t == "" {
 			continue
 		}
@@ -643,123 +472,38 @@ func (c *Cluster) logf(format string, args ...any) {
 	}
 }
 
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
+// brokenGPUNodes names the last n GPU nodes of nodes: the ones Scenario.BrokenGPUNodes marks broken.
+func brokenGPUNodes(nodes []SimNode, n int) []string {
+	var gpu []string
+	for _, sn := range nodes {
+		if sn.Hardware.GPUs > 0 {
+			gpu = append(gpu, sn.Node.Name)
 		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	if n > len(gpu) {
+		n = len(gpu)
+	}
+	return gpu[len(gpu)-n:]
 }
 
-// waitHTTP polls url until it answers 200: start-up of a process that has no API to watch yet.
-func waitHTTP(ctx context.Context, url string, cfg *rest.Config, timeout time.Duration) error {
-	client := http.DefaultClient
-	if cfg != nil {
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return err
-		}
-		client = hc
+// OperatorRun is one run of the real GPU operator controller (operator.Run).
+type OperatorRun = operator.Run
+
+// OperatorRuns lists every run of the real GPU operator controller in this sandbox, oldest first
+// (nil when the follower is off). A run that ended without the sandbox stopping it (a crash, an exit
+// of the controller's own) has its ExitErr set ("exit status 1", "signal: killed").
+func (c *Cluster) OperatorRuns() []OperatorRun {
+	if c.operator == nil {
+		return nil
 	}
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Errorf("%s answered %s", url, resp.Status)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil && last != nil {
-		return errors.Join(err, last)
-	}
-	return err
+	return c.operator.Runs()
 }
 
-// writeKwokStages concatenates the kwok stages the sandbox uses: nodes become Ready at once and renew
-// their leases; pods become Ready at once, Jobs' pods complete, deleted pods go away; GPU workloads
-// that run to completion finish, and fail on the broken GPU nodes (gpuworkload.go).
-func writeKwokStages(dir, stages string, broken []string) (string, error) {
-	var b strings.Builder
-	// kwok renews leases and plays node and pod stages with 4 workers each by default
-	// (sigs.k8s.io/kwok pkg/apis/config/v1alpha1/kwok_configuration_types.go@v0.8.0). At 2,000 nodes a
-	// lease is due every 10 s per node, 200 renewals a second: four workers fall behind as soon as the
-	// API server is busy, the node lifecycle controller marks nodes unreachable (as it would a real node
-	// whose kubelet stopped renewing), and the operand DaemonSets' pods queue behind four workers.
-	// Real kubelets each renew their own lease, in parallel.
-	b.WriteString(kwokConfiguration)
-	b.WriteString("\n---\n")
-	for _, f := range []string{
-		"node/fast/node-initialize.yaml",
-		"node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-		"pod/fast/pod-ready.yaml",
-		"pod/fast/pod-complete.yaml",
-		"pod/fast/pod-delete.yaml",
-	} {
-		data, err := os.ReadFile(filepath.Join(stages, f))
-		if err != nil {
-			return "", fmt.Errorf("read kwok stage: %w", err)
-		}
-		b.Write(data)
-		b.WriteString("\n---\n")
+// OperatorNamespace is the namespace the real operator controller runs for now, "" when it is not
+// running (no operator Deployment, or its pod not Running yet, or the follower is off).
+func (c *Cluster) OperatorNamespace() string {
+	if c.operator == nil {
+		return ""
 	}
-	b.WriteString(gpuWorkloadStages(broken))
-	path := filepath.Join(dir, "kwok-stages.yaml")
-	return path, os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  nodeLeaseParallelism: 32
-  nodePlayStageParallelism: 16
-  podPlayStageParallelism: 16
-`
-
-// writeCriticalPodQuotaConfig limits pods of the system-node-critical and system-cluster-critical
-// priority classes to namespaces with a ResourceQuota that covers them, as GKE's API server does.
-// That is why NVIDIA's GKE instructions create a ResourceQuota in the operator's namespace
-// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html); with this config the sandbox rejects operand pods when gpuctl forgets it.
-func writeCriticalPodQuotaConfig(dir string) (string, error) {
-	const quota = `apiVersion: apiserver.config.k8s.io/v1
-kind: ResourceQuotaConfiguration
-limitedResources:
-- resource: pods
-  matchScopes:
-  - scopeName: PriorityClass
-    operator: In
-    values: ["system-node-critical", "system-cluster-critical"]
-`
-	quotaPath := filepath.Join(dir, "resource-quota-config.yaml")
-	admission := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ResourceQuota
-  path: %s
-`, quotaPath)
-	admissionPath := filepath.Join(dir, "admission-config.yaml")
-	if err := os.WriteFile(quotaPath, []byte(quota), 0o644); err != nil {
-		return "", err
-	}
-	return admissionPath, os.WriteFile(admissionPath, []byte(admission), 0o644)
+	return c.operator.Namespace()
 }

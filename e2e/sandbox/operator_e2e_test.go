@@ -11,9 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
 
 // On the openshift flavour, an OLM install of the default channel of a catalog whose default is
@@ -30,7 +34,7 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pm, err := dyn.Resource(olmPackageManifestsGVR).Namespace(marketplaceNS).Get(ctx, "gpu-operator-certified", metav1.GetOptions{})
+	pm, err := dyn.Resource(olm.PackageManifestsGVR).Namespace(marketplaceNS).Get(ctx, "gpu-operator-certified", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +46,7 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for gvr, obj := range map[schema.GroupVersionResource]*unstructured.Unstructured{
-		olmOperatorGroupsGVR: testOperatorGroup(ns, ns),
-		olmSubscriptionsGVR:  testSubscription(ns, "gpu-operator-certified", "gpu-operator-certified", "certified-operators", "Automatic", map[string]any{"channel": channel}),
-	} {
+	for gvr, obj := range map[schema.GroupVersionResource]*unstructured.Unstructured{olm.OperatorGroupsGVR: testOperatorGroup(ns, ns), olm.SubscriptionsGVR: testSubscription(ns, "gpu-operator-certified", "gpu-operator-certified", "certified-operators", "Automatic", map[string]any{"channel": channel})} {
 		if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if img := operatorContainer(d).Image; img != "nvcr.io/nvidia/gpu-operator:"+release {
+		if img := operator.Container(d).Image; img != "nvcr.io/nvidia/gpu-operator:"+release {
 			t.Errorf("CSV's operator image %s", img)
 		}
 	})
@@ -84,7 +85,7 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 	})
 
 	t.Run("the CSV's example ClusterPolicy becomes ready with condition Ready/Reconciled", func(t *testing.T) {
-		csv, err := dyn.Resource(olmCSVsGVR).Namespace(ns).Get(ctx, "gpu-operator-certified.v"+strings.TrimPrefix(release, "v"), metav1.GetOptions{})
+		csv, err := dyn.Resource(olm.CSVsGVR).Namespace(ns).Get(ctx, "gpu-operator-certified.v"+strings.TrimPrefix(release, "v"), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,4 +115,28 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The OpenShift flavour's catalog namespace, and the OLM objects a user creates to install from it.
+const marketplaceNS = "openshift-marketplace"
+
+func testOperatorGroup(ns string, targets ...any) *unstructured.Unstructured {
+	return testObject("operators.coreos.com/v1", "OperatorGroup", ns, ns+"-group", map[string]any{"spec": map[string]any{"targetNamespaces": targets}})
+}
+
+func testSubscription(ns, name, pkg, catalog, approval string, extra map[string]any) *unstructured.Unstructured {
+	spec := map[string]any{"name": pkg, "source": catalog, "sourceNamespace": marketplaceNS, "installPlanApproval": approval}
+	for k, v := range extra {
+		spec[k] = v
+	}
+	return testObject("operators.coreos.com/v1alpha1", "Subscription", ns, name, map[string]any{"spec": spec})
+}
+
+func testObject(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(fields)}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
 }

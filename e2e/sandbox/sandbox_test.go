@@ -35,6 +35,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
 var clusterPolicyGVR = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
@@ -237,7 +241,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	runs := []struct {
 		c       *Cluster
 		release string
-		build   OperatorBuild
+		build   toolchain.OperatorBuild
 		created time.Time
 	}{{c: gke, release: "v26.7.0"}, {c: old, release: "v25.10.1"}}
 	for i := range runs {
@@ -274,25 +278,39 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("each controller process sees its own release's files at /opt/gpu-operator", func(t *testing.T) {
-		if !gke.operator.privateView() {
+		if !gke.operator.PrivateView() {
 			t.Skip("no private mount namespaces here (not root): the controllers share one copy")
 		}
 		for _, r := range runs {
-			pids := r.c.operator.pids()
-			if len(pids) != 1 {
-				t.Fatalf("%s: controller pids %v", r.release, pids)
-			}
-			want, err := os.ReadFile(filepath.Join(r.build.Root, releaseMarker))
+			want, err := os.ReadFile(filepath.Join(r.build.Root, toolchain.ReleaseMarker))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pids[0], operatorFilesPath, releaseMarker))
-			if err != nil || string(got) != string(want) {
-				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pids[0], got, operatorFilesPath, want, err)
+			// The follower may be restarting the controller (a crash, a back-off): read the files of the
+			// process that runs now, and only take a reading the same process is still running after.
+			var pid int
+			var got []byte
+			var readErr error
+			var hasDRA bool
+			err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+				pids := r.c.operator.PIDs()
+				if len(pids) != 1 {
+					return false, nil
+				}
+				pid = pids[0]
+				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operator.FilesPath, toolchain.ReleaseMarker))
+				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operator.FilesPath))
+				hasDRA = statErr == nil
+				return slices.Equal(r.c.operator.PIDs(), pids), nil
+			})
+			if err != nil {
+				t.Fatalf("%s: no controller ran long enough to read its files (last pid %d, %v): %v", r.release, pid, readErr, err)
+			}
+			if readErr != nil || string(got) != string(want) {
+				t.Errorf("%s: the controller (pid %d) sees %q at %s, want %q (%v)", r.release, pid, got, operator.FilesPath, want, readErr)
 			}
 			// v26.x carries the DRA driver's state manifests; v25.10.1 does not.
-			_, err = os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pids[0], operatorFilesPath))
-			if hasDRA := err == nil; r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
+			if r.build.FromSources && hasDRA != (r.release != "v25.10.1") {
 				t.Errorf("%s: manifests/state-dra-driver present: %v", r.release, hasDRA)
 			}
 		}
@@ -344,7 +362,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("a controller exit the sandbox did not cause is reported, and the controller restarted", func(t *testing.T) {
-		pids := old.operator.pids()
+		pids := old.operator.PIDs()
 		if len(pids) != 1 {
 			t.Fatalf("controller pids %v", pids)
 		}
@@ -354,7 +372,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 		var got []OperatorRun
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			got = old.OperatorRuns()
-			return len(got) == 2 && len(old.operator.pids()) == 1, nil
+			return len(got) == 2 && len(old.operator.PIDs()) == 1, nil
 		})
 		if err != nil {
 			t.Fatalf("no second run after the controller was killed: %+v", got)
@@ -368,7 +386,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 
 	t.Run("deleting the Deployment stops the controller, which is no crash", func(t *testing.T) {
-		pids := gke.operator.pids()
+		pids := gke.operator.PIDs()
 		if err := gke.Kube.AppsV1().Deployments(ns).Delete(ctx, "gpu-operator", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +410,7 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 // with the quota GKE needs, a cluster-admin service account (these tests are about the follower and
 // the controller, not a chart's RBAC), a Deployment running image, and the release's sample
 // ClusterPolicy named cluster-policy. It returns when the Deployment was created.
-func deployOperator(t *testing.T, c *Cluster, ns string, b OperatorBuild, image string) time.Time {
+func deployOperator(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBuild, image string) time.Time {
 	t.Helper()
 	ctx := t.Context()
 	applyCRDsFromDir(t, c, b.CRDs)
@@ -440,7 +458,7 @@ func deployOperator(t *testing.T, c *Cluster, ns string, b OperatorBuild, image 
 					Containers: []corev1.Container{{Name: "gpu-operator", Image: image,
 						// The sample ClusterPolicy sets no images: like NVIDIA's bundle, the Deployment names them
 						// in its environment, which the follower must pass through as the pod would see it.
-						Env: operatorImageEnv(tag)}},
+						Env: olm.OperatorImageEnv(tag)}},
 				},
 			},
 		},
@@ -620,7 +638,7 @@ func TestKilledTestBinaryLeavesNoOrphans(t *testing.T) {
 		t.Skip("starts a real Kubernetes control plane; skipped in -short mode")
 	}
 	// Warm the tool cache here, so the child does not build.
-	if _, err := EnsureTools(t.Context(), "", testWriter{t}); err != nil {
+	if _, err := toolchain.EnsureTools(t.Context(), "", testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledTestBinaryLeavesNoOrphans$", "-test.v")
