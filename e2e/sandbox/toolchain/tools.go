@@ -116,7 +116,7 @@ func ToolsSourceDir() (string, error) {
 	}
 	var candidates []string
 	if _, file, _, ok := runtime.Caller(0); ok {
-		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "tools"))
+		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "..", "tools"))
 	}
 	if wd, err := os.Getwd(); err == nil {
 		for d := wd; ; d = filepath.Dir(d) {
