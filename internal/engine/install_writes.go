@@ -199,7 +199,7 @@ func (l *writeLister) release(ctx context.Context, s *plan.Step) error {
 		op = plan.ReleaseUpgrade
 	}
 	l.w.Releases = append(l.w.Releases, plan.ReleaseWrite{Step: s.ID, Name: r.Name, Namespace: ns, Chart: r.Chart, ChartVersion: r.ChartVersion,
-		Operation: op, Revision: pv.Revision, FromRevision: pv.From})
+		Operation: op, Revision: pv.Revision, FromRevision: pv.From, Recreate: pv.Missing})
 	if op == plan.ReleaseUnchanged {
 		return nil
 	}
@@ -212,7 +212,7 @@ func (l *writeLister) release(ctx context.Context, s *plan.Step) error {
 	if err != nil {
 		return fmt.Errorf("release %s, deployed: %w", r.Name, err)
 	}
-	writes, gone := plan.ReleaseObjects(s.ID, op, rendered, deployed)
+	writes, gone := plan.ReleaseObjects(s.ID, op, rendered, deployed, pv.Missing)
 	l.w.Objects = append(l.w.Objects, writes...)
 	for _, o := range gone {
 		uid, err := currentUID(ctx, l.clients.Dynamic, l.clients.Mapper, o)

@@ -92,6 +92,9 @@ type ReleaseChange struct {
 	FromRevison int    `json:"fromRevision,omitempty"`
 	// Outcome is what Helm would do: would-install, would-upgrade or unchanged.
 	Outcome release.Outcome `json:"outcome"`
+	// Recreate names objects of the deployed revision that are gone from the cluster: the upgrade
+	// recreates them.
+	Recreate []string `json:"recreate,omitempty"`
 }
 
 // Changed reports whether the preview changes anything.
@@ -372,7 +375,7 @@ func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *pla
 	if err != nil {
 		return move, nil, err
 	}
-	move.Outcome = dry.Outcome
+	move.Outcome, move.Recreate = dry.Outcome, dry.Missing
 	if dry.Outcome == release.Unchanged {
 		return move, nil, nil
 	}

@@ -112,6 +112,9 @@ type ReleaseWrite struct {
 	// starts from, or the unchanged one.
 	Revision     int `json:"revision,omitempty"`
 	FromRevision int `json:"fromRevision,omitempty"`
+	// Recreate names the objects of the deployed revision that are gone from the cluster: the chart and
+	// values are unchanged, and the upgrade puts them back.
+	Recreate []string `json:"recreate,omitempty"`
 }
 
 func (r ReleaseWrite) String() string {
@@ -119,7 +122,11 @@ func (r ReleaseWrite) String() string {
 	case ReleaseInstall:
 		return fmt.Sprintf("install %s/%s revision %d (%s %s)", r.Namespace, r.Name, r.Revision, r.Chart, r.ChartVersion)
 	case ReleaseUpgrade:
-		return fmt.Sprintf("upgrade %s/%s from revision %d to %d (%s %s)", r.Namespace, r.Name, r.FromRevision, r.Revision, r.Chart, r.ChartVersion)
+		s := fmt.Sprintf("upgrade %s/%s from revision %d to %d (%s %s)", r.Namespace, r.Name, r.FromRevision, r.Revision, r.Chart, r.ChartVersion)
+		if len(r.Recreate) > 0 {
+			s += " to recreate " + strings.Join(r.Recreate, ", ")
+		}
+		return s
 	default:
 		return fmt.Sprintf("leave %s/%s at revision %d (unchanged)", r.Namespace, r.Name, r.FromRevision)
 	}
@@ -136,7 +143,10 @@ func describeObject(kind, namespace, name string) string {
 // objects Helm would apply (namespaces filled in), deployed the deployed revision's. An install creates
 // every rendered object; an upgrade creates the new ones, updates those whose rendering changed, and
 // deletes (returned as gone) the deployed ones no longer rendered; an unchanged release writes nothing.
-func ReleaseObjects(step, op string, rendered, deployed []*unstructured.Unstructured) (writes []ObjectWrite, gone []*unstructured.Unstructured) {
+//
+// recreate names ("Kind namespace/name") deployed objects that are gone from the cluster: the upgrade
+// creates them even where their rendering is unchanged.
+func ReleaseObjects(step, op string, rendered, deployed []*unstructured.Unstructured, recreate []string) (writes []ObjectWrite, gone []*unstructured.Unstructured) {
 	if op == ReleaseUnchanged {
 		return nil, nil
 	}
@@ -157,6 +167,9 @@ func ReleaseObjects(step, op string, rendered, deployed []*unstructured.Unstruct
 			w.Action = WriteUpdate
 			if reflect.DeepEqual(old.Object, o.Object) {
 				w.Action = WriteUnchanged
+			}
+			if slices.Contains(recreate, describeObject(w.Kind, w.Namespace, w.Name)) {
+				w.Action = WriteCreate
 			}
 		}
 		writes = append(writes, w)

@@ -32,21 +32,25 @@ func TestReleaseObjects(t *testing.T) {
 		name               string
 		op                 string
 		rendered, deployed []*unstructured.Unstructured
+		recreate           []string
 		want               []string
 		wantGone           []string
 	}{
-		{"an install creates every rendered object", ReleaseInstall, []*unstructured.Unstructured{sa, cm}, nil,
+		{"an install creates every rendered object", ReleaseInstall, []*unstructured.Unstructured{sa, cm}, nil, nil,
 			[]string{"create ServiceAccount gpu-operator/operator", "create ConfigMap gpu-operator/config"}, nil},
 		{"an upgrade updates what changed, leaves what did not, creates what is new and deletes what is no longer rendered", ReleaseUpgrade,
-			[]*unstructured.Unstructured{sa, cmChanged}, []*unstructured.Unstructured{cm, old},
+			[]*unstructured.Unstructured{sa, cmChanged}, []*unstructured.Unstructured{cm, old}, nil,
 			[]string{"create ServiceAccount gpu-operator/operator", "update ConfigMap gpu-operator/config"}, []string{"Service gpu-operator/metrics"}},
-		{"an upgrade that renders an object the same leaves it", ReleaseUpgrade, []*unstructured.Unstructured{cm}, []*unstructured.Unstructured{cm},
+		{"an upgrade that renders an object the same leaves it", ReleaseUpgrade, []*unstructured.Unstructured{cm}, []*unstructured.Unstructured{cm}, nil,
 			[]string{"unchanged ConfigMap gpu-operator/config"}, nil},
-		{"an unchanged release writes nothing", ReleaseUnchanged, []*unstructured.Unstructured{cm}, []*unstructured.Unstructured{cm}, nil, nil},
+		{"an upgrade creates an object rendered the same that is gone from the cluster", ReleaseUpgrade,
+			[]*unstructured.Unstructured{sa, cm}, []*unstructured.Unstructured{sa, cm}, []string{"ConfigMap gpu-operator/config"},
+			[]string{"unchanged ServiceAccount gpu-operator/operator", "create ConfigMap gpu-operator/config"}, nil},
+		{"an unchanged release writes nothing", ReleaseUnchanged, []*unstructured.Unstructured{cm}, []*unstructured.Unstructured{cm}, nil, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			writes, gone := ReleaseObjects("release-x", tc.op, tc.rendered, tc.deployed)
+			writes, gone := ReleaseObjects("release-x", tc.op, tc.rendered, tc.deployed, tc.recreate)
 			var got, gotGone []string
 			for _, w := range writes {
 				if w.Step != "release-x" {

@@ -21,7 +21,8 @@ const (
 	Installed Outcome = "installed"
 	// Upgraded: a new revision with a different chart or values.
 	Upgraded Outcome = "upgraded"
-	// Unchanged: the deployed revision already has this chart (by ChartDigest) and these values; nothing written.
+	// Unchanged: the deployed revision already has this chart (by ChartDigest) and these values, and
+	// every object of it exists; nothing written.
 	Unchanged Outcome = "unchanged"
 	// WouldInstall and WouldUpgrade: dry run.
 	WouldInstall Outcome = "would-install"
@@ -29,7 +30,8 @@ const (
 )
 
 // Apply installs a release, or upgrades it when it exists, or does nothing when the deployed revision
-// already matches — so running gpuctl twice with the same inputs makes no new Helm revision. A release
+// already matches and all its objects exist — so running gpuctl twice with the same inputs makes no
+// new Helm revision, and one whose objects someone deleted puts them back. A release
 // left pending-install/-upgrade/-rollback by a gpuctl run that no longer holds the install Lease is
 // recovered first (see Recovered); one left pending by anyone else is refused with a *BusyError.
 //
@@ -62,6 +64,9 @@ type Result struct {
 	Release *Release `json:"release"`
 	// Recovered explains what was done about a release left pending by an interrupted run ("" if none).
 	Recovered string `json:"recovered,omitempty"`
+	// Recreated names the objects of the deployed revision that were gone from the cluster: the chart
+	// and values were unchanged, and the upgrade recreated them.
+	Recreated []string `json:"recreated,omitempty"`
 	// Manifest is the rendered manifest (dry run and changes).
 	Manifest string `json:"-"`
 }
@@ -91,6 +96,14 @@ func (a *Apply) Run(ctx context.Context) (*Result, error) {
 	case cur == nil || cur.Info.Status == common.StatusUninstalled:
 		return a.install(ctx, res, timeout)
 	case cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, a.Chart) && sameValues(cur.Config, a.Values):
+		gone, err := a.Client.missing(cur.Manifest)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", a.Name, err)
+		}
+		if len(gone) > 0 {
+			res.Recreated = gone
+			return a.upgrade(ctx, res, timeout, cur.Version+1)
+		}
 		res.Outcome = Unchanged
 		res.Release = fromHelm(cur)
 		return res, nil

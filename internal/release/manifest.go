@@ -14,7 +14,8 @@ import (
 type Preview struct {
 	// Outcome is WouldInstall, WouldUpgrade or Unchanged, decided as Apply decides it: install where
 	// the release has no revision or was uninstalled, unchanged where the newest revision is deployed
-	// with the same chart content and values, else upgrade (a failed newest revision too).
+	// with the same chart content and values and all its objects exist, else upgrade (a failed newest
+	// revision too).
 	Outcome Outcome
 	// Revision is the revision Apply would write (0 when Unchanged); From is the newest stored
 	// revision an upgrade starts from, or the unchanged deployed one (0 for an install).
@@ -22,6 +23,9 @@ type Preview struct {
 	// Deployed is the deployed revision's manifest ("" when none), Manifest the new rendering ("" when
 	// Unchanged).
 	Deployed, Manifest string
+	// Missing names the deployed revision's objects that are gone from the cluster: with the same chart
+	// and values, the release is upgraded to recreate them (Apply's Recreated).
+	Missing []string
 }
 
 // PreviewApply renders what Apply would write, as `helm upgrade --dry-run` does, before the CRDs of the
@@ -60,8 +64,13 @@ func (c *Client) PreviewApply(ctx context.Context, name string, ch *chart.Chart,
 		return pv, nil
 	}
 	if cur.Info.Status == common.StatusDeployed && sameChart(cur.Chart, ch) && sameValues(cur.Config, values) {
-		pv.Outcome, pv.From = Unchanged, cur.Version
-		return pv, nil
+		if pv.Missing, err = c.missing(cur.Manifest); err != nil {
+			return nil, fmt.Errorf("release %s: %w", name, err)
+		}
+		if len(pv.Missing) == 0 {
+			pv.Outcome, pv.From = Unchanged, cur.Version
+			return pv, nil
+		}
 	}
 	up := action.NewUpgrade(c.cfg)
 	up.Namespace = c.namespace

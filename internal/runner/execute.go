@@ -214,6 +214,9 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
 	}
 	msg := fmt.Sprintf("%s revision %d (%s %s)", res.Outcome, res.Release.Revision, res.Release.Chart, res.Release.ChartVersion)
+	if len(res.Recreated) > 0 {
+		msg += "; recreated what was deleted: " + strings.Join(res.Recreated, ", ")
+	}
 	return Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
 }
 

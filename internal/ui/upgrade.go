@@ -33,6 +33,11 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, r := range p.Releases {
+		if len(r.Recreate) > 0 {
+			fmt.Fprintf(b, "\n%s recreates what was deleted from the cluster: %s\n", r.Name, strings.Join(r.Recreate, ", "))
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\nUpgrade notes:\n")
 		for _, n := range p.Notes {
