@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,25 +29,39 @@ type Template struct {
 
 // Run returns the rendered manifests and the plan they came from.
 func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
-	det, err := t.detection(ctx)
+	p, err := t.Plan(ctx)
 	if err != nil {
 		return "", nil, err
+	}
+	out, err := t.render(ctx, p, p.Namespace)
+	return out, p, err
+}
+
+// Plan is the install Plan the manifests are rendered from, built as install builds it (values files,
+// --set, the operator release, the registry and pull secrets applied) and read-only: export hands it
+// to GitOps engines.
+func (t *Template) Plan(ctx context.Context) (*plan.Plan, error) {
+	det, err := t.detection(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ns := t.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
 	}
-	// Rendering needs no secret material: name the inputs so the plan builds, and read none.
 	o := t.Options
-	if o.Licensing == (plan.Licensing{}) {
-		o.Licensing = plan.Licensing{NLSTokenFile: "(read at install)", GriddConfFile: "(read at install)", NGCAPIKeyEnv: "(read at install)"}
-	}
 	p, err := (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(det, o)
-	if err != nil {
-		return "", nil, err
+	if !errors.Is(err, plan.ErrMissingLicense) {
+		return p, err
 	}
-	out, err := t.render(ctx, p, ns)
-	return out, p, err
+	// The values name NVAIE Secrets, and rendering needs no secret material: name the inputs not
+	// given so the plan builds, and read none.
+	for _, f := range []*string{&o.Licensing.NLSTokenFile, &o.Licensing.GriddConfFile, &o.Licensing.NGCAPIKeyEnv} {
+		if *f == "" {
+			*f = "(read at install)"
+		}
+	}
+	return (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(det, o)
 }
 
 // detection is what the plan is built for: the profile's distribution (no cluster needed), the

@@ -23,14 +23,7 @@ func (x *executor) psp(ctx context.Context, s *plan.Step) (Outcome, error) {
 	if !served {
 		return Outcome{Skipped: true, Message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
 	}
-	ns := s.Target
-	binding := map[string]any{
-		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-		"metadata": map[string]any{"name": plan.PSPBindingName, "namespace": ns},
-		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "psp:vmware-system-privileged"},
-		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:" + ns}},
-	}
-	return x.objects(ctx, &plan.Step{Objects: []map[string]any{binding}})
+	return x.objects(ctx, &plan.Step{Objects: []map[string]any{plan.PSPBinding(s.Target)}})
 }
 
 // PSPServed reports whether the cluster serves policy/v1beta1 podsecuritypolicies. It asks for the

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/export"
+)
+
+func newExportCmd(streams Streams, g *globals) *cobra.Command {
+	var o engine.InstallOptions
+	var x export.Export
+	var engineName, dir string
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write the install for a GitOps engine: Flux HelmReleases or Argo CD Applications",
+		Long: `Write what gpuctl would install as objects a GitOps engine applies, with exactly the values an
+install would use, in gpuctl's order: the namespace and platform prerequisites first, then Flux
+HelmReleases (--for flux) or Argo CD Applications (--for argocd) pulling gpuctl's charts from
+--chart-repo. With --profile it works offline; without it, it detects the cluster. What an engine
+cannot do (taint nodes, create NVIDIA AI Enterprise Secrets) is written as comments and to stderr.
+See docs/gitops.md.`,
+		Example: `  gpuctl export --for flux --profile gke --chart-repo oci://registry.example.com/gpuctl > gpu-stack.yaml
+  gpuctl export --for argocd --profile kubeadm --chart-repo https://charts.example.com -o clusters/lab/gpu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			x.Engine = export.Engine(engineName)
+			if err := x.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := validateValuesOptions(&o); err != nil {
+				return err
+			}
+			t := &engine.Template{Namespace: *g.kube.Namespace, Options: o}
+			if o.Profile == "" {
+				clients, err := g.clients()
+				if err != nil {
+					return err
+				}
+				t.Clients = clients
+			}
+			p, err := t.Plan(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := x.Run(p)
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				out, err := res.Stream()
+				if err != nil {
+					return err
+				}
+				if _, err := streams.Out.Write(out); err != nil {
+					return err
+				}
+			} else {
+				files, err := res.WriteDir(dir)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(streams.Err, "wrote %d files to %s\n", len(files), dir)
+			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(streams.Err, "not exported: %s\n", n)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&engineName, "for", "", "GitOps engine to write for: flux or argocd")
+	f.StringVar(&x.ChartRepo, "chart-repo", "", "where the engine pulls gpuctl's charts: an http(s) chart repository or an oci:// registry path")
+	f.StringVarP(&dir, "output-dir", "o", "", "write one file per object into this directory, numbered in apply order (default: one YAML stream on stdout)")
+	f.StringVar(&x.ArgoCDNamespace, "argocd-namespace", export.DefaultArgoCDNamespace, "Argo CD: the namespace of its Applications")
+	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
+	f.BoolVar(&o.NoTaint, "no-taint", false, "export as for an install without the taint")
+	f.BoolVar(&o.Taint, "taint", false, "export as for an install with --taint")
+	f.BoolVar(&o.Monitoring, "monitoring", false, "export as for an install with --monitoring (ServiceMonitors, Grafana dashboard, GPU alerts; needs the Prometheus Operator's CRDs)")
+	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to export: v26.7.0 (default), v26.3.3 or v25.10.1")
+	addLicensingFlags(f, &o.Licensing)
+	return cmd
+}

@@ -1,0 +1,214 @@
+package export
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// Engine is the GitOps engine the export is for.
+type Engine string
+
+// The engines export writes for.
+const (
+	Flux   Engine = "flux"
+	ArgoCD Engine = "argocd"
+)
+
+// Engines are the values --for takes, in the order help lists them.
+var Engines = []Engine{Flux, ArgoCD}
+
+// Defaults of Export.
+const (
+	// DefaultArgoCDNamespace is where Argo CD looks for Applications (its install manifests' namespace).
+	DefaultArgoCDNamespace = "argocd"
+	// SourceName names the Flux HelmRepository every HelmRelease pulls gpuctl's charts from.
+	SourceName = "gpuctl-charts"
+)
+
+// InputError is a mistake in the export's own options (--for, --chart-repo), in one line.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Export writes a Plan's objects for a GitOps engine.
+type Export struct {
+	Engine Engine
+	// ChartRepo is where the engine pulls gpuctl's charts: an http(s) chart repository or an oci://
+	// registry path.
+	ChartRepo string
+	// ArgoCDNamespace holds the Applications ("" = DefaultArgoCDNamespace).
+	ArgoCDNamespace string
+}
+
+// Document is one object of the export, with the comment lines written above it.
+type Document struct {
+	// File is the object's file name without its number and extension ("helmrelease-gpu-operator").
+	File    string
+	Comment []string
+	Object  map[string]any
+	// ValuesKey is the path of the release values in Object ("spec.values"), for the comment naming
+	// their layers; empty for objects that are not a release.
+	ValuesKey []string
+	// Layers name where those values came from, lowest precedence first.
+	Layers []string
+}
+
+// Result is the export: its header, its documents in the order the engine applies them, and what the
+// engine cannot do.
+type Result struct {
+	Engine    Engine
+	Header    []string
+	Notes     []string
+	Documents []Document
+}
+
+// Validate judges the options without a Plan: every mistake is an *InputError.
+func (e *Export) Validate() error {
+	switch e.Engine {
+	case Flux, ArgoCD:
+	case "":
+		return &InputError{"--for is required: flux or argocd"}
+	default:
+		return &InputError{fmt.Sprintf("--for %s: must be flux or argocd (Cluster API and RKE2 exports are not built yet)", e.Engine)}
+	}
+	if e.ChartRepo == "" {
+		return &InputError{"--chart-repo is required: the http(s) chart repository or oci:// registry path the engine pulls gpuctl's charts from"}
+	}
+	u, err := url.Parse(e.ChartRepo)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci") {
+		return &InputError{fmt.Sprintf("--chart-repo %s: must be an http(s):// chart repository or an oci:// registry path", e.ChartRepo)}
+	}
+	return nil
+}
+
+// oci: the charts are in an OCI registry.
+func (e *Export) oci() bool { return strings.HasPrefix(e.ChartRepo, "oci://") }
+
+// Run exports p. It refuses the OpenShift plan (plan.ErrUnsupported): there NVIDIA's operator is an
+// OLM Subscription, not a chart.
+func (e *Export) Run(p *plan.Plan) (*Result, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if p.Distribution == "openshift" {
+		return nil, fmt.Errorf("%w: export --for %s: on OpenShift NVIDIA's GPU operator comes from an OLM Subscription, not a Helm chart; put the Subscription and its ClusterPolicy in Git instead (docs/gitops.md)", plan.ErrUnsupported, e.Engine)
+	}
+	r := &Result{Engine: e.Engine}
+	var releases []*plan.Release
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Kind == plan.KindTaint && s.Skip != "" {
+			r.Notes = append(r.Notes, "gpuctl would not taint the GPU nodes here ("+s.Skip+"); where you want the taint, set it in the node pool's configuration or run `gpuctl taint`: a GitOps engine does not change nodes")
+		}
+		if s.Skip != "" {
+			continue
+		}
+		switch s.Kind {
+		case plan.KindObjects:
+			for _, o := range s.Objects {
+				r.Documents = append(r.Documents, plainDocument(o, s.ID))
+			}
+		case plan.KindPSP:
+			r.Documents = append(r.Documents, plainDocument(plan.PSPBinding(s.Target), s.ID,
+				"binds the privileged PodSecurityPolicy on older TKGS; harmless where PodSecurityPolicy is no longer served (Kubernetes 1.25 and newer)"))
+		case plan.KindSecrets:
+			r.Notes = append(r.Notes, secretNotes(s)...)
+		case plan.KindTaint:
+			r.Notes = append(r.Notes, taintNote(s.Taint))
+		case plan.KindSafety:
+			r.Notes = append(r.Notes, "gpuctl's run-time check that the taint strands no workload (and the tolerations it adds to the operator and NFD where every schedulable node is a GPU node) is not part of an export: check with `gpuctl check --pre` before tainting")
+		case plan.KindCRDs:
+			if err := e.crds(r, s); err != nil {
+				return nil, err
+			}
+		case plan.KindRelease:
+			releases = append(releases, s.Release)
+		}
+	}
+	for _, w := range p.Warnings {
+		r.Notes = append(r.Notes, "plan warning: "+w)
+	}
+	switch e.Engine {
+	case Flux:
+		e.flux(r, p, releases)
+	case ArgoCD:
+		e.argoCD(r, p, releases)
+	}
+	return r, nil
+}
+
+// plainDocument is one of the plan's objects, written as it is applied.
+func plainDocument(o map[string]any, step string, comment ...string) Document {
+	md, _ := o["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	kind, _ := o["kind"].(string)
+	return Document{File: strings.ToLower(kind) + "-" + name, Object: clone(o),
+		Comment: append([]string{"gpuctl plan step " + step}, comment...)}
+}
+
+// secretNotes say which Secrets the values name and how to create them: their material never enters
+// the export.
+func secretNotes(s *plan.Step) []string {
+	var out []string
+	for _, sec := range s.Secrets {
+		how := "kubectl create secret generic " + sec.Name + " -n " + sec.Namespace
+		if sec.Type == "kubernetes.io/dockerconfigjson" {
+			how = "kubectl create secret docker-registry " + sec.Name + " -n " + sec.Namespace + " --docker-server=" + sec.Server + " --docker-username='$oauthtoken' --docker-password=\"$NGC_API_KEY\""
+		} else {
+			for _, k := range sec.Keys {
+				how += " --from-file=" + k + "=" + k
+			}
+		}
+		out = append(out, fmt.Sprintf("Secret %s/%s (%s, keys %s) is referenced by the values, never written here: create it on each cluster before the operator's release (`%s`), or deliver it with your secrets tooling (SOPS, Sealed Secrets, External Secrets); never commit it",
+			sec.Namespace, sec.Name, sec.Type, strings.Join(sec.Keys, ", "), how))
+	}
+	return out
+}
+
+// taintNote: an engine applies objects, it does not taint nodes.
+func taintNote(t *plan.Taint) string {
+	return fmt.Sprintf("the GPU nodes' taint %s=%s:%s is not exported: a GitOps engine does not change nodes; set it in the node pool's configuration (so new nodes get it), or run `gpuctl taint` once the operator is in", t.Key, t.Value, t.Effect)
+}
+
+// clone deep-copies a JSON-like value so that the export never aliases the Plan.
+func clone[T any](v T) T { return cloneValue(v).(T) }
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// layerNames are a release's value layers, lowest precedence first.
+func layerNames(rel *plan.Release) []string {
+	var out []string
+	for _, l := range rel.Layers {
+		out = append(out, l.Source)
+	}
+	return out
+}
+
+// chartList names the charts and versions, as the header says them.
+func chartList(releases []*plan.Release) string {
+	var parts []string
+	for _, r := range releases {
+		parts = append(parts, r.Chart+" "+r.ChartVersion)
+	}
+	return strings.Join(parts, ", ")
+}
