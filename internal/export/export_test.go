@@ -303,3 +303,38 @@ func TestWriteDir(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainObjects(t *testing.T) {
+	t.Run("on tkgs the PodSecurityPolicy RoleBinding gpuctl applies comes before the releases", func(t *testing.T) {
+		p := offlinePlan(t, engine.InstallOptions{Profile: "tkgs"})
+		res, err := (&Export{Engine: Flux, ChartRepo: "https://c.example.com"}).Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range res.Documents {
+			switch d.Object["kind"] {
+			case "HelmRelease":
+				t.Fatal("a HelmRelease comes before the RoleBinding")
+			case "RoleBinding":
+				if !reflect.DeepEqual(normalized(t, d.Object), normalized(t, plan.PSPBinding(p.Namespace))) {
+					t.Errorf("RoleBinding %v, want the one gpuctl applies", d.Object)
+				}
+				return
+			}
+		}
+		t.Fatal("no RoleBinding")
+	})
+	t.Run("the export does not share maps with the plan", func(t *testing.T) {
+		p := offlinePlan(t, engine.InstallOptions{Profile: "gke"})
+		res, err := (&Export{Engine: ArgoCD, ChartRepo: "https://c.example.com"}).Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns := p.Step("namespace").Objects[0]["metadata"].(map[string]any); ns["annotations"] != nil {
+			t.Errorf("annotating the export changed the plan's namespace: %v", ns)
+		}
+		if len(res.Documents) == 0 {
+			t.Fatal("no documents")
+		}
+	})
+}
