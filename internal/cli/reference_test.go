@@ -24,9 +24,15 @@ func reference(t *testing.T) map[string][]byte {
 	g := &globals{kube: genericclioptions.NewConfigFlags(true)}
 	root := newRoot(context.Background(), Streams{}, g, func(string) string { return "" })
 	kube := map[string]bool{}
+	home, _ := os.UserHomeDir()
 	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
 		if f.Name != "config" && f.Name != "progress" {
 			kube[f.Name] = true
+		}
+		// A default under the home directory (client-go's --cache-dir) is written as $HOME's, so the
+		// reference is the same for every user who generates it.
+		if rest, ok := strings.CutPrefix(f.DefValue, home+string(filepath.Separator)); ok && home != "" {
+			f.DefValue = filepath.Join("$HOME", rest)
 		}
 	})
 	pages := map[string][]byte{}
