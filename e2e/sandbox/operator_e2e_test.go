@@ -11,13 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/standintest"
 )
 
 // On the openshift flavour, an OLM install of the default channel of a catalog whose default is
@@ -121,7 +121,7 @@ func TestOLMInstallRunsTheControllerOfTheCSVsRelease(t *testing.T) {
 const marketplaceNS = "openshift-marketplace"
 
 func testOperatorGroup(ns string, targets ...any) *unstructured.Unstructured {
-	return testObject("operators.coreos.com/v1", "OperatorGroup", ns, ns+"-group", map[string]any{"spec": map[string]any{"targetNamespaces": targets}})
+	return standintest.Object("operators.coreos.com/v1", "OperatorGroup", ns, ns+"-group", map[string]any{"spec": map[string]any{"targetNamespaces": targets}})
 }
 
 func testSubscription(ns, name, pkg, catalog, approval string, extra map[string]any) *unstructured.Unstructured {
@@ -129,14 +129,5 @@ func testSubscription(ns, name, pkg, catalog, approval string, extra map[string]
 	for k, v := range extra {
 		spec[k] = v
 	}
-	return testObject("operators.coreos.com/v1alpha1", "Subscription", ns, name, map[string]any{"spec": spec})
-}
-
-func testObject(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(fields)}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
+	return standintest.Object("operators.coreos.com/v1alpha1", "Subscription", ns, name, map[string]any{"spec": spec})
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"text/tabwriter"
@@ -25,12 +24,7 @@ gpu-operator chart once per GPU Operator release gpuctl installs, versioned as t
 index.yaml, as helm repo index writes it. Serve DIR at the URL gpuctl export --chart-repo names.
 Archives already in DIR stay listed in the index.`,
 		Example: "  gpuctl charts save ./repo --url https://charts.example.com/gpuctl",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{errors.New("charts save takes one argument: the directory to write")}
-			}
-			return nil
-		},
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if baseURL != "" {
 				if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -104,6 +104,14 @@ func TestOfflineCommands(t *testing.T) {
 			t.Errorf("exit %d", code)
 		}
 	})
+
+	t.Run("a wrong number of arguments is a usage error", func(t *testing.T) {
+		for _, args := range [][]string{{"profiles", "show"}, {"detect", "extra"}, {"charts", "save"}, {"charts", "save", "a", "b"}} {
+			if code, _, errOut := run(t, nil, args...); code != ExitUsage {
+				t.Errorf("%v: exit %d: %s", args, code, errOut)
+			}
+		}
+	})
 }
 
 func TestSettingsPrecedence(t *testing.T) {

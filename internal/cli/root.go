@@ -142,6 +142,7 @@ binary, and waits until the validator has passed on every GPU node.`,
 		newVerifyCmd(streams, g, getenv),
 	)
 	registerCompletions(root, g)
+	usageArgs(root)
 	return root
 }
 
@@ -287,6 +288,22 @@ func (g *globals) progressRenderer(w io.Writer, getenv func(string) string) (*ui
 		return nil, usageError{fmt.Errorf("--progress must be auto, plain or json, not %q", g.progress)}
 	}
 	return ui.NewProgress(w, format, ui.DetectStyle(w, getenv)), nil
+}
+
+// usageArgs makes every command's check of its arguments a usage mistake (exit 2), as cobra's flag
+// errors are (SetFlagErrorFunc); cobra returns argument errors unmarked.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // usageError marks a command-line mistake (exit 2).

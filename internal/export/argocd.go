@@ -95,7 +95,7 @@ func (e *Export) argoCD(r *Result, p *plan.Plan, releases []*plan.Release) {
 				"destination": map[string]any{"server": argoInCluster, "namespace": rel.Namespace},
 				"source": map[string]any{
 					"repoURL": repoURL, "chart": rel.Chart, "targetRevision": rel.ChartVersion,
-					"helm": map[string]any{"releaseName": rel.Name, "skipCrds": true, "valuesObject": clone(rel.Values)},
+					"helm": map[string]any{"releaseName": rel.Name, "skipCrds": true, "valuesObject": plan.CloneValues(rel.Values)},
 				},
 				"syncPolicy": map[string]any{
 					"automated":   map[string]any{"prune": true, "selfHeal": true},

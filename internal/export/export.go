@@ -145,7 +145,7 @@ func plainDocument(o map[string]any, step string, comment ...string) Document {
 	md, _ := o["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	kind, _ := o["kind"].(string)
-	return Document{File: strings.ToLower(kind) + "-" + name, Object: clone(o),
+	return Document{File: strings.ToLower(kind) + "-" + name, Object: plan.CloneValues(o),
 		Comment: append([]string{"gpuctl plan step " + step}, comment...)}
 }
 
@@ -171,28 +171,6 @@ func secretNotes(s *plan.Step) []string {
 // taintNote: an engine applies objects, it does not taint nodes.
 func taintNote(t *plan.Taint) string {
 	return fmt.Sprintf("the GPU nodes' taint %s=%s:%s is not exported: a GitOps engine does not change nodes; set it in the node pool's configuration (so new nodes get it), or run `gpuctl taint` once the operator is in", t.Key, t.Value, t.Effect)
-}
-
-// clone deep-copies a JSON-like value so that the export never aliases the Plan.
-func clone[T any](v T) T { return cloneValue(v).(T) }
-
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	default:
-		return v
-	}
 }
 
 // layerNames are a release's value layers, lowest precedence first.

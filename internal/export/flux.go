@@ -48,7 +48,7 @@ func (e *Export) flux(r *Result, p *plan.Plan, releases []*plan.Release) {
 			}},
 			"install": map[string]any{"crds": "CreateReplace"},
 			"upgrade": map[string]any{"crds": "CreateReplace"},
-			"values":  clone(rel.Values),
+			"values":  plan.CloneValues(rel.Values),
 		}
 		if previous != nil {
 			spec["dependsOn"] = []any{map[string]any{"name": previous.Name, "namespace": previous.Namespace}}

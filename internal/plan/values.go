@@ -50,6 +50,10 @@ func merge(dst, src map[string]any) map[string]any {
 	return out
 }
 
+// CloneValues deep-copies values or an object (maps and slices; leaves are immutable and shared), so
+// that what a caller builds from a Plan never aliases it.
+func CloneValues(m map[string]any) map[string]any { return clone(m) }
+
 func clone(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {

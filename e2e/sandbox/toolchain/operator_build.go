@@ -137,11 +137,8 @@ func buildOperatorFromSources(ctx context.Context, tag, dest string, progress io
 	if err != nil {
 		return err
 	}
-	tmp := dest + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	tmp, err := emptyEntry(dest)
+	if err != nil {
 		return err
 	}
 	start := time.Now()

@@ -234,11 +234,8 @@ func (m toolModule) cacheKey(src, goVersion string) (string, error) {
 
 func (m toolModule) build(ctx context.Context, src, dest string, progress io.Writer) error {
 	dir := filepath.Join(src, m.subdir)
-	tmp := dest + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	tmp, err := emptyEntry(dest)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -313,6 +310,16 @@ wait:
 }
 
 // completeEntry marks a built cache entry complete and moves it into place.
+// emptyEntry is the empty directory a build of the cache entry dest writes into (dest + ".tmp"), whatever
+// an interrupted build left there; completeEntry moves it into place.
+func emptyEntry(dest string) (string, error) {
+	tmp := dest + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	return tmp, os.MkdirAll(tmp, 0o755)
+}
+
 func completeEntry(tmp, dest string) error {
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err

@@ -35,21 +35,12 @@ const (
 	testAlmExample = `[{"apiVersion":"nvidia.com/v1","kind":"ClusterPolicy","metadata":{"name":"gpu-cluster-policy"},"spec":{"cdi":{"enabled":true}}}]`
 )
 
-func testObject(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(fields)}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
-}
-
 func testPackage(name, catalog, defaultChannel string, channels ...map[string]any) *unstructured.Unstructured {
 	var ch []any
 	for _, c := range channels {
 		ch = append(ch, c)
 	}
-	return testObject("packages.operators.coreos.com/v1", "PackageManifest", marketplaceNS, name, map[string]any{"status": map[string]any{
+	return standintest.Object("packages.operators.coreos.com/v1", "PackageManifest", marketplaceNS, name, map[string]any{"status": map[string]any{
 		"packageName": name, "catalogSource": catalog, "catalogSourceNamespace": marketplaceNS,
 		"defaultChannel": defaultChannel, "channels": ch,
 	}})
@@ -66,11 +57,11 @@ func testSubscription(ns, name, pkg, catalog, approval string, extra map[string]
 	for k, v := range extra {
 		spec[k] = v
 	}
-	return testObject(olmAPIVersion, olmKindSub, ns, name, map[string]any{"spec": spec})
+	return standintest.Object(olmAPIVersion, olmKindSub, ns, name, map[string]any{"spec": spec})
 }
 
 func testOperatorGroup(ns string, targets ...any) *unstructured.Unstructured {
-	return testObject("operators.coreos.com/v1", olmKindGroup, ns, ns+"-group", map[string]any{"spec": map[string]any{"targetNamespaces": targets}})
+	return standintest.Object("operators.coreos.com/v1", olmKindGroup, ns, ns+"-group", map[string]any{"spec": map[string]any{"targetNamespaces": targets}})
 }
 
 // olmFixture is a typed and a dynamic fake client with the catalogs of an OpenShift cluster, and the
@@ -79,8 +70,8 @@ func olmFixture(t *testing.T, objs ...runtime.Object) (*fake.Clientset, dynamic.
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{SubscriptionsGVR: "SubscriptionList", olmInstallPlansGVR: "InstallPlanList", CSVsGVR: "ClusterServiceVersionList", olmCatalogSourcesGVR: "CatalogSourceList", OperatorGroupsGVR: "OperatorGroupList", PackageManifestsGVR: "PackageManifestList", nfdstandin.OpenShiftGVR: "NodeFeatureDiscoveryList"}
 	base := []runtime.Object{
-		testObject(olmAPIVersion, "CatalogSource", marketplaceNS, "certified-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
-		testObject(olmAPIVersion, "CatalogSource", marketplaceNS, "redhat-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
+		standintest.Object(olmAPIVersion, "CatalogSource", marketplaceNS, "certified-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
+		standintest.Object(olmAPIVersion, "CatalogSource", marketplaceNS, "redhat-operators", map[string]any{"spec": map[string]any{"sourceType": "grpc"}}),
 		testPackage("gpu-operator-certified", "certified-operators", "v26.7",
 			testChannel("stable", gpuOperatorCSV, "26.7.0", map[string]any{"alm-examples": testAlmExample}),
 			testChannel("v26.7", gpuOperatorCSV, "26.7.0", map[string]any{"alm-examples": testAlmExample})),
@@ -449,7 +440,7 @@ func TestOLMStandInDeploysNFDForANodeFeatureDiscovery(t *testing.T) {
 		return nfdstandin.RunOperator(ctx, cs, dyn, logf)
 	})
 	ctx := context.Background()
-	nfd := testObject("nfd.openshift.io/v1", "NodeFeatureDiscovery", nfdNS, "nfd-instance", map[string]any{"spec": map[string]any{
+	nfd := standintest.Object("nfd.openshift.io/v1", "NodeFeatureDiscovery", nfdNS, "nfd-instance", map[string]any{"spec": map[string]any{
 		"operand":      map[string]any{"image": operandImage},
 		"workerConfig": map[string]any{"configData": conf},
 	}})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -138,4 +139,15 @@ func MissingLabels(node *corev1.Node, want map[string]string) string {
 	}
 	slices.Sort(miss)
 	return strings.Join(miss, ", ")
+}
+
+// Object is an unstructured object of apiVersion and kind named ns/name, with a deep copy of fields
+// (spec, status, …) at its top level.
+func Object(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(fields)}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
 }
