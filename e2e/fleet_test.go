@@ -24,10 +24,15 @@ import (
 func TestFleet(t *testing.T) {
 	t.Parallel()
 	healthyA, healthyB, broken := cleanSandbox(t, day2Scenario), cleanSandbox(t, day2Scenario), cleanSandbox(t, day2Scenario)
-	// The three installs run side by side, as a fleet's would.
+	// The three installs run side by side, as a fleet's would (t.Errorf: no FailNow off the test's
+	// goroutine).
 	var wg sync.WaitGroup
 	for _, s := range []*sharedSandbox{healthyA, healthyB, broken} {
-		wg.Go(func() { installJSON(t, s.Cluster) })
+		wg.Go(func() {
+			if code, _, stderr := gpuctl(t, s.Cluster, "install"); code != 0 {
+				t.Errorf("install on %s exited %d:\n%s", s.Dir, code, stderr)
+			}
+		})
 	}
 	wg.Wait()
 	if t.Failed() {
@@ -53,8 +58,9 @@ func TestFleet(t *testing.T) {
 				t.Errorf("row %d: %v, want context %s state %s", i, rows[i], want.context, want.state)
 			}
 		}
-		if !strings.Contains(stdout, "validator") {
-			t.Errorf("the not-ready row does not say why:\n%s", stdout)
+		// The broken stack's first failed check: breakValidators scaled the operator to zero.
+		if why := strings.Join(rows[1][6:], " "); !strings.Contains(why, "gpu-operator") || !strings.Contains(why, "not available") {
+			t.Errorf("the not-ready row does not say why (%q):\n%s", why, stdout)
 		}
 	})
 
