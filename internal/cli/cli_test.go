@@ -230,6 +230,8 @@ current-context: lab
 		want []string
 	}{
 		{[]string{"__complete", "--kubeconfig", kubeconfig, "install", "--context", ""}, []string{"lab\tcluster c1, user u1", "prod\tcluster c1, user u1"}},
+		{[]string{"__complete", "--kubeconfig", kubeconfig, "status", "--contexts", "prod,"}, []string{"prod,lab\tcluster c1, user u1"}},
+		{[]string{"__complete", "--kubeconfig", kubeconfig, "verify", "--contexts", ""}, []string{"lab\tcluster c1, user u1", "prod\tcluster c1, user u1"}},
 		{[]string{"__complete", "install", "--profile", ""}, []string{"gke\t", "openshift\t", "tkgs\t"}},
 		{[]string{"__complete", "template", "--profile", ""}, []string{"kubeadm\t"}},
 		{[]string{"__complete", "install", "--operator-version", ""}, []string{"v26.7.0", "v25.10.1"}},

@@ -15,18 +15,21 @@ import (
 // the flags whose values gpuctl knows: kube contexts from the kubeconfig, profiles, operator
 // releases and preflight check IDs, on every command that has them.
 func registerCompletions(root *cobra.Command, g *globals) {
+	contexts := func(done string) []string {
+		cfg, err := g.kube.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil
+		}
+		var out []string
+		for name, c := range cfg.Contexts {
+			out = append(out, done+name+"\tcluster "+c.Cluster+", user "+c.AuthInfo)
+		}
+		return out
+	}
 	values := map[string]func(toComplete string) []string{
-		"context": func(string) []string {
-			cfg, err := g.kube.ToRawKubeConfigLoader().RawConfig()
-			if err != nil {
-				return nil
-			}
-			var out []string
-			for name, c := range cfg.Contexts {
-				out = append(out, name+"\tcluster "+c.Cluster+", user "+c.AuthInfo)
-			}
-			return out
-		},
+		"context": func(string) []string { return contexts("") },
+		// A comma-separated list: complete the last item, keep the ones before it.
+		"contexts": func(toComplete string) []string { return contexts(listDone(toComplete)) },
 		"profile": func(string) []string {
 			ps, err := profile.List()
 			if err != nil {
@@ -46,11 +49,7 @@ func registerCompletions(root *cobra.Command, g *globals) {
 			return out
 		},
 		"skip-check": func(toComplete string) []string {
-			// A comma-separated list: complete the last item, keep the ones before it.
-			done := ""
-			if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
-				done = toComplete[:i+1]
-			}
+			done := listDone(toComplete)
 			var out []string
 			for _, c := range preflight.Checks() {
 				out = append(out, done+c.ID+"\t"+c.Description)
@@ -81,4 +80,12 @@ func registerCompletions(root *cobra.Command, g *globals) {
 		}
 	}
 	walk(root)
+}
+
+// listDone is the items of a comma-separated list before the one being completed ("a,b," of "a,b,c").
+func listDone(toComplete string) string {
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		return toComplete[:i+1]
+	}
+	return ""
 }

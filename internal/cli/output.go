@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/fleet"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/render"
@@ -24,8 +25,8 @@ const APIVersion = "gpuctl.io/v1alpha1"
 
 // genericNames are type names that say nothing without their package: detect.Result is
 // "DetectResult", preflight.Report "PreflightReport"; plan.Plan is "Plan", engine.InstallResult
-// "InstallResult".
-var genericNames = map[string]bool{"Result": true, "Report": true, "Status": true, "Summary": true}
+// "InstallResult"; fleet.Verify is "FleetVerify".
+var genericNames = map[string]bool{"Result": true, "Report": true, "Status": true, "Summary": true, "Verify": true}
 
 // kindOf names a document by its Go type.
 func kindOf(v any) string {
@@ -111,5 +112,6 @@ func writeYAML(w io.Writer, v any) error {
 // describes each (internal/cli/schema_test.go keeps them current).
 func documents() []any {
 	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{},
-		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.TaintResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{}}
+		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.TaintResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{},
+		&fleet.Status{}, &fleet.Verify{}}
 }

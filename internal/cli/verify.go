@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/fleet"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
@@ -22,6 +24,7 @@ func (v verifyFailedError) Unwrap() error { return v.error }
 
 func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
 	var output string
+	var ff fleetFlags
 	o := engine.VerifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -35,15 +38,27 @@ name stays). Every write is planned before the first; --dry-run prints the plan 
 and -o json reports what the run did in the plan's shape. It runs under gpuctl's install lock, as
 install does: while another gpuctl run writes, verify waits (--wait-for-lock) or exits 6 naming it.
 Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 6 another gpuctl
-run holds the lock, 7 nothing installed.`,
+run holds the lock, 7 nothing installed.
+
+With --contexts a,b,c or --all-contexts it verifies many clusters of the kubeconfig at once (at most
+--max-parallel), and prints one table with a row per context (or one document with -o json). It exits
+with the worst context's code, worst first: 130, 2, 1, 9, 3, 5, 6, 8, 4, 7, 0.`,
 		Example: `  gpuctl verify
   gpuctl verify --dry-run -o json   # the pods it would delete (with UIDs) and create
+  gpuctl verify --all-contexts      # every cluster of the kubeconfig, one row each
   gpuctl verify --nodes nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 -o json
   gpuctl verify --image registry.example.com/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0 --image-pull-secret mirror`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateVerify(o, output); err != nil {
 				return err
+			}
+			contexts, err := ff.resolve(g)
+			if err != nil {
+				return err
+			}
+			if contexts != nil {
+				return fleetVerify(cmd.Context(), streams.Out, output, ui.DetectStyle(streams.Out, getenv), g, contexts, ff.maxParallel, o)
 			}
 			clients, err := g.clients()
 			if err != nil {
@@ -67,6 +82,7 @@ run holds the lock, 7 nothing installed.`,
 	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the operator's namespace to pull --image with (repeatable)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing, take no lock: print the pods verify would delete (with UIDs) and create")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
+	addFleetFlags(f, &ff)
 	return cmd
 }
 
@@ -98,13 +114,7 @@ func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error
 		return err
 	}
 	if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
-		switch {
-		case errors.Is(err, engine.ErrNotInstalled):
-			return notInstalledError{err}
-		case errors.Is(err, engine.ErrNoGPUNodes):
-			return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
-		}
-		return err
+		return verifyError(err)
 	}
 	if werr := writeResult(w, output, res, func() error {
 		if res.DryRun {
@@ -115,10 +125,64 @@ func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error
 	}); werr != nil {
 		return werr
 	}
-	if err != nil {
+	return verifyError(err)
+}
+
+// verifyError is the error that gives a verify run's exit code: a node did not pass (8), nothing
+// installed (7), no GPU node labelled yet (4), or the run's own error.
+func verifyError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrVerifyFailed):
 		return verifyFailedError{err}
+	case errors.Is(err, engine.ErrNotInstalled):
+		return notInstalledError{err}
+	case errors.Is(err, engine.ErrNoGPUNodes):
+		return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
 	}
-	return nil
+	return err
+}
+
+// fleetVerify runs verify over contexts, at most parallel at once, and prints one table or document;
+// its error carries the worst context's exit code.
+func fleetVerify(ctx context.Context, w io.Writer, output string, style ui.Style, g *globals, contexts []string, parallel int, o engine.VerifyOptions) error {
+	outcomes := fleet.Run(ctx, contexts, parallel, ExitInterrupted, func(ctx context.Context, name string) (*engine.VerifyResult, int, error) {
+		clients, err := g.contextClients(ctx, name)
+		if err != nil {
+			return nil, exitCode(err), err
+		}
+		res, err := (&engine.Verify{Clients: clients, Options: o}).Run(ctx)
+		err = verifyError(err)
+		return res, exitCode(err), err
+	})
+	code, err := fleetResult(outcomes)
+	doc := &fleet.Verify{ExitCode: code}
+	for _, out := range outcomes {
+		doc.Contexts = append(doc.Contexts, fleet.VerifyEntry{Context: out.Context, State: verifyState(out.ExitCode, o.DryRun), ExitCode: out.ExitCode, Error: errorText(out.Err), Result: out.Result})
+	}
+	if werr := writeResult(w, output, doc, func() error { return ui.PrintFleetVerify(w, doc, style) }); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// verifyState names a context's verify run by its exit code, one word for a table's column.
+func verifyState(code int, dryRun bool) string {
+	switch code {
+	case ExitOK:
+		if dryRun {
+			return "planned"
+		}
+		return "passed"
+	case ExitVerifyFailed:
+		return "failed"
+	case ExitNotReady:
+		return "not-ready"
+	case ExitNotInstalled:
+		return "not-installed"
+	}
+	return failureState(code)
 }
 
 // printVerifyPlan writes a verify run's writes for a person.

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/fleet"
+)
+
+// PrintFleetStatus prints gpuctl status over many contexts: one row per context in the run's order
+// (its state in a word, the operator release and profile of its install record, its validated GPU
+// nodes of all, and why it is not healthy), then the tally.
+func PrintFleetStatus(w io.Writer, doc *fleet.Status, style Style) error {
+	b := &strings.Builder{}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTEXT\tSTATE\tOPERATOR\tPROFILE\tGPU NODES\tREASON")
+	healthy := 0
+	for _, e := range doc.Contexts {
+		operator, profile, nodes := "-", "-", "-"
+		if r := e.Result; r != nil {
+			if r.Record != nil && !r.Record.Uninstalled {
+				operator, profile = OrNone(r.Record.OperatorVersion, "-"), OrNone(r.Record.Profile, "-")
+			}
+			if r.Installed {
+				nodes = fmt.Sprintf("%d/%d", validated(r.Nodes), len(r.Nodes))
+			}
+		}
+		if e.ExitCode == 0 {
+			healthy++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Context, e.State, operator, profile, nodes, oneLine(statusReason(e)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	mark := style.ok()
+	if healthy < len(doc.Contexts) {
+		mark = style.fail()
+	}
+	fmt.Fprintf(b, "\nFleet: %s %d/%d contexts healthy\n", mark, healthy, len(doc.Contexts))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// statusReason is why a context is not healthy: its first failed check, else its error; "-" for none.
+func statusReason(e fleet.StatusEntry) string {
+	if r := e.Result; r != nil && r.Installed {
+		for _, c := range r.Checks {
+			if c.State == engine.CheckFailed {
+				return c.Name + ": " + c.Message
+			}
+		}
+	}
+	return OrNone(e.Error, "-")
+}
+
+func validated(nodes []engine.NodeStatus) int {
+	n := 0
+	for _, node := range nodes {
+		if node.Validated {
+			n++
+		}
+	}
+	return n
+}
+
+// PrintFleetVerify prints gpuctl verify over many contexts: one row per context in the run's order (its
+// state in a word, its GPU nodes that passed of those verified, and the first node that did not pass
+// with why, or the context's error), then the tally.
+func PrintFleetVerify(w io.Writer, doc *fleet.Verify, style Style) error {
+	b := &strings.Builder{}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTEXT\tSTATE\tPASSED\tREASON")
+	passed := 0
+	for _, e := range doc.Contexts {
+		nodes := "-"
+		if r := e.Result; r != nil && !r.DryRun {
+			nodes = fmt.Sprintf("%d/%d", passedNodes(r.Nodes), len(r.Nodes))
+		}
+		if e.ExitCode == 0 {
+			passed++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Context, e.State, nodes, oneLine(verifyReason(e)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	mark := style.ok()
+	if passed < len(doc.Contexts) {
+		mark = style.fail()
+	}
+	fmt.Fprintf(b, "\nFleet: %s %d/%d contexts passed\n", mark, passed, len(doc.Contexts))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// verifyReason is the first GPU node that did not pass and why (and how many more did not), what a dry
+// run would do, or the context's error; "-" for none.
+func verifyReason(e fleet.VerifyEntry) string {
+	r := e.Result
+	if r != nil && r.DryRun && r.Plan != nil {
+		return fmt.Sprintf("would delete %d pod(s), create %d", len(r.Plan.Delete), len(r.Plan.Create))
+	}
+	if r != nil && r.Interrupted == nil {
+		var failed []engine.NodeVerification
+		for _, n := range r.Nodes {
+			if n.Outcome != engine.VerifyPassed {
+				failed = append(failed, n)
+			}
+		}
+		if len(failed) > 0 {
+			reason := fmt.Sprintf("%s %s", failed[0].Node, failed[0].Outcome)
+			if failed[0].Reason != "" {
+				reason += ": " + failed[0].Reason
+			}
+			if len(failed) > 1 {
+				reason += fmt.Sprintf(" (and %d more)", len(failed)-1)
+			}
+			return reason
+		}
+	}
+	return OrNone(e.Error, "-")
+}
+
+func passedNodes(nodes []engine.NodeVerification) int {
+	n := 0
+	for _, node := range nodes {
+		if node.Outcome == engine.VerifyPassed {
+			n++
+		}
+	}
+	return n
+}
+
+// oneLine keeps a table's row on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
