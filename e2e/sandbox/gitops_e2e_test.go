@@ -91,7 +91,7 @@ func TestFluxInstallsAChartFromTheSandboxRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("HelmRelease %s/%s not Ready: %v\nstatus: %v", ns, name, err, statusOf(last))
 	}
-	t.Logf("HelmRelease Ready %s after it was applied", time.Since(applied).Round(100*time.Millisecond))
+	t.Logf("HelmRelease Ready %s after it was applied; finalizers %v, status %v", time.Since(applied).Round(100*time.Millisecond), last.GetFinalizers(), statusOf(last))
 
 	t.Run("the Helm release exists, deployed, with the pushed chart", func(t *testing.T) {
 		// helm-controller's release name is the HelmRelease's name, stored in its namespace
@@ -110,6 +110,7 @@ func TestFluxInstallsAChartFromTheSandboxRegistry(t *testing.T) {
 		if rel.Info.Status != "deployed" || rel.Chart.Metadata.Version != version {
 			t.Errorf("release %s: status %s, chart %s, want deployed, %s", name, rel.Info.Status, rel.Chart.Metadata.Version, version)
 		}
+		t.Logf("release %s: labels %v, description %q", rel.Name, rel.Labels, rel.Info.Description)
 		// The manifest Helm stores is the post-rendered one: Flux's labels are in it too.
 		if !strings.Contains(rel.Manifest, "helm.toolkit.fluxcd.io/name: "+name) {
 			t.Errorf("the stored manifest lacks helm-controller's origin label:\n%s", rel.Manifest)

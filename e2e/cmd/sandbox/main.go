@@ -181,18 +181,27 @@ func up(dir string, opts sandbox.Options, stdout, stderr io.Writer) error {
 	}
 	defer c.Stop()
 	fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", c.Kubeconfig)
+	// What else runs, for people (a detached `up` passes these lines on).
+	var extras []string
 	if c.RegistryHost != "" {
-		fmt.Fprintf(stderr, "sandbox: OCI registry at %s (plain HTTP, no auth): oci://%s/REPO\n", c.RegistryHost, c.RegistryHost)
+		extras = append(extras, fmt.Sprintf("sandbox: OCI registry at %s (plain HTTP, no auth): oci://%s/REPO", c.RegistryHost, c.RegistryHost))
 	}
 	if c.FluxNamespace != "" {
-		fmt.Fprintf(stderr, "sandbox: Flux's source-controller %s and helm-controller %s watch every namespace; their namespace is %s\n",
-			sandbox.FluxSourceControllerVersion, sandbox.FluxHelmControllerVersion, c.FluxNamespace)
+		extras = append(extras, fmt.Sprintf("sandbox: Flux's source-controller %s and helm-controller %s watch every namespace; their namespace is %s",
+			sandbox.FluxSourceControllerVersion, sandbox.FluxHelmControllerVersion, c.FluxNamespace))
+	}
+	for _, l := range extras {
+		fmt.Fprintln(stderr, l)
 	}
 	fmt.Fprintf(stderr, "sandbox: %s cluster with %d nodes is up; Ctrl-C or `sandbox down` stops it\n", c.Scenario.Distro, len(c.Nodes))
 	if fd := os.Getenv(readyFDEnv); fd != "" {
 		if n, err := strconv.Atoi(fd); err == nil {
 			f := os.NewFile(uintptr(n), "ready")
 			fmt.Fprintln(f, c.Kubeconfig)
+			for _, l := range extras {
+				fmt.Fprintln(f, l)
+			}
+			fmt.Fprintln(f) // the end of the report: the sandbox's children may hold the pipe open
 			f.Close()
 		}
 	}
@@ -237,13 +246,23 @@ func upDetached(dir string, args []string, stdout io.Writer) error {
 	}
 	w.Close()
 	fmt.Fprintf(os.Stderr, "sandbox: starting in the background (pid %d, log %s); the first run builds Kubernetes and takes about 15 minutes\n", cmd.Process.Pid, logPath)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	r.Close()
+	ready := bufio.NewReader(r)
+	line, _ := ready.ReadString('\n')
 	if kubeconfig := strings.TrimSpace(line); kubeconfig != "" {
+		// The lines after the kubeconfig, up to an empty one, say what else runs (the registry, Flux).
+		for {
+			l, err := ready.ReadString('\n')
+			if strings.TrimSpace(l) == "" || err != nil {
+				break
+			}
+			fmt.Fprint(os.Stderr, l)
+		}
+		r.Close()
 		_ = cmd.Process.Release()
 		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", kubeconfig)
 		return nil
 	}
+	r.Close()
 	_ = cmd.Wait()
 	b, _ := os.ReadFile(logPath)
 	return fmt.Errorf("the sandbox did not start:\n%s", b)

@@ -28,13 +28,13 @@ type Flux struct {
 
 func fluxModule() toolModule {
 	return toolModule{
-		name: "flux", subdir: "flux", version: "sc" + FluxSourceControllerVersion + "-hc" + FluxHelmControllerVersion,
+		name: "flux", subdir: "flux", version: "source-" + FluxSourceControllerVersion + "-helm-" + FluxHelmControllerVersion,
 		packages: []string{"github.com/fluxcd/source-controller", "github.com/fluxcd/helm-controller"},
 		data: map[string]map[string]string{
 			"github.com/fluxcd/source-controller": {"config/crd/bases": "crds/source-controller"},
 			"github.com/fluxcd/helm-controller":   {"config/crd/bases": "crds/helm-controller"},
 		},
-		expect: "about 8 minutes",
+		expect: "about 6 minutes",
 	}
 }
 
