@@ -486,7 +486,7 @@ func (c *Cluster) PIDs() []int {
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
 	names := append([]string{"sandbox"}, c.cp.Names()...)
-	names = append(names, c.gitops.Names()...)
+	names = append(names, gitops.LogNames()...)
 	names = append(names, "gpu-operator")
 	for _, name := range names {
 		t := controlplane.TailFile(filepath.Join(c.Dir, name+".log"), n)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -168,6 +169,31 @@ func TestFluxInstallsAChartFromTheSandboxRegistry(t *testing.T) {
 			t.Fatalf("tags of charts/%s: %s", name, resp.Status)
 		}
 	})
+}
+
+// A registry alone (no GitOps controller): charts push to it and pull back, and Flux is not run.
+func TestRegistryAloneServesCharts(t *testing.T) {
+	t.Parallel()
+	c := StartT(t, Options{Scenario: Scenario{Distro: "gke", GPUNodes: 1, CPUNodes: 0}, NoOperator: true, Registry: true})
+	if c.RegistryHost == "" || c.FluxNamespace != "" {
+		t.Fatalf("RegistryHost %q, FluxNamespace %q: want a registry and no Flux", c.RegistryHost, c.FluxNamespace)
+	}
+	if _, err := c.Kube.CoreV1().Namespaces().Get(t.Context(), "flux-system", metav1.GetOptions{}); err == nil {
+		t.Error("namespace flux-system exists without Flux")
+	}
+	archive := tinyChart(t, "tiny", "0.2.0")
+	pushChart(t, c.RegistryHost, "charts/tiny", "0.2.0", archive)
+	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Pull(c.RegistryHost + "/charts/tiny:0.2.0")
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if !bytes.Equal(got.Chart.Data, archive) {
+		t.Errorf("pulled %d bytes, pushed %d: not the same archive", len(got.Chart.Data), len(archive))
+	}
 }
 
 // tinyChart packages a chart with one ConfigMap and returns the archive.

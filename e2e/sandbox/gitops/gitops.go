@@ -228,17 +228,9 @@ func (g *GitOps) PIDs() []int {
 	return pids
 }
 
-// Names are the programs' names in the order they started; each logs to <Dir>/<name>.log.
-func (g *GitOps) Names() []string {
-	if g == nil {
-		return nil
-	}
-	var names []string
-	for _, p := range g.procs {
-		names = append(names, p.Name())
-	}
-	return names
-}
+// LogNames are the names of every program Start may run, whose logs are <Dir>/<name>.log: what a
+// failing start-up left is worth reading even when Start stopped it again.
+func LogNames() []string { return []string{"registry", "source-controller", "helm-controller"} }
 
 // applyCRDs creates the CRDs of every *.yaml file in dirs (or leaves one that exists) and waits until
 // each is Established.
