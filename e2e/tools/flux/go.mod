@@ -4,7 +4,9 @@ go 1.26.0
 
 // Flux's source-controller v1.8.0 and helm-controller v1.4.0 for the sandbox's GitOps mode. Their own
 // go.mod files replace the api submodules with local paths the module zips lack; a dependency's
-// replace directives are ignored, so the api requires here decide.
+// replace directives are ignored, so the api requires here decide. go.sum is `go mod tidy -e`'s:
+// github.com/fluxcd/pkg/helmtestserver v0.37.0, which only source-controller's tests import, is not in
+// the checksum database, so a plain tidy fails on it.
 
 tool (
 	github.com/fluxcd/helm-controller
