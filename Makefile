@@ -52,7 +52,8 @@ e2e: sandbox-tools crdgen-tool
 crdgen-tool:
 	$(GO) run ./e2e/cmd/crdgen -build-only
 
-## sandbox-tools: build (or find in the cache) the sandbox's programs, with progress.
+## sandbox-tools: build (or find in the cache) the sandbox's programs (the OCI registry and Flux's
+## controllers too), with progress.
 sandbox-tools: $(BIN)/sandbox
 	$(SANDBOX) tools
 

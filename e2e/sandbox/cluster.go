@@ -34,7 +34,9 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/gitops"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 )
 
@@ -57,7 +59,16 @@ type Options struct {
 	// whose tag names no release of the catalog. Otherwise the follower runs the release the operator
 	// Deployment's image names, whatever this says.
 	OperatorVersion string
+	// Registry runs an OCI registry (plain HTTP, no auth) on a loopback port: Cluster.RegistryHost.
+	Registry bool
+	// GitOps runs a GitOps controller against the cluster: "" none, "flux" (GitOpsFlux) Flux's
+	// source-controller and helm-controller, with their CRDs and namespace (Cluster.FluxNamespace).
+	// Flux implies Registry.
+	GitOps string
 }
+
+// GitOpsFlux is the Options.GitOps that runs Flux.
+const GitOpsFlux = gitops.Flux
 
 // Cluster is a running sandbox.
 type Cluster struct {
@@ -79,6 +90,12 @@ type Cluster struct {
 	BrokenGPUNodes []string
 	// Tools are the programs it runs.
 	Tools *Tools
+	// RegistryHost is the OCI registry's host:port ("127.0.0.1:PORT"; Options.Registry), plain HTTP
+	// and no auth, "" without one: charts are pushed to oci://RegistryHost/REPO.
+	RegistryHost string
+	// FluxNamespace is "flux-system" once Flux's source-controller and helm-controller answer their
+	// readiness checks (Options.GitOps "flux"), "" when Flux is not run. Both watch every namespace.
+	FluxNamespace string
 
 	keepDir bool
 	// operatorVersion is Options.OperatorVersion after defaults.
@@ -87,6 +104,10 @@ type Cluster struct {
 	operator        *operator.Follower
 	cancel          context.CancelFunc
 	bg              sync.WaitGroup
+	// registry and flux are the GitOps programs asked for (nil/"": none); gitops runs them.
+	registry string
+	flux     *toolchain.Flux
+	gitops   *gitops.GitOps
 	// bundles caches the OLM stand-in's bundle CRDs by release.
 	bundleMu sync.Mutex
 	bundles  map[string][]*unstructured.Unstructured
@@ -158,6 +179,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.waitDefaultServiceAccount(ctx, time.Minute); err != nil {
 		return nil, err
 	}
+	if c.registry != "" {
+		if err := c.startGitOps(ctx, step); err != nil {
+			return nil, err
+		}
+	}
 	step("ready in %s; export KUBECONFIG=%s", time.Since(started).Round(100*time.Millisecond), c.Kubeconfig)
 	return c, nil
 }
@@ -167,6 +193,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 // the operator release, if any.
 func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, string, error) {
 	s := opts.Scenario.Defaults()
+	if opts.GitOps != "" && opts.GitOps != GitOpsFlux {
+		return nil, "", fmt.Errorf("unknown GitOps controller %q (want %q or none)", opts.GitOps, GitOpsFlux)
+	}
 	flavor, err := FlavorFor(s.Distro)
 	if err != nil {
 		return nil, "", err
@@ -178,6 +207,10 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 	s = s.WithOperatorVersion(release.Version)
 	tools, err := EnsureTools(ctx, opts.CacheDir, progress)
 	if err != nil {
+		return nil, "", err
+	}
+	c := &Cluster{Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version}
+	if err := c.ensureGitOpsTools(ctx, opts, progress); err != nil {
 		return nil, "", err
 	}
 	opBuild, opWarning, err := tools.Operator(release.Version)
@@ -195,8 +228,8 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
-	return &Cluster{Dir: dir, Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir,
-		operatorVersion: release.Version, cp: controlplane.New(dir)}, opWarning, nil
+	c.Dir, c.cp = dir, controlplane.New(dir)
+	return c, opWarning, nil
 }
 
 // logOperatorReleases records in sandbox.log which GPU operator controllers the follower can run.
@@ -426,6 +459,7 @@ func (c *Cluster) Stop() {
 			c.cancel()
 		}
 		c.bg.Wait()
+		c.gitops.Stop()
 		if c.operator != nil {
 			c.operator.Stop()
 		}
@@ -441,7 +475,7 @@ func (c *Cluster) Stop() {
 
 // PIDs are the process IDs of everything the sandbox runs now (for tests that check for orphans).
 func (c *Cluster) PIDs() []int {
-	pids := c.cp.PIDs()
+	pids := append(c.cp.PIDs(), c.gitops.PIDs()...)
 	if c.operator != nil {
 		pids = append(pids, c.operator.PIDs()...)
 	}
@@ -452,6 +486,7 @@ func (c *Cluster) PIDs() []int {
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
 	names := append([]string{"sandbox"}, c.cp.Names()...)
+	names = append(names, gitops.LogNames()...)
 	names = append(names, "gpu-operator")
 	for _, name := range names {
 		t := controlplane.TailFile(filepath.Join(c.Dir, name+".log"), n)

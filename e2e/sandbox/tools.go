@@ -23,7 +23,24 @@ const (
 	KwokVersion           = toolchain.KwokVersion
 	OperatorModuleVersion = toolchain.OperatorModuleVersion
 	CacheEnv              = toolchain.CacheEnv
+
+	FluxSourceControllerVersion = toolchain.FluxSourceControllerVersion
+	FluxHelmControllerVersion   = toolchain.FluxHelmControllerVersion
+	RegistryVersion             = toolchain.RegistryVersion
 )
+
+// Flux are Flux's controllers in the tool cache (toolchain.Flux).
+type Flux = toolchain.Flux
+
+// EnsureFlux builds Flux's source-controller and helm-controller (toolchain.EnsureFlux).
+func EnsureFlux(ctx context.Context, cacheDir string, progress io.Writer) (*Flux, error) {
+	return toolchain.EnsureFlux(ctx, cacheDir, progress)
+}
+
+// EnsureRegistry builds the OCI registry (toolchain.EnsureRegistry).
+func EnsureRegistry(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
+	return toolchain.EnsureRegistry(ctx, cacheDir, progress)
+}
 
 // EnsureTools builds what is missing from the tool cache and returns the tools (toolchain.EnsureTools).
 func EnsureTools(ctx context.Context, cacheDir string, progress io.Writer) (*Tools, error) {

@@ -1,7 +1,7 @@
 // Command sandbox runs gpuctl's local GPU cluster sandbox for people: a real Kubernetes control plane
 // with kwok-simulated GPU nodes of a chosen distribution and the real NVIDIA GPU Operator controller.
 //
-//	go run ./e2e/cmd/sandbox up --distro gke [--gpu-nodes 2 --cpu-nodes 1] [--operator-version v26.3.3 | --no-operator] [--detach]
+//	go run ./e2e/cmd/sandbox up --distro gke [--gpu-nodes 2 --cpu-nodes 1] [--operator-version v26.3.3 | --no-operator] [--registry | --gitops flux] [--detach]
 //	go run ./e2e/cmd/sandbox env      # prints export KUBECONFIG=…
 //	go run ./e2e/cmd/sandbox down
 //	go run ./e2e/cmd/sandbox tools    # build the programs into the cache (what `up` does first)
@@ -51,8 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	name := fs.String("name", "default", "sandbox name (one state directory per name)")
 	var s sandbox.Scenario
-	var detach, noOperator bool
-	var operatorVersion string
+	var detach, noOperator, registry bool
+	var operatorVersion, gitOps string
 	if args[0] == "up" {
 		fs.StringVar(&s.Distro, "distro", "gke", "distribution to simulate: "+strings.Join(sandbox.Distros(), ", "))
 		fs.IntVar(&s.GPUNodes, "gpu-nodes", 2, "GPU worker nodes")
@@ -68,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			"GPU operator release whose controller must be built ("+strings.Join(releases(), ", ")+"); the openshift catalog's default channel; "+
 				"the follower runs the release the operator Deployment's image names, this one for an image it does not know")
 		fs.BoolVar(&noOperator, "no-operator", false, "never run the real GPU operator controller (the operator follower is off)")
+		fs.BoolVar(&registry, "registry", false, "run an OCI registry (plain HTTP, no auth) on a loopback port")
+		fs.StringVar(&gitOps, "gitops", "", "run a GitOps controller: "+sandbox.GitOpsFlux+" (Flux's source-controller and helm-controller; implies --registry)")
 		fs.BoolVar(&detach, "detach", false, "start in the background and return when ready")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -85,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if detach {
 			return upDetached(dir, args[1:], stdout)
 		}
-		return up(dir, sandbox.Options{Scenario: s, OperatorVersion: operatorVersion, NoOperator: noOperator}, stdout, stderr)
+		return up(dir, sandbox.Options{Scenario: s, OperatorVersion: operatorVersion, NoOperator: noOperator, Registry: registry, GitOps: gitOps}, stdout, stderr)
 	case "down":
 		return down(dir, *name, stderr)
 	case "tools":
@@ -105,6 +107,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "helm v3: %s\n", helm3)
+		// The OCI registry and Flux's controllers, for sandboxes started with --registry or --gitops.
+		reg, err := sandbox.EnsureRegistry(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "registry %s: %s\n", sandbox.RegistryVersion, reg)
+		flux, err := sandbox.EnsureFlux(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "flux source-controller %s: %s\nflux helm-controller %s: %s\n",
+			sandbox.FluxSourceControllerVersion, flux.SourceController, sandbox.FluxHelmControllerVersion, flux.HelmController)
 		for _, r := range releases() {
 			if b, ok := t.Operators[r]; ok {
 				fmt.Fprintf(stdout, "GPU operator controller %s (built from NVIDIA's sources): %s\n", r, b.Binary)
@@ -167,11 +181,27 @@ func up(dir string, opts sandbox.Options, stdout, stderr io.Writer) error {
 	}
 	defer c.Stop()
 	fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", c.Kubeconfig)
+	// What else runs, for people (a detached `up` passes these lines on).
+	var extras []string
+	if c.RegistryHost != "" {
+		extras = append(extras, fmt.Sprintf("sandbox: OCI registry at %s (plain HTTP, no auth): oci://%s/REPO", c.RegistryHost, c.RegistryHost))
+	}
+	if c.FluxNamespace != "" {
+		extras = append(extras, fmt.Sprintf("sandbox: Flux's source-controller %s and helm-controller %s watch every namespace; their namespace is %s",
+			sandbox.FluxSourceControllerVersion, sandbox.FluxHelmControllerVersion, c.FluxNamespace))
+	}
+	for _, l := range extras {
+		fmt.Fprintln(stderr, l)
+	}
 	fmt.Fprintf(stderr, "sandbox: %s cluster with %d nodes is up; Ctrl-C or `sandbox down` stops it\n", c.Scenario.Distro, len(c.Nodes))
 	if fd := os.Getenv(readyFDEnv); fd != "" {
 		if n, err := strconv.Atoi(fd); err == nil {
 			f := os.NewFile(uintptr(n), "ready")
 			fmt.Fprintln(f, c.Kubeconfig)
+			for _, l := range extras {
+				fmt.Fprintln(f, l)
+			}
+			fmt.Fprintln(f) // the end of the report: the sandbox's children may hold the pipe open
 			f.Close()
 		}
 	}
@@ -216,13 +246,23 @@ func upDetached(dir string, args []string, stdout io.Writer) error {
 	}
 	w.Close()
 	fmt.Fprintf(os.Stderr, "sandbox: starting in the background (pid %d, log %s); the first run builds Kubernetes and takes about 15 minutes\n", cmd.Process.Pid, logPath)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	r.Close()
+	ready := bufio.NewReader(r)
+	line, _ := ready.ReadString('\n')
 	if kubeconfig := strings.TrimSpace(line); kubeconfig != "" {
+		// The lines after the kubeconfig, up to an empty one, say what else runs (the registry, Flux).
+		for {
+			l, err := ready.ReadString('\n')
+			if strings.TrimSpace(l) == "" || err != nil {
+				break
+			}
+			fmt.Fprint(os.Stderr, l)
+		}
+		r.Close()
 		_ = cmd.Process.Release()
 		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", kubeconfig)
 		return nil
 	}
+	r.Close()
 	_ = cmd.Wait()
 	b, _ := os.ReadFile(logPath)
 	return fmt.Errorf("the sandbox did not start:\n%s", b)

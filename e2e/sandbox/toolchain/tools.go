@@ -154,42 +154,14 @@ func EnsureTools(ctx context.Context, cacheDir string, progress io.Writer) (*Too
 	if progress == nil {
 		progress = io.Discard
 	}
-	if cacheDir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		cacheDir = d
-	}
-	src, err := ToolsSourceDir()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create tool cache: %w", err)
-	}
-	unlock, err := LockFile(ctx, filepath.Join(cacheDir, ".lock"), progress)
+	cacheDir, src, goVersion, unlock, err := openCache(ctx, cacheDir, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-
-	goVersion, err := goCommandOutput(ctx, src, "env", "GOVERSION")
-	if err != nil {
-		return nil, err
-	}
 	dirs := map[string]string{}
 	for _, m := range toolModules() {
-		key, err := m.cacheKey(src, goVersion)
-		if err != nil {
-			return nil, err
-		}
-		dest := filepath.Join(cacheDir, m.name+"-"+m.version+"-"+key)
-		dirs[m.name] = dest
-		if _, err := os.Stat(filepath.Join(dest, ".complete")); err == nil {
-			continue
-		}
-		if err := m.build(ctx, src, dest, progress); err != nil {
+		if dirs[m.name], err = m.ensure(ctx, src, cacheDir, goVersion, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -207,6 +179,44 @@ func EnsureTools(ctx context.Context, cacheDir string, progress io.Writer) (*Too
 		return nil, err
 	}
 	return t, nil
+}
+
+// openCache resolves and creates the cache directory (cacheDir, else DefaultCacheDir), finds e2e/tools
+// and the Go version, and takes the cache's lock; the caller releases it with unlock.
+func openCache(ctx context.Context, cacheDir string, progress io.Writer) (dir, src, goVersion string, unlock func(), err error) {
+	if cacheDir == "" {
+		if cacheDir, err = DefaultCacheDir(); err != nil {
+			return "", "", "", nil, err
+		}
+	}
+	if src, err = ToolsSourceDir(); err != nil {
+		return "", "", "", nil, err
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", "", "", nil, fmt.Errorf("create tool cache: %w", err)
+	}
+	if unlock, err = LockFile(ctx, filepath.Join(cacheDir, ".lock"), progress); err != nil {
+		return "", "", "", nil, err
+	}
+	if goVersion, err = goCommandOutput(ctx, src, "env", "GOVERSION"); err != nil {
+		unlock()
+		return "", "", "", nil, err
+	}
+	return cacheDir, src, goVersion, unlock, nil
+}
+
+// ensure returns the module's cache entry in cacheDir, building it first when it is not complete. The
+// caller holds the tool cache's lock.
+func (m toolModule) ensure(ctx context.Context, src, cacheDir, goVersion string, progress io.Writer) (string, error) {
+	key, err := m.cacheKey(src, goVersion)
+	if err != nil {
+		return "", err
+	}
+	dest := filepath.Join(cacheDir, m.name+"-"+m.version+"-"+key)
+	if _, err := os.Stat(filepath.Join(dest, ".complete")); err == nil {
+		return dest, nil
+	}
+	return dest, m.build(ctx, src, dest, progress)
 }
 
 // cacheKey hashes what decides the build's output: the module's files, the flags and the Go version.
