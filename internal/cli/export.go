@@ -15,15 +15,18 @@ func newExportCmd(streams Streams, g *globals) *cobra.Command {
 	var engineName, dir string
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Write the install for a GitOps engine: Flux HelmReleases or Argo CD Applications",
+		Short: "Write the install for a GitOps engine: Flux HelmReleases, Argo CD Applications, RKE2 HelmCharts",
 		Long: `Write what gpuctl would install as objects a GitOps engine applies, with exactly the values an
 install would use, in gpuctl's order: the namespace and platform prerequisites first, then Flux
-HelmReleases (--for flux) or Argo CD Applications (--for argocd) pulling gpuctl's charts from
---chart-repo. With --profile it works offline; without it, it detects the cluster. What an engine
-cannot do (taint nodes, create NVIDIA AI Enterprise Secrets) is written as comments and to stderr.
-See docs/gitops.md.`,
+HelmReleases (--for flux), Argo CD Applications (--for argocd; ApplicationSets over many clusters
+with --fleet) or RKE2/k3s HelmCharts (--for rke2) pulling gpuctl's charts from --chart-repo. With
+--profile it works offline; without it, it detects the cluster. What an engine cannot do (taint
+nodes, create NVIDIA AI Enterprise Secrets) is written as comments and to stderr. Cluster API's
+HelmChartProxy is not exported (docs/gitops.md#cluster-api).`,
 		Example: `  gpuctl export --for flux --profile gke --chart-repo oci://registry.example.com/gpuctl > gpu-stack.yaml
-  gpuctl export --for argocd --profile kubeadm --chart-repo https://charts.example.com -o clusters/lab/gpu`,
+  gpuctl export --for argocd --profile kubeadm --chart-repo https://charts.example.com -o clusters/lab/gpu
+  gpuctl export --for argocd --fleet --cluster-selector gpu=nvidia --profile kubeadm --chart-repo https://charts.example.com
+  gpuctl export --for rke2 --profile rke2 --chart-repo https://charts.example.com -o /var/lib/rancher/rke2/server/manifests/gpu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			x.Engine = export.Engine(engineName)
@@ -71,10 +74,12 @@ See docs/gitops.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&engineName, "for", "", "GitOps engine to write for: flux or argocd")
+	f.StringVar(&engineName, "for", "", "GitOps engine to write for: flux, argocd or rke2 (RKE2 and k3s)")
 	f.StringVar(&x.ChartRepo, "chart-repo", "", "where the engine pulls gpuctl's charts: an http(s) chart repository or an oci:// registry path")
 	f.StringVarP(&dir, "output-dir", "o", "", "write one file per object into this directory, numbered in apply order (default: one YAML stream on stdout)")
 	f.StringVar(&x.ArgoCDNamespace, "argocd-namespace", export.DefaultArgoCDNamespace, "Argo CD: the namespace of its Applications")
+	f.BoolVar(&x.Fleet, "fleet", false, "Argo CD: an ApplicationSet per release over the clusters Argo CD manages, instead of Applications for its own cluster")
+	f.StringToStringVar(&x.ClusterSelector, "cluster-selector", nil, "Argo CD --fleet: only the clusters whose Argo CD cluster Secret has these labels (key=value,...; default every cluster)")
 	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
 	f.BoolVar(&o.NoTaint, "no-taint", false, "export as for an install without the taint")
 	f.BoolVar(&o.Taint, "taint", false, "export as for an install with --taint")

@@ -49,7 +49,9 @@ func TestExport(t *testing.T) {
 		want string
 	}{
 		{"without --for", []string{"--profile", "gke", "--chart-repo", "https://c.example.com"}, ExitUsage, "--for is required"},
-		{"for an engine not built yet", []string{"--for", "capi", "--profile", "gke", "--chart-repo", "https://c.example.com"}, ExitUsage, "--for capi"},
+		{"for Cluster API, whose CRDs cannot be validated against", []string{"--for", "capi", "--profile", "gke", "--chart-repo", "https://c.example.com"}, ExitUsage, "--for capi: not exported"},
+		{"with --fleet for Flux", []string{"--for", "flux", "--fleet", "--profile", "gke", "--chart-repo", "https://c.example.com"}, ExitUsage, "--fleet is for --for argocd"},
+		{"with a cluster selector but no fleet", []string{"--for", "argocd", "--cluster-selector", "gpu=yes", "--profile", "gke", "--chart-repo", "https://c.example.com"}, ExitUsage, "needs --fleet"},
 		{"without --chart-repo", []string{"--for", "flux", "--profile", "gke"}, ExitUsage, "--chart-repo is required"},
 		{"with a chart repository that is no URL", []string{"--for", "flux", "--profile", "gke", "--chart-repo", "charts"}, ExitUsage, "--chart-repo charts"},
 		{"with an unknown profile", []string{"--for", "flux", "--profile", "nosuch", "--chart-repo", "https://c.example.com"}, ExitUsage, "--profile nosuch"},
@@ -79,12 +81,13 @@ func TestExportWritesNoSecret(t *testing.T) {
 	}
 	token, conf, keyFile := write("client_configuration_token.tok", nlsToken), write("gridd.conf", gridd), write("ngc.key", ngcKey)
 	t.Setenv("NGC_API_KEY", ngcKey)
-	for _, engine := range []string{"flux", "argocd"} {
+	for _, engine := range [][]string{{"flux"}, {"argocd"}, {"argocd", "--fleet"}, {"rke2"}} {
 		for _, dest := range []string{"stdout", "dir"} {
-			t.Run(engine+" to "+dest+" holds no Secret value", func(t *testing.T) {
-				args := []string{"export", "--for", engine, "--profile", "tkgs", "--chart-repo", "https://charts.example.com",
+			t.Run(strings.Join(engine, " ")+" to "+dest+" holds no Secret value", func(t *testing.T) {
+				args := []string{"export", "--for", engine[0], "--profile", "tkgs", "--chart-repo", "https://charts.example.com",
 					"--set", "driver.licensingConfig.secretName=licensing-config", "--set", "driver.imagePullSecrets={ngc-secret}",
 					"--nls-token-file", token, "--gridd-conf-file", conf, "--ngc-api-key-file", keyFile}
+				args = append(args, engine[1:]...)
 				dir := filepath.Join(t.TempDir(), "out")
 				if dest == "dir" {
 					args = append(args, "-o", dir)

@@ -25,12 +25,18 @@ const (
 	argoReleasesWave = 0
 )
 
-// crds: Flux takes each chart's CRDs from its crds/ (CreateReplace); for Argo CD the Plan's CRDs are
-// plain manifests at a wave before every Application, server-side applied, and the Applications skip
-// their charts' crds/.
+// crds: Flux takes each chart's CRDs from its crds/ (CreateReplace), and so does an Argo CD fleet's
+// Applications (Argo CD applies crds/ itself, server-side, on every sync). For Argo CD Applications the
+// Plan's CRDs are plain manifests at a wave before every Application, server-side applied, and the
+// Applications skip their charts' crds/. For RKE2 they are plain manifests before the HelmCharts: Helm
+// never upgrades a chart's crds/.
 func (e *Export) crds(r *Result, s *plan.Step) error {
-	if e.Engine != ArgoCD {
+	if e.Engine == Flux || e.Fleet {
 		return nil
+	}
+	comment := "applied before the Applications, which skip their charts' crds/"
+	if e.Engine == RKE2 {
+		comment = "applied as a plain manifest before the HelmCharts: the helm-controller's Helm installs a chart's crds/ only when absent and never upgrades them"
 	}
 	for _, name := range s.Charts {
 		crds, version, err := render.ChartCRDs(name, s.ChartReleases[name])
@@ -47,8 +53,10 @@ func (e *Export) crds(r *Result, s *plan.Step) error {
 				delete(md, "creationTimestamp")
 			}
 			obj["apiVersion"], obj["kind"] = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
-			d := plainDocument(obj, s.ID, "CRD of chart "+name+" "+version+", applied before the Applications, which skip their charts' crds/")
-			annotate(d.Object, map[string]string{argoWave: strconv.Itoa(argoCRDsWave), argoSyncOptions: argoServerSide})
+			d := plainDocument(obj, s.ID, "CRD of chart "+name+" "+version+", "+comment)
+			if e.Engine == ArgoCD {
+				annotate(d.Object, map[string]string{argoWave: strconv.Itoa(argoCRDsWave), argoSyncOptions: argoServerSide})
+			}
 			r.Documents = append(r.Documents, d)
 		}
 	}
@@ -80,11 +88,7 @@ func (e *Export) argoCD(r *Result, p *plan.Plan, releases []*plan.Release) {
 			annotate(r.Documents[i].Object, map[string]string{argoWave: strconv.Itoa(argoObjectsWave)})
 		}
 	}
-	repoURL := e.ChartRepo
-	if e.oci() {
-		// Argo CD names an OCI Helm repository without its scheme (enableOCI on the repository).
-		repoURL = strings.TrimPrefix(repoURL, "oci://")
-	}
+	repoURL := e.argoRepoURL()
 	for i, rel := range releases {
 		app := map[string]any{
 			"apiVersion": argoAPI, "kind": "Application",
@@ -108,6 +112,12 @@ func (e *Export) argoCD(r *Result, p *plan.Plan, releases []*plan.Release) {
 			ValuesKey: []string{"spec", "source", "helm", "valuesObject"}, Layers: layerNames(rel),
 			Object: app})
 	}
+}
+
+// argoRepoURL is the chart repository as Argo CD names it: an OCI Helm repository without its scheme
+// (enableOCI on the repository).
+func (e *Export) argoRepoURL() string {
+	return strings.TrimPrefix(e.ChartRepo, "oci://")
 }
 
 // annotate adds annotations to an object's metadata.

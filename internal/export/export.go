@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -15,10 +17,10 @@ type Engine string
 const (
 	Flux   Engine = "flux"
 	ArgoCD Engine = "argocd"
+	RKE2   Engine = "rke2"
+	// CAPI is refused: see Validate.
+	CAPI Engine = "capi"
 )
-
-// Engines are the values --for takes, in the order help lists them.
-var Engines = []Engine{Flux, ArgoCD}
 
 // Defaults of Export.
 const (
@@ -41,6 +43,12 @@ type Export struct {
 	ChartRepo string
 	// ArgoCDNamespace holds the Applications ("" = DefaultArgoCDNamespace).
 	ArgoCDNamespace string
+	// Fleet (Argo CD only) writes an ApplicationSet per release instead of an Application, for every
+	// cluster Argo CD manages that ClusterSelector matches.
+	Fleet bool
+	// ClusterSelector are the labels of the Argo CD cluster Secrets a fleet export selects (matchLabels);
+	// empty selects every cluster Argo CD manages.
+	ClusterSelector map[string]string
 }
 
 // Document is one object of the export, with the comment lines written above it.
@@ -68,11 +76,27 @@ type Result struct {
 // Validate judges the options without a Plan: every mistake is an *InputError.
 func (e *Export) Validate() error {
 	switch e.Engine {
-	case Flux, ArgoCD:
+	case Flux, ArgoCD, RKE2:
 	case "":
-		return &InputError{"--for is required: flux or argocd"}
+		return &InputError{"--for is required: flux, argocd or rke2"}
+	case CAPI:
+		return &InputError{"--for capi: not exported: the HelmChartProxy CRD (sigs.k8s.io/cluster-api-addon-provider-helm) is not available as a Go module to validate an export against; see docs/gitops.md#cluster-api"}
 	default:
-		return &InputError{fmt.Sprintf("--for %s: must be flux or argocd (Cluster API and RKE2 exports are not built yet)", e.Engine)}
+		return &InputError{fmt.Sprintf("--for %s: must be flux, argocd or rke2", e.Engine)}
+	}
+	if e.Fleet && e.Engine != ArgoCD {
+		return &InputError{fmt.Sprintf("--fleet is for --for argocd (ApplicationSets), not %s", e.Engine)}
+	}
+	if len(e.ClusterSelector) > 0 && !e.Fleet {
+		return &InputError{"--cluster-selector selects the clusters of a fleet: it needs --fleet"}
+	}
+	for k, v := range e.ClusterSelector {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return &InputError{fmt.Sprintf("--cluster-selector %s=%s: %s is not a label key: %s", k, v, k, strings.Join(errs, "; "))}
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return &InputError{fmt.Sprintf("--cluster-selector %s=%s: %q is not a label value: %s", k, v, v, strings.Join(errs, "; "))}
+		}
 	}
 	if e.ChartRepo == "" {
 		return &InputError{"--chart-repo is required: the http(s) chart repository or oci:// registry path the engine pulls gpuctl's charts from"}
@@ -135,7 +159,15 @@ func (e *Export) Run(p *plan.Plan) (*Result, error) {
 	case Flux:
 		e.flux(r, p, releases)
 	case ArgoCD:
-		e.argoCD(r, p, releases)
+		if e.Fleet {
+			e.argoCDFleet(r, p, releases)
+		} else {
+			e.argoCD(r, p, releases)
+		}
+	case RKE2:
+		if err := e.rke2(r, p, releases); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"text/template"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -82,22 +83,45 @@ func at(m map[string]any, path ...string) any {
 	return v
 }
 
-var cases = []struct {
+type exportCase struct {
 	engine    Engine
+	fleet     bool
 	profile   string
 	chartRepo string
-}{
-	{Flux, "gke", "oci://registry.example.com/gpuctl/charts"},
-	{Flux, "kubeadm", "https://charts.example.com/gpuctl"},
-	{ArgoCD, "gke", "oci://registry.example.com/gpuctl/charts"},
-	{ArgoCD, "kubeadm", "https://charts.example.com/gpuctl"},
+}
+
+// name is the case's engine as the golden file names it ("argocd-fleet").
+func (c exportCase) name() string {
+	if c.fleet {
+		return string(c.engine) + "-fleet"
+	}
+	return string(c.engine)
+}
+
+func (c exportCase) export() *Export {
+	x := &Export{Engine: c.engine, ChartRepo: c.chartRepo, Fleet: c.fleet}
+	if c.fleet {
+		x.ClusterSelector = map[string]string{"gpuctl.io/fleet": "gpu"}
+	}
+	return x
+}
+
+var cases = []exportCase{
+	{Flux, false, "gke", "oci://registry.example.com/gpuctl/charts"},
+	{Flux, false, "kubeadm", "https://charts.example.com/gpuctl"},
+	{ArgoCD, false, "gke", "oci://registry.example.com/gpuctl/charts"},
+	{ArgoCD, false, "kubeadm", "https://charts.example.com/gpuctl"},
+	{ArgoCD, true, "gke", "oci://registry.example.com/gpuctl/charts"},
+	{ArgoCD, true, "kubeadm", "https://charts.example.com/gpuctl"},
+	{RKE2, false, "rke2", "oci://registry.example.com/gpuctl/charts"},
+	{RKE2, false, "kubeadm", "https://charts.example.com/gpuctl"},
 }
 
 func TestGolden(t *testing.T) {
 	for _, tc := range cases {
-		t.Run(string(tc.engine)+" on "+tc.profile+" matches its golden file", func(t *testing.T) {
+		t.Run(tc.name()+" on "+tc.profile+" matches its golden file", func(t *testing.T) {
 			p := offlinePlan(t, engine.InstallOptions{Profile: tc.profile})
-			res, err := (&Export{Engine: tc.engine, ChartRepo: tc.chartRepo}).Run(p)
+			res, err := tc.export().Run(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +129,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", string(tc.engine)+"-"+tc.profile+".yaml")
+			golden := filepath.Join("testdata", tc.name()+"-"+tc.profile+".yaml")
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
 					t.Fatal(err)
@@ -125,9 +149,9 @@ func TestGolden(t *testing.T) {
 // TestDocuments decodes every exported document and compares the releases' values with the Plan's.
 func TestDocuments(t *testing.T) {
 	for _, tc := range cases {
-		t.Run(string(tc.engine)+" on "+tc.profile+": every document is an object and every release has the plan's values, in order", func(t *testing.T) {
+		t.Run(tc.name()+" on "+tc.profile+": every document is an object and every release has the plan's values, in order", func(t *testing.T) {
 			p := offlinePlan(t, engine.InstallOptions{Profile: tc.profile, Set: []string{"driver.version=580.1.2", "node-feature-discovery.worker.config.sources.pci.deviceLabelFields={vendor,device}"}, Registry: "mirror.example.com"})
-			res, err := (&Export{Engine: tc.engine, ChartRepo: tc.chartRepo}).Run(p)
+			res, err := tc.export().Run(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,6 +194,21 @@ func TestDocuments(t *testing.T) {
 					values = at(d, "spec", "source", "helm", "valuesObject")
 					if at(d, "spec", "source", "helm", "skipCrds") != true {
 						t.Errorf("Application %v does not skip its chart's CRDs", at(d, "metadata", "name"))
+					}
+				case "ApplicationSet":
+					values = at(d, "spec", "template", "spec", "source", "helm", "valuesObject")
+					if at(d, "spec", "template", "spec", "source", "helm", "skipCrds") != false {
+						t.Errorf("ApplicationSet %v skips its chart's CRDs: no other object brings them to the fleet's clusters", at(d, "metadata", "name"))
+					}
+				case "HelmChart":
+					content, _ := at(d, "spec", "valuesContent").(string)
+					var v map[string]any
+					if err := sigsyaml.Unmarshal([]byte(content), &v); err != nil {
+						t.Fatalf("HelmChart %v: valuesContent is not YAML: %v", at(d, "metadata", "name"), err)
+					}
+					values = v
+					if ns := at(d, "metadata", "namespace"); ns != "kube-system" {
+						t.Errorf("HelmChart %v in namespace %v, want kube-system (the helm-controller's)", at(d, "metadata", "name"), ns)
 					}
 				default:
 					if firstRelease >= 0 {
@@ -259,7 +298,11 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"no engine", Export{ChartRepo: "https://c.example.com"}, "--for is required"},
-		{"an engine not built yet", Export{Engine: "capi", ChartRepo: "https://c.example.com"}, "--for capi"},
+		{"Cluster API, whose CRDs cannot be validated against,", Export{Engine: CAPI, ChartRepo: "https://c.example.com"}, "--for capi: not exported"},
+		{"an unknown engine", Export{Engine: "fleet", ChartRepo: "https://c.example.com"}, "--for fleet: must be flux, argocd or rke2"},
+		{"a fleet of Flux", Export{Engine: Flux, Fleet: true, ChartRepo: "https://c.example.com"}, "--fleet is for --for argocd"},
+		{"a cluster selector without a fleet", Export{Engine: ArgoCD, ClusterSelector: map[string]string{"a": "b"}, ChartRepo: "https://c.example.com"}, "it needs --fleet"},
+		{"a cluster selector that is no label", Export{Engine: ArgoCD, Fleet: true, ClusterSelector: map[string]string{"a b": "c"}, ChartRepo: "https://c.example.com"}, "--cluster-selector a b=c"},
 		{"no chart repository", Export{Engine: Flux}, "--chart-repo is required"},
 		{"a chart repository without a scheme", Export{Engine: ArgoCD, ChartRepo: "charts.example.com"}, "--chart-repo charts.example.com"},
 		{"a file URL", Export{Engine: ArgoCD, ChartRepo: "file:///charts"}, "--chart-repo file:///charts"},
@@ -337,4 +380,114 @@ func TestPlainObjects(t *testing.T) {
 			t.Fatal("no documents")
 		}
 	})
+}
+
+func TestFleetAndRKE2(t *testing.T) {
+	t.Run("a fleet's Applications create the namespace with the plan's Pod Security labels", func(t *testing.T) {
+		p := offlinePlan(t, engine.InstallOptions{Profile: "kubeadm"})
+		res, err := (&Export{Engine: ArgoCD, Fleet: true, ChartRepo: "https://c.example.com"}).Run(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := normalized(t, at(p.Step("namespace").Objects[0], "metadata", "labels"))
+		n := 0
+		for _, d := range res.Documents {
+			switch d.Object["kind"] {
+			case "CustomResourceDefinition":
+				t.Errorf("a fleet export writes CRD %v for the Argo CD cluster; the Applications bring them", at(d.Object, "metadata", "name"))
+			case "ApplicationSet":
+				n++
+				sp := at(d.Object, "spec", "template", "spec", "syncPolicy").(map[string]any)
+				if got := normalized(t, at(sp, "managedNamespaceMetadata", "labels")); !reflect.DeepEqual(got, want) || !strings.Contains(strings.Join(toStrings(sp["syncOptions"]), ","), "CreateNamespace=true") {
+					t.Errorf("ApplicationSet %v: syncPolicy %v, want CreateNamespace with labels %v", at(d.Object, "metadata", "name"), sp, want)
+				}
+				if at(d.Object, "spec", "generators") == nil || at(d.Object, "spec", "goTemplate") != true {
+					t.Errorf("ApplicationSet %v has no generator or no goTemplate", at(d.Object, "metadata", "name"))
+				}
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d ApplicationSets, want NFD's and the operator's", n)
+		}
+	})
+	t.Run("a value with {{ reaches the Application unchanged through the ApplicationSet's Go template", func(t *testing.T) {
+		in := map[string]any{"a{{k": []any{"x {{ .name }} y", 3}, "plain": "v"}
+		// Argo CD renders each string of the template on its own (applicationset/utils.Render).
+		var render func(v any) any
+		render = func(v any) any {
+			switch x := v.(type) {
+			case string:
+				tpl, err := template.New("v").Option("missingkey=error").Parse(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				if err := tpl.Execute(&b, map[string]any{"name": "cluster-a"}); err != nil {
+					t.Fatal(err)
+				}
+				return b.String()
+			case map[string]any:
+				out := map[string]any{}
+				for k, e := range x {
+					out[render(k).(string)] = render(e)
+				}
+				return out
+			case []any:
+				var out []any
+				for _, e := range x {
+					out = append(out, render(e))
+				}
+				return out
+			}
+			return v
+		}
+		rendered := render(escapeGoTemplate(in))
+		if !reflect.DeepEqual(rendered, in) {
+			t.Errorf("rendered %v, want %v", rendered, in)
+		}
+	})
+	t.Run("rke2: plain objects and CRDs come before the HelmCharts, which install from the chart repository", func(t *testing.T) {
+		p := offlinePlan(t, engine.InstallOptions{Profile: "tkgs"})
+		for _, repo := range []string{"https://c.example.com/charts", "oci://r.example.com/gpuctl"} {
+			res, err := (&Export{Engine: RKE2, ChartRepo: repo}).Run(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, d := range res.Documents {
+				k := d.Object["kind"].(string)
+				if len(kinds) == 0 || kinds[len(kinds)-1] != k {
+					kinds = append(kinds, k)
+				}
+				if k != "HelmChart" {
+					continue
+				}
+				name := at(d.Object, "metadata", "name").(string)
+				chart := at(d.Object, "spec", "chart")
+				if strings.HasPrefix(repo, "oci://") {
+					if at(d.Object, "spec", "repo") != nil || !strings.HasPrefix(chart.(string), repo+"/") {
+						t.Errorf("HelmChart %s from OCI: chart %v repo %v", name, chart, at(d.Object, "spec", "repo"))
+					}
+				} else if at(d.Object, "spec", "repo") != repo || chart == "" {
+					t.Errorf("HelmChart %s: chart %v repo %v, want repo %s", name, chart, at(d.Object, "spec", "repo"), repo)
+				}
+				if at(d.Object, "spec", "targetNamespace") != p.Namespace || at(d.Object, "spec", "failurePolicy") != "retry" {
+					t.Errorf("HelmChart %s: spec %v", name, d.Object["spec"])
+				}
+			}
+			if want := []string{"Namespace", "RoleBinding", "CustomResourceDefinition", "HelmChart"}; !reflect.DeepEqual(kinds, want) {
+				t.Errorf("kinds in order %v, want %v", kinds, want)
+			}
+		}
+	})
+}
+
+func toStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
