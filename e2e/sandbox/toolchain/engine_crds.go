@@ -17,8 +17,8 @@ import (
 // with. Cluster API's Helm add-on provider (sigs.k8s.io/cluster-api-addon-provider-helm) is not served
 // as a module, so its HelmChartProxy is not exported (docs/gitops.md#cluster-api).
 const (
-	ArgoCDModule               = "github.com/argoproj/argo-cd/v3@v3.5.7"
-	K3sHelmControllerModule    = "github.com/k3s-io/helm-controller@v0.17.9"
+	ArgoCDModule            = "github.com/argoproj/argo-cd/v3@v3.5.7"
+	K3sHelmControllerModule = "github.com/k3s-io/helm-controller@v0.17.9"
 	// Flux's are the controllers the sandbox runs (gitops.go), so the CRDs exports are validated
 	// against are those Flux reconciles.
 	FluxHelmControllerModule   = "github.com/fluxcd/helm-controller@" + FluxHelmControllerVersion
