@@ -76,6 +76,7 @@ HelmChartProxy is not exported (docs/gitops.md#cluster-api).`,
 	f := cmd.Flags()
 	f.StringVar(&engineName, "for", "", "GitOps engine to write for: flux, argocd or rke2 (RKE2 and k3s)")
 	f.StringVar(&x.ChartRepo, "chart-repo", "", "where the engine pulls gpuctl's charts: an http(s) chart repository or an oci:// registry path")
+	f.BoolVar(&x.PlainHTTP, "plain-http", false, "the oci:// registry of --chart-repo speaks HTTP without TLS (a lab registry)")
 	f.StringVarP(&dir, "output-dir", "o", "", "write one file per object into this directory, numbered in apply order (default: one YAML stream on stdout)")
 	f.StringVar(&x.ArgoCDNamespace, "argocd-namespace", export.DefaultArgoCDNamespace, "Argo CD: the namespace of its Applications")
 	f.BoolVar(&x.Fleet, "fleet", false, "Argo CD: an ApplicationSet per release over the clusters Argo CD manages, instead of Applications for its own cluster")

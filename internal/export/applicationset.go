@@ -51,7 +51,7 @@ func (e *Export) argoCDFleet(r *Result, p *plan.Plan, releases []*plan.Release) 
 		"selected cluster before it is selected (the cluster's bootstrap, or an ApplicationSet with a Git directory source over where you commit them).",
 	}
 	if e.oci() {
-		r.Header = append(r.Header, "The charts are in an OCI registry: Argo CD needs a repository for "+strings.TrimPrefix(e.ChartRepo, "oci://")+" with type helm and enableOCI true.")
+		r.Header = append(r.Header, e.argoOCINote())
 	}
 	nsLabels := map[string]any{}
 	for i := range r.Documents {

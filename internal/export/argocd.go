@@ -79,7 +79,7 @@ func (e *Export) argoCD(r *Result, p *plan.Plan, releases []*plan.Release) {
 		"Argo CD waits for a child Application's health between waves only with the Application health check enabled (docs/gitops.md).",
 	}
 	if e.oci() {
-		r.Header = append(r.Header, "The charts are in an OCI registry: Argo CD needs a repository for "+strings.TrimPrefix(e.ChartRepo, "oci://")+" with type helm and enableOCI true.")
+		r.Header = append(r.Header, e.argoOCINote())
 	}
 	for i := range r.Documents {
 		md, _ := r.Documents[i].Object["metadata"].(map[string]any)

@@ -41,6 +41,8 @@ type Export struct {
 	// ChartRepo is where the engine pulls gpuctl's charts: an http(s) chart repository or an oci://
 	// registry path.
 	ChartRepo string
+	// PlainHTTP: the oci:// registry of ChartRepo speaks HTTP without TLS (a lab registry).
+	PlainHTTP bool
 	// ArgoCDNamespace holds the Applications ("" = DefaultArgoCDNamespace).
 	ArgoCDNamespace string
 	// Fleet (Argo CD only) writes an ApplicationSet per release instead of an Application, for every
@@ -105,11 +107,26 @@ func (e *Export) Validate() error {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci") {
 		return &InputError{fmt.Sprintf("--chart-repo %s: must be an http(s):// chart repository or an oci:// registry path", e.ChartRepo)}
 	}
+	if e.PlainHTTP && u.Scheme != "oci" {
+		return &InputError{fmt.Sprintf("--plain-http is for an oci:// registry; an http:// chart repository (%s) says so in its URL", e.ChartRepo)}
+	}
 	return nil
 }
 
 // oci: the charts are in an OCI registry.
 func (e *Export) oci() bool { return strings.HasPrefix(e.ChartRepo, "oci://") }
+
+// argoOCINote is the header line of an Argo CD export whose charts are in an OCI registry: the
+// repository Argo CD needs for it, a Secret gpuctl does not write (Argo CD's declarative setup,
+// https://argo-cd.readthedocs.io/en/stable/operator-manual/declarative-setup/#helm;
+// insecureOCIForceHttp: argoproj/argo-cd pkg/apis/application/v1alpha1/repository_types.go@v3.5.7).
+func (e *Export) argoOCINote() string {
+	n := "The charts are in an OCI registry: Argo CD needs a repository for " + strings.TrimPrefix(e.ChartRepo, "oci://") + " with type helm and enableOCI true"
+	if e.PlainHTTP {
+		n += ", and insecureOCIForceHttp true (the registry speaks plain HTTP)"
+	}
+	return n + "."
+}
 
 // Run exports p. It refuses the OpenShift plan (plan.ErrUnsupported): there NVIDIA's operator is an
 // OLM Subscription, not a chart.

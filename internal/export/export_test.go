@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -306,6 +307,7 @@ func TestRefusals(t *testing.T) {
 		{"no chart repository", Export{Engine: Flux}, "--chart-repo is required"},
 		{"a chart repository without a scheme", Export{Engine: ArgoCD, ChartRepo: "charts.example.com"}, "--chart-repo charts.example.com"},
 		{"a file URL", Export{Engine: ArgoCD, ChartRepo: "file:///charts"}, "--chart-repo file:///charts"},
+		{"plain HTTP for an http chart repository", Export{Engine: Flux, PlainHTTP: true, ChartRepo: "http://c.example.com"}, "--plain-http is for an oci:// registry"},
 	} {
 		t.Run(tc.name+" is an input error", func(t *testing.T) {
 			var ie *InputError
@@ -490,4 +492,51 @@ func toStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+func TestPlainHTTP(t *testing.T) {
+	p := offlinePlan(t, engine.InstallOptions{Profile: "gke"})
+	for _, tc := range []struct {
+		x Export
+		// field is where the engine's object says "no TLS", header what the header says instead.
+		kind   string
+		field  []string
+		header string
+	}{
+		{Export{Engine: Flux}, "HelmRepository", []string{"spec", "insecure"}, ""},
+		{Export{Engine: RKE2}, "HelmChart", []string{"spec", "plainHTTP"}, ""},
+		{Export{Engine: ArgoCD}, "", nil, "insecureOCIForceHttp true"},
+		{Export{Engine: ArgoCD, Fleet: true}, "", nil, "insecureOCIForceHttp true"},
+	} {
+		for _, plain := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s fleet=%v plain-http=%v", tc.x.Engine, tc.x.Fleet, plain), func(t *testing.T) {
+				x := tc.x
+				x.ChartRepo, x.PlainHTTP = "oci://127.0.0.1:5000/gpuctl", plain
+				res, err := x.Run(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.header != "" {
+					if got := strings.Contains(strings.Join(res.Header, "\n"), tc.header); got != plain {
+						t.Errorf("header names %q: %v, want %v:\n%s", tc.header, got, plain, strings.Join(res.Header, "\n"))
+					}
+					return
+				}
+				n := 0
+				for _, d := range res.Documents {
+					if d.Object["kind"] != tc.kind {
+						continue
+					}
+					n++
+					v := at(d.Object, tc.field...)
+					if (v == true) != plain {
+						t.Errorf("%s %v: %s = %v, want it set only with plain HTTP", tc.kind, at(d.Object, "metadata", "name"), strings.Join(tc.field, "."), v)
+					}
+				}
+				if n == 0 {
+					t.Fatalf("no %s in the export", tc.kind)
+				}
+			})
+		}
+	}
 }

@@ -31,6 +31,11 @@ func (e *Export) flux(r *Result, p *plan.Plan, releases []*plan.Release) {
 	repo := map[string]any{"interval": fluxSourceInterval, "url": e.ChartRepo}
 	if e.oci() {
 		repo["type"] = "oci"
+		if e.PlainHTTP {
+			// "Insecure allows connecting to a non-TLS HTTP container registry" (fluxcd/source-controller
+			// api/v1/helmrepository_types.go@v1.8.0).
+			repo["insecure"] = true
+		}
 	}
 	r.Documents = append(r.Documents, Document{File: "helmrepository-" + SourceName,
 		Comment: []string{"where Flux pulls gpuctl's charts"},

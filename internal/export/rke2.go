@@ -49,6 +49,10 @@ func (e *Export) rke2(r *Result, p *plan.Plan, releases []*plan.Release) error {
 		}
 		if e.oci() {
 			spec["chart"] = strings.TrimSuffix(e.ChartRepo, "/") + "/" + rel.Chart
+			if e.PlainHTTP {
+				// k3s-io/helm-controller pkg/apis/helm.cattle.io/v1/types.go@v0.17.9: PlainHTTP.
+				spec["plainHTTP"] = true
+			}
 		} else {
 			spec["chart"], spec["repo"] = rel.Chart, e.ChartRepo
 		}
