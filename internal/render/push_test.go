@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,7 +12,11 @@ import (
 	"github.com/distribution/distribution/v3/configuration"
 	distribution "github.com/distribution/distribution/v3/registry"
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/registry"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 func TestOCIRepository(t *testing.T) {
@@ -45,7 +50,7 @@ func TestOCIRepository(t *testing.T) {
 func TestPush(t *testing.T) {
 	host := startRegistry(t)
 	url := "oci://" + host + "/gpuctl/charts"
-	plan, _, err := PushPlan(url)
+	planned, _, err := PushPlan(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +58,8 @@ func TestPush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pushed) != len(plan) || len(plan) == 0 {
-		t.Fatalf("pushed %d charts, the plan has %d", len(pushed), len(plan))
+	if len(pushed) != len(planned) || len(planned) == 0 {
+		t.Fatalf("pushed %d charts, the plan has %d", len(pushed), len(planned))
 	}
 	saved, err := SaveRepository(t.TempDir(), "")
 	if err != nil {
@@ -69,8 +74,8 @@ func TestPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range pushed {
-		if p.Reference != host+"/gpuctl/charts/"+p.Name+":"+p.Version || p.Reference != plan[i].Reference || p.Digest != plan[i].Digest {
-			t.Errorf("pushed %+v, the plan says %+v", p, plan[i])
+		if p.Reference != host+"/gpuctl/charts/"+p.Name+":"+p.Version || p.Reference != planned[i].Reference || p.Digest != planned[i].Digest {
+			t.Errorf("pushed %+v, the plan says %+v", p, planned[i])
 		}
 		if p.Manifest == "" {
 			t.Errorf("%s: no manifest digest", p.Reference)
@@ -78,6 +83,17 @@ func TestPush(t *testing.T) {
 		pulled, err := client.Pull(p.Reference)
 		if err != nil {
 			t.Fatalf("pull %s: %v", p.Reference, err)
+		}
+		archived, err := loader.LoadArchive(bytes.NewReader(pulled.Chart.Data))
+		if err != nil {
+			t.Fatalf("%s: %v", p.Reference, err)
+		}
+		appVersion := ""
+		if p.Name == plan.OperatorRelease {
+			appVersion = "v" + p.Version
+		}
+		if embedded, err := LoadChart(p.Name, appVersion); err != nil || release.ChartDigest(archived) != release.ChartDigest(embedded) {
+			t.Errorf("%s is not the chart gpuctl installs for %s (%v)", p.Reference, p.Version, err)
 		}
 		sum := sha256.Sum256(pulled.Chart.Data)
 		got := "sha256:" + hex.EncodeToString(sum[:])
