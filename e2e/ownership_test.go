@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -68,14 +70,16 @@ func TestOwnershipRespected(t *testing.T) {
 		},
 	} {
 		t.Run("a release "+engine.name+" manages is refused by install, upgrade and uninstall", func(t *testing.T) {
-			markRelease(t, c, "gpu-operator", func(o *unstructured.Unstructured) map[string]any { return engine.mark(o, false) })
-			t.Cleanup(func() {
-				markRelease(t, c, "gpu-operator", func(o *unstructured.Unstructured) map[string]any { return engine.mark(o, true) })
+			objs := releaseObjects(t, c, "gpu-operator")
+			markObjects(t.Context(), t, c, objs, func(o *unstructured.Unstructured) map[string]any { return engine.mark(o, false) })
+			t.Cleanup(func() { // the test's context is over by now
+				markObjects(context.Background(), t, c, objs, func(o *unstructured.Unstructured) map[string]any { return engine.mark(o, true) })
 			})
 			hist, state := history(t, c, "gpu-operator"), clusterState(t, c)
 			for _, args := range [][]string{
 				{"upgrade", "--yes", "--set", "daemonsets.labels.owner=gpuctl"},
 				{"uninstall", "--yes"},
+				{"uninstall", "--dry-run"},
 				{"install"},
 				{"install", "--dry-run"},
 			} {
@@ -98,9 +102,9 @@ func TestOwnershipRespected(t *testing.T) {
 	}
 }
 
-// markRelease merge-patches the metadata of every object of a release's deployed manifest in the
-// gpu-operator namespace, as an engine that took the release over writes it.
-func markRelease(t *testing.T, c *sandbox.Cluster, name string, patch func(*unstructured.Unstructured) map[string]any) {
+// releaseObjects are the objects of a release's deployed manifest in the gpu-operator namespace, each
+// with its resource.
+func releaseObjects(t *testing.T, c *sandbox.Cluster, name string) []releaseObject {
 	t.Helper()
 	code, manifest := helm(t, c, "get", "manifest", name, "-n", "gpu-operator")
 	if code != 0 {
@@ -111,9 +115,8 @@ func markRelease(t *testing.T, c *sandbox.Cluster, name string, patch func(*unst
 		t.Fatal(err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	dyn := dynamicClient(t, c)
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	marked := 0
+	var out []releaseObject
 	for {
 		var obj unstructured.Unstructured
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
@@ -132,16 +135,30 @@ func markRelease(t *testing.T, c *sandbox.Cluster, name string, patch func(*unst
 		if obj.GetNamespace() == "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
 			obj.SetNamespace("gpu-operator") // Helm's manifests leave the release's namespace out
 		}
-		body, err := json.Marshal(map[string]any{"metadata": patch(&obj)})
+		out = append(out, releaseObject{obj: &obj, gvr: m.Resource})
+	}
+	if len(out) == 0 {
+		t.Fatalf("release %s has no objects", name)
+	}
+	return out
+}
+
+type releaseObject struct {
+	obj *unstructured.Unstructured
+	gvr schema.GroupVersionResource
+}
+
+// markObjects merge-patches the metadata of objs, as an engine that took a release over writes it.
+func markObjects(ctx context.Context, t *testing.T, c *sandbox.Cluster, objs []releaseObject, patch func(*unstructured.Unstructured) map[string]any) {
+	t.Helper()
+	dyn := dynamicClient(t, c)
+	for _, o := range objs {
+		body, err := json.Marshal(map[string]any{"metadata": patch(o.obj)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(t.Context(), obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-			t.Fatalf("patch %s %s: %v", gvk.Kind, obj.GetName(), err)
+		if _, err := dyn.Resource(o.gvr).Namespace(o.obj.GetNamespace()).Patch(ctx, o.obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("patch %s %s: %v", o.obj.GetKind(), o.obj.GetName(), err)
 		}
-		marked++
-	}
-	if marked == 0 {
-		t.Fatalf("release %s has no objects", name)
 	}
 }
