@@ -223,6 +223,11 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 			sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
 		}
 	}
+	// A release or ClusterPolicy a GitOps engine manages is refused first, the dry run's plan too: the
+	// change belongs in the engine's object.
+	if err := refuseOwned(ctx, i.Clients, installTargets(p, i.Clients.Namespace), sink); err != nil {
+		return res, nil, nil, err
+	}
 	if o.DryRun && planErr == nil {
 		p.Writes, err = installWrites(ctx, i.Clients, p)
 		return res, p, nil, err

@@ -71,6 +71,9 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		}
 		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
 		p, err := un.Plan(ctx)
+		if err == nil {
+			err = refuseOwned(ctx, u.Clients, uninstallTargets(p), sink)
+		}
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
 	res = &UninstallResult{}
@@ -82,6 +85,10 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
 		// Every decision is made here, before the first write; the steps carry the plan out.
 		if res.Plan, err = un.Plan(ctx); err != nil {
+			return err
+		}
+		// What a GitOps engine manages is never deleted by gpuctl: the engine would put it back.
+		if err := refuseOwned(ctx, u.Clients, uninstallTargets(res.Plan), sink); err != nil {
 			return err
 		}
 		r, err := un.Run(ctx, res.Plan)

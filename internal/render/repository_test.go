@@ -66,3 +66,35 @@ func TestSaveRepository(t *testing.T) {
 		t.Errorf("second save: %d charts, %v", len(again), err)
 	}
 }
+
+// TestArchivesAreReproducible: the same gpuctl packages the same bytes each time, so charts save and
+// charts push publish one digest per chart version; charts save writes exactly those archives.
+func TestArchivesAreReproducible(t *testing.T) {
+	first, err := Archives()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Archives()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != len(again) || len(first) == 0 {
+		t.Fatalf("%d archives, then %d", len(first), len(again))
+	}
+	byFile := map[string]string{}
+	for i, a := range first {
+		if a.Digest != again[i].Digest {
+			t.Errorf("%s: digest %s, then %s", a.File(), a.Digest, again[i].Digest)
+		}
+		byFile[a.File()] = a.Digest
+	}
+	saved, err := SaveRepository(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range saved {
+		if byFile[filepath.Base(s.File)] != s.Digest {
+			t.Errorf("charts save wrote %s with digest %s, Archives packages %s", s.File, s.Digest, byFile[filepath.Base(s.File)])
+		}
+	}
+}
