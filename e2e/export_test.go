@@ -203,6 +203,12 @@ func decodeStream(t *testing.T, stream string) []*unstructured.Unstructured {
 
 // dryRunApply applies obj server-side with dryRun=All and strict field validation.
 func dryRunApply(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) error {
+	return serverSideApply(ctx, dyn, mapper, obj, true)
+}
+
+// serverSideApply applies obj server-side with strict field validation, as `kubectl apply
+// --server-side` does; with dryRun nothing is written.
+func serverSideApply(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured, dryRun bool) error {
 	gvk := obj.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -216,7 +222,10 @@ func dryRunApply(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMap
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		r = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 	}
-	_, err = r.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-		DryRun: []string{metav1.DryRunAll}, FieldManager: "gpuctl-e2e-export", FieldValidation: "Strict", Force: ptr.To(true)})
+	opts := metav1.PatchOptions{FieldManager: "gpuctl-e2e-export", FieldValidation: "Strict", Force: ptr.To(true)}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = r.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts)
 	return err
 }

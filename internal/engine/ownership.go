@@ -125,6 +125,9 @@ func findOwned(ctx context.Context, clients *kube.Clients, t writeTargets) (*Own
 // objectOwner reads one object's metadata and says which engine manages it; an object that is not
 // there, or whose kind the cluster does not serve, has none.
 func objectOwner(ctx context.Context, clients *kube.Clients, o targetObject) (*OwnedError, error) {
+	if clients.Mapper == nil {
+		return nil, fmt.Errorf("read %s %s: no REST mapper", o.gvk.Kind, o.name)
+	}
 	m, err := clients.Mapper.RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
 	if meta.IsNoMatchError(err) {
 		return nil, nil

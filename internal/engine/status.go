@@ -178,6 +178,8 @@ type statusInputs struct {
 	nodes      []corev1.Node
 	pods       []corev1.Pod
 	monitoring *MonitoringStatus
+	// owner is the GitOps engine that manages the stack's releases or ClusterPolicy (nil: none found).
+	owner *OwnedError
 }
 
 // read reads what the checks look at and evaluates them. An object that is not there is a verdict,
@@ -203,6 +205,8 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 	}
 	in.pods = pods.Items
 	in.monitoring = s.readMonitoring(ctx, rec, ns)
+	// Who manages the stack is shown, not judged: a read the user may not make leaves it unsaid.
+	in.owner, _ = findOwned(ctx, s.Clients, installTargets(nil, ns))
 	return evaluateStatus(in), nil
 }
 
@@ -247,7 +251,7 @@ func (s *Status) readPolicy(ctx context.Context, name string) (*unstructured.Uns
 func evaluateStatus(in statusInputs) *StatusResult {
 	res := &StatusResult{Installed: true, Record: in.record, Monitoring: in.monitoring}
 	res.Nodes = nodeRows(in.nodes, in.pods)
-	res.Checks = []StatusCheck{recordCheck(in.record), operatorCheck(in.operator, in.namespace)}
+	res.Checks = []StatusCheck{recordCheck(in.record, in.owner), operatorCheck(in.operator, in.namespace)}
 	if in.nfdWanted {
 		res.Checks = append(res.Checks, nfdCheck(in.nfdRelease, in.namespace))
 	}
@@ -261,9 +265,18 @@ func evaluateStatus(in statusInputs) *StatusResult {
 }
 
 // recordCheck shows the install record; an install that did not succeed, or one without a record, is a
-// warning (upgrade and uninstall still work from the Helm releases).
-func recordCheck(r *record.Record) StatusCheck {
+// warning (upgrade and uninstall still work from the Helm releases). A stack a GitOps engine manages
+// says so instead: its releases are the engine's, which gpuctl's upgrade and uninstall refuse to write.
+func recordCheck(r *record.Record, owner *OwnedError) StatusCheck {
 	c := StatusCheck{Name: "install record", State: CheckOK}
+	if owner != nil {
+		c.Message = owner.Object + " is managed by " + owner.Owner.String()
+		c.Hint = "change it there; gpuctl upgrade and uninstall refuse it (gpuctl export --for " + owner.Owner.ExportFor() + " writes it)"
+		if r == nil {
+			c.Message = "none: " + c.Message
+		}
+		return c
+	}
 	if r == nil {
 		c.State, c.Message, c.Hint = CheckWarning, "none: installed by a gpuctl without records, or by hand", "gpuctl upgrade and uninstall work from the Helm releases alone"
 		return c

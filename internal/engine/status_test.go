@@ -165,6 +165,8 @@ func TestStatusChecks(t *testing.T) {
 	row := func(name string, validated bool, allocatable int64) NodeStatus {
 		return NodeStatus{Name: name, Validated: validated, Allocatable: allocatable}
 	}
+	fluxOwned := &OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Flux", Kind: "HelmRelease", Namespace: "flux-system", Name: "gpu-operator"}}
+	argoOwned := &OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Argo CD", Kind: "Application", Namespace: "argocd", Name: "gpu"}}
 	tests := []struct {
 		name      string
 		check     StatusCheck
@@ -172,10 +174,12 @@ func TestStatusChecks(t *testing.T) {
 		wantState CheckState
 		wantText  string
 	}{
-		{"a succeeded install's record is ok", recordCheck(&record.Record{OperatorVersion: "v26.7.0", Result: "succeeded"}),
+		{"a succeeded install's record is ok", recordCheck(&record.Record{OperatorVersion: "v26.7.0", Result: "succeeded"}, nil),
 			"install record", CheckOK, "GPU Operator v26.7.0"},
-		{"a failed install's record is a warning", recordCheck(&record.Record{Result: "failed"}), "install record", CheckWarning, "failed"},
-		{"no record is a warning, not a failure", recordCheck(nil), "install record", CheckWarning, "none"},
+		{"a failed install's record is a warning", recordCheck(&record.Record{Result: "failed"}, nil), "install record", CheckWarning, "failed"},
+		{"no record is a warning, not a failure", recordCheck(nil, nil), "install record", CheckWarning, "none"},
+		{"no record, and a release Flux manages, names the HelmRelease", recordCheck(nil, fluxOwned), "install record", CheckOK, "none: release gpu-operator/gpu-operator is managed by Flux HelmRelease flux-system/gpu-operator"},
+		{"a record, and a release Argo CD took over, names the Application", recordCheck(&record.Record{Result: "succeeded"}, argoOwned), "install record", CheckOK, "release gpu-operator/gpu-operator is managed by Argo CD Application argocd/gpu"},
 		{"a missing NFD release fails", nfdCheck(nil, "gpu-operator"), "node feature discovery", CheckFailed, "not found"},
 		{"an NFD release left pending fails with its status", nfdCheck(&release.Release{Name: "node-feature-discovery", Revision: 2, Status: "pending-upgrade"}, "gpu-operator"),
 			"node feature discovery", CheckFailed, "revision 2 is pending-upgrade"},

@@ -204,6 +204,10 @@ func (u *Upgrade) installed(ctx context.Context, version string, force bool, sin
 		return nil, "", err
 	}
 	if rec == nil || rec.Uninstalled {
+		// A stack a GitOps engine installed has no record either: name the engine, not "nothing".
+		if err := refuseOwned(ctx, u.Clients, installTargets(nil, u.Clients.Namespace), sink); err != nil {
+			return nil, "", err
+		}
 		return nil, "", fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
 	}
 	change, err := plan.CheckVersions(rec.OperatorVersion, version, force)

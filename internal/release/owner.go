@@ -50,8 +50,8 @@ func (o Owner) String() string {
 	return s + o.Name
 }
 
-// exportFor is gpuctl export's --for that writes the engine's objects.
-func (o Owner) exportFor() string {
+// ExportFor is gpuctl export's --for that writes the engine's objects.
+func (o Owner) ExportFor() string {
 	if o.Engine == "Flux" {
 		return "flux"
 	}
@@ -70,7 +70,7 @@ type OwnedError struct {
 }
 
 func (e *OwnedError) Error() string {
-	return fmt.Sprintf("%s is managed by %s: change it there (gpuctl export --for %s writes it)", e.Object, e.Owner, e.Owner.exportFor())
+	return fmt.Sprintf("%s is managed by %s: change it there (gpuctl export --for %s writes it)", e.Object, e.Owner, e.Owner.ExportFor())
 }
 
 // ObjectID is an object as Argo CD's tracking annotation names it.
