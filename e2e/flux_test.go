@@ -138,8 +138,16 @@ func TestFluxInstallsTheExport(t *testing.T) {
 				if err != nil {
 					return false, err
 				}
+				// "ready" with reason NoGPUNodes comes first when the operator starts before NFD's
+				// workers have labelled the GPU nodes.
 				state, _, _ := unstructured.NestedString(cp.Object, "status", "state")
-				return state == "ready", nil
+				conds, _, _ := unstructured.NestedSlice(cp.Object, "status", "conditions")
+				for _, cnd := range conds {
+					if m, _ := cnd.(map[string]any); m["type"] == "Ready" && m["reason"] == "Reconciled" && m["status"] == "True" {
+						return state == "ready", nil
+					}
+				}
+				return false, nil
 			})
 			assertReconciled(t, c, "cluster-policy")
 			assertRealController(t, c, "v26.7.0")
@@ -175,11 +183,17 @@ func TestFluxInstallsTheExport(t *testing.T) {
 				}
 			}
 		}},
-		step{"gpuctl upgrade refuses the release Flux owns, naming the HelmRelease, and changes nothing", func(t *testing.T) {
+		step{"gpuctl upgrade, install and uninstall refuse the releases Flux owns, naming the HelmRelease, and change nothing", func(t *testing.T) {
 			before := history(t, c, "gpu-operator")
-			code, _, stderr := gpuctl(t, c, "upgrade", "--yes", "--set", "daemonsets.labels.team=ml")
-			if code != 5 || !strings.Contains(stderr, "is managed by Flux HelmRelease gpu-operator/") {
-				t.Errorf("upgrade exited %d, want 5 naming the HelmRelease: %s", code, stderr)
+			for _, args := range [][]string{
+				{"upgrade", "--yes", "--set", "daemonsets.labels.team=ml"},
+				{"install"},
+				{"uninstall", "--yes"},
+			} {
+				code, _, stderr := gpuctl(t, c, args...)
+				if code != 5 || !strings.Contains(stderr, "is managed by Flux HelmRelease gpu-operator/") {
+					t.Errorf("gpuctl %s exited %d, want 5 naming the HelmRelease: %s", args[0], code, stderr)
+				}
 			}
 			if after := history(t, c, "gpu-operator"); after != before {
 				t.Errorf("the release's history changed:\nbefore %s\nafter  %s", before, after)
