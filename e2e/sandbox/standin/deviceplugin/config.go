@@ -68,8 +68,8 @@ func configErrorf(format string, args ...any) error {
 }
 
 // ParseConfig reads one config file (YAML or JSON) and refuses what the real plugin refuses, where
-// that is cheap to tell: another version than v1, both sharing strategies at once, fewer than one
-// replica (two for MPS, which the plugin requires to be actually shared), a resource that is neither
+// that is cheap to tell: another version than v1, both sharing strategies at once (exclusive since
+// NVIDIA/k8s-device-plugin PR #507), fewer than one replica (two for MPS, which must actually share), a resource that is neither
 // nvidia.com/gpu nor a MIG resource, and a rename outside nvidia.com/.
 func ParseConfig(data []byte) (PluginConfig, error) {
 	var c PluginConfig
