@@ -11,7 +11,7 @@ import (
 )
 
 // migResourcePrefix begins the resources of MIG devices under the mixed strategy
-// (nvidia.com/mig-1g.10gb; NVIDIA/k8s-device-plugin README.md "MIG support", v0.18.0).
+// (nvidia.com/mig-1g.10gb; NVIDIA/k8s-device-plugin README.md "MIG support", v0.20.0).
 const migResourcePrefix = "nvidia.com/mig-"
 
 // MIG strategies (the plugin's --mig-strategy, the ClusterPolicy's spec.mig.strategy).
@@ -33,7 +33,7 @@ type Advertisement struct {
 // node's GPUs (hw), the plugin's config, its MIG strategy and the node's MIG layout:
 //
 //   - MIG (NVIDIA/k8s-device-plugin README.md "MIG support" and docs/gpu-feature-discovery labels at
-//     v0.18.0): none advertises every GPU as nvidia.com/gpu; single advertises the MIG devices as
+//     v0.20.0): none advertises every GPU as nvidia.com/gpu; single advertises the MIG devices as
 //     nvidia.com/gpu when every GPU has MIG on with one profile (or every GPU as a whole when none
 //     has), and refuses anything else; mixed advertises nvidia.com/mig-<profile> per profile and the
 //     GPUs without MIG as nvidia.com/gpu.

@@ -11,7 +11,7 @@ import (
 )
 
 // The device plugin's config file, in NVIDIA's schema (NVIDIA/k8s-device-plugin api/config/v1/config.go,
-// flags.go, sharing.go and replicas.go at v0.18.0; README.md "Shared Access to GPUs"), decoded into the
+// flags.go, sharing.go and replicas.go at v0.20.0; README.md "Shared Access to GPUs"), decoded into the
 // few fields the stand-in uses. The operator mounts a ConfigMap of such files, one per key, and the
 // plugin's config-manager sidecar picks one by the node's label (NVIDIA/gpu-operator
 // controllers/object_controls.go@v26.7.0 handleDevicePluginConfig; NVIDIA cloud-native-docs

@@ -100,7 +100,7 @@ func IsGPUFeatureDiscoveryPod(p *corev1.Pod) bool {
 // handleDevicePluginConfig, applyMIGConfiguration). So a ClusterPolicy change reaches the stand-in
 // as the operator's new pod, as it reaches the real plugin. The config-manager sidecar watches only
 // the node's nvidia.com/device-plugin.config label (NVIDIA/k8s-device-plugin cmd/config-manager at
-// v0.18.0): the stand-in picks a config when the plugin's pod or that label changes and keeps it
+// v0.20.0): the stand-in picks a config when the plugin's pod or that label changes and keeps it
 // otherwise, so an edited ConfigMap takes effect only after the label changes or the pod is
 // restarted, as with the real plugin. A config or MIG layout the real plugin refuses to start
 // with counts as no plugin running, and is logged.

@@ -19,7 +19,7 @@ import (
 // devicePlugin.config (the ConfigMap at /available-configs, DEFAULT_CONFIG on the config-manager) and
 // mig.strategy (MIG_STRATEGY).
 func operatorPod(ds, node, program, configMap, def, migStrategy string) *corev1.Pod {
-	main := corev1.Container{Name: program, Image: "nvcr.io/nvidia/k8s-device-plugin:v0.18.0", Command: []string{program},
+	main := corev1.Container{Name: program, Image: "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", Command: []string{program},
 		Env:          []corev1.EnvVar{{Name: "MIG_STRATEGY", Value: migStrategy}},
 		VolumeMounts: []corev1.VolumeMount{{Name: configMap, MountPath: "/available-configs"}}}
 	sidecar := corev1.Container{Name: "config-manager", Image: main.Image, Command: []string{"config-manager"},

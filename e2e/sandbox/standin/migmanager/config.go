@@ -12,7 +12,7 @@ import (
 )
 
 // Configs are mig-parted's named MIG configs (its config file, version v1: NVIDIA/mig-parted
-// api/spec/v1/spec.go at v0.12.1), decoded into the fields the stand-in uses.
+// api/spec/v1/spec.go at v0.15.0), decoded into the fields the stand-in uses.
 type Configs struct {
 	Version    string                   `json:"version"`
 	MigConfigs map[string][]ConfigEntry `json:"mig-configs"`
@@ -78,7 +78,7 @@ func (e *ApplyError) Error() string { return e.Reason }
 // Apply is what mig-parted apply does to a node's GPUs (hw) with the named config, starting from
 // the layout they have: every entry is walked in order and applied to each GPU its device filter
 // and devices match (a later entry wins), as mig-parted's WalkSelectedMigConfigForEachGPU does
-// (NVIDIA/mig-parted cmd/nvidia-mig-parted/util at v0.12.1); a GPU no entry matches is left alone.
+// (NVIDIA/mig-parted cmd/nvidia-mig-parted/util at v0.15.0); a GPU no entry matches is left alone.
 // MIG on a GPU without MIG, a profile the GPU does not offer, more instances of a profile than it
 // holds, or more than its seven compute slices are an *ApplyError, as NVML refuses them.
 // Simplified: MIG's placement rules beyond the compute slices are not checked.

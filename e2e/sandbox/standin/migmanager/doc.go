@@ -4,7 +4,7 @@
 // mig-parted (NVIDIA/mig-parted, the operator's default-mig-parted-config ConfigMap, or the one the
 // pod mounts at /mig-parted-config), the stand-in applies it to the node's simulated GPUs and drives
 // nvidia.com/mig.config.state through pending to success, or to failed when a GPU cannot take it
-// (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh at v0.12.1; the operator's
+// (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.go at v0.15.0; the operator's
 // docs, https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html). It
 // records the MIG devices it applied in the sandbox's own node annotation
 // (standin.MIGLayoutAnnotation), which the device-plugin stand-in reads where the real plugin asks

@@ -21,8 +21,8 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
-// The labels MIG manager reads and writes (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh
-// at v0.12.1; NVIDIA/gpu-operator controllers/nodelabeling_controller.go@v26.7.0, which sets
+// The labels MIG manager reads and writes (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.go
+// at v0.15.0; NVIDIA/gpu-operator controllers/nodelabeling_controller.go@v26.7.0, which sets
 // mig.config=all-disabled on MIG-capable nodes that have none).
 const (
 	ConfigLabel = "nvidia.com/mig.config"
@@ -31,7 +31,7 @@ const (
 	StatePending = "pending"
 	StateSuccess = "success"
 	StateFailed  = "failed"
-	// kubectlLabelManager is the field manager of MIG manager's label writes: its script runs
+	// kubectlLabelManager is the field manager of MIG manager's label writes, which it makes with
 	// kubectl label --overwrite.
 	kubectlLabelManager = "kubectl-label"
 	// configMountPath is where the operator's DaemonSet mounts the mig-parted config
