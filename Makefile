@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-check release-snapshot clean crds fuzz
+.PHONY: all build test checks test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-check release-snapshot clean crds fuzz
 
 all: build
 
@@ -32,11 +32,17 @@ demo: build $(BIN)/sandbox
 demo-down: $(BIN)/sandbox
 	$(SANDBOX) down --name demo
 
-## test: everything CI runs: the static checks and the sandbox's programs first, then the unit tests,
-## goreleaser's check and the e2e suites side by side (the e2e suites mostly wait on clusters and leave
-## the CPU to the others; each target's output is printed whole when it ends).
-test: lint sandbox-tools crdgen-tool
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-unit release-check e2e
+## test: everything CI runs, side by side: the sandbox's programs are built and the e2e suites run
+## (the critical path: a cold build is most of it, and the suites mostly wait on clusters), while the
+## static checks, the unit tests and goreleaser's check run at a lower CPU priority beside them, so
+## they fill what the builds leave idle (downloads, single-threaded links) instead of slowing them.
+## Each target's output is printed whole when it ends; any failure fails the run.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target e2e checks
+
+## checks: the static checks, the unit tests and goreleaser's check (at nice 10: see test).
+checks:
+	nice -n 10 $(MAKE) --no-print-directory --output-sync=target lint test-unit release-check
 
 ## test-unit: the fast inner loop; tests that need a real control plane skip themselves in -short mode.
 test-unit:
