@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
@@ -38,6 +37,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Options configure Start.
@@ -353,32 +353,11 @@ func createObject(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMa
 	return nil
 }
 
+// waitCRDEstablished waits up to 30 s, with gpuctl's own watch, until the API server serves the CRD.
 func waitCRDEstablished(ctx context.Context, ext apiextensionsclient.Interface, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return ext.ApiextensionsV1().CustomResourceDefinitions().List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return ext.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, o)
-		},
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
-		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok {
-			return false, nil
-		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
+	if err := kube.WaitCRDEstablished(ctx, ext, name); err != nil {
 		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil

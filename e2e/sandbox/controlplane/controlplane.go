@@ -69,7 +69,7 @@ func (cp *ControlPlane) Start(ctx context.Context, cfg Config) error {
 	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,8 @@ func (cp *ControlPlane) Names() []string {
 	return names
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts finds n free loopback ports (the programs bind them a moment later).
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

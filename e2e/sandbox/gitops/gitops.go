@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Flux is the value of the façade's Options.GitOps that runs Flux.
@@ -92,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (_ *GitOps, err error) {
 
 // startRegistry runs the distribution registry with filesystem storage under Dir.
 func (g *GitOps) startRegistry(ctx context.Context, cfg Config) error {
-	ports, err := freePorts(1)
+	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (g *GitOps) startFlux(ctx context.Context, cfg Config) error {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", FluxNamespace, err)
 	}
-	ports, err := freePorts(3)
+	ports, err := controlplane.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -264,18 +265,9 @@ func applyCRDs(ctx context.Context, cfg *rest.Config, dirs []string) error {
 		}
 	}
 	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := kube.WaitCRDEstablished(ctx, ext, name)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("CRD %s not established: %w", name, err)
 		}
@@ -310,24 +302,4 @@ func waitHTTP(ctx context.Context, p *controlplane.Process, url string) error {
 		return fmt.Errorf("%s did not become ready: %w", p.Name(), errors.Join(err, last))
 	}
 	return nil
-}
-
-// freePorts finds n free loopback ports (the programs bind them a moment later).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
