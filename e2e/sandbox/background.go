@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
@@ -39,6 +40,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
 	run("nfd", func(ctx context.Context) error { return nfd.Run(ctx, c.agents, hw, c.logf) })
 	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.logf) })
+	run("dra-kubelet-plugin", func(ctx context.Context) error { return dra.Run(ctx, c.agents, hw, c.logf) })
 	if c.Scenario.Distro == "openshift" {
 		dyn, err := dynamic.NewForConfig(c.Config)
 		if err != nil {
