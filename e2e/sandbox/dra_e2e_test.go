@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,10 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
@@ -126,8 +130,9 @@ func gpuClaimPod(name string) *corev1.Pod {
 	}
 }
 
-// allocatedDevice returns the device the scheduler allocated to a pod's claim, as pool/device.
-func allocatedDevice(t *testing.T, ctx context.Context, c *Cluster, p *corev1.Pod) string {
+// allocatedDevice returns the device the scheduler allocated to a pod's one claim for request, as
+// pool/device.
+func allocatedDevice(t *testing.T, ctx context.Context, c *Cluster, p *corev1.Pod, request string) string {
 	t.Helper()
 	if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
 		t.Fatalf("pod %s: resourceClaimStatuses %+v, want the claim made from its template", p.Name, p.Status.ResourceClaimStatuses)
@@ -140,8 +145,8 @@ func allocatedDevice(t *testing.T, ctx context.Context, c *Cluster, p *corev1.Po
 		t.Fatalf("claim %s of pod %s is not allocated one device: %+v", claim.Name, p.Name, claim.Status.Allocation)
 	}
 	r := claim.Status.Allocation.Devices.Results[0]
-	if r.Driver != dra.Driver || r.Request != "gpu" {
-		t.Errorf("claim %s: result %+v, want driver %s for request gpu", claim.Name, r, dra.Driver)
+	if r.Driver != dra.Driver || r.Request != request {
+		t.Errorf("claim %s: result %+v, want driver %s for request %s", claim.Name, r, dra.Driver, request)
 	}
 	if !slices.ContainsFunc(claim.Status.ReservedFor, func(ref resourceapi.ResourceClaimConsumerReference) bool { return ref.UID == p.UID }) {
 		t.Errorf("claim %s is not reserved for pod %s: %+v", claim.Name, p.Name, claim.Status.ReservedFor)
@@ -181,7 +186,7 @@ func TestDRAClaimIsAllocatedByTheRealScheduler(t *testing.T) {
 	if pods[0].Spec.NodeName != node {
 		t.Errorf("the pod runs on %s, want %s, the only node with a published GPU", pods[0].Spec.NodeName, node)
 	}
-	if got := allocatedDevice(t, ctx, c, &pods[0]); !slices.Contains(devices, got) {
+	if got := allocatedDevice(t, ctx, c, &pods[0], "gpu"); !slices.Contains(devices, got) {
 		t.Errorf("allocated %s, not a device of %s's slice %v", got, node, devices)
 	}
 }
@@ -222,7 +227,7 @@ func TestDRAMoreClaimsThanGPUsLeavesOnePending(t *testing.T) {
 			pending = p
 			continue
 		}
-		d := allocatedDevice(t, ctx, c, &p)
+		d := allocatedDevice(t, ctx, c, &p, "gpu")
 		if seen[d] || !strings.HasPrefix(d, node+"/") {
 			t.Errorf("pod %s got %s: twice, or not on %s", p.Name, d, node)
 		}
@@ -259,7 +264,96 @@ func TestDRAMoreClaimsThanGPUsLeavesOnePending(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after %s went, the pending pod %s did not get its GPU: %v; it is %s: %q", running, pending.Name, err, pending.Status.Phase, unschedulable(pending))
 	}
-	if d := allocatedDevice(t, ctx, c, &pending); !strings.HasPrefix(d, node+"/") {
+	if d := allocatedDevice(t, ctx, c, &pending, "gpu"); !strings.HasPrefix(d, node+"/") {
 		t.Errorf("pod %s got %s, not a GPU of %s", pending.Name, d, node)
+	}
+}
+
+var gpuClusterGVR = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "gpuclusters"}
+
+// NVIDIA's real v26.7.0 controller reconciles the sample GPUCluster (the DRA stack): it deploys the DRA
+// driver's kubelet plugin, whose pods the stand-in acts for, the DeviceClasses and the DRA validator,
+// whose claims the real scheduler allocates from the stand-in's slices; the GPUCluster becomes ready and
+// a workload's claim is allocated too.
+func TestRealOperatorReconcilesGPUCluster(t *testing.T) {
+	t.Parallel()
+	c := StartT(t, Options{Scenario: Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1, GPUsPerNode: 2, NFDLabels: true}, OperatorVersion: "v26.7.0"})
+	ctx := t.Context()
+	gpu, _ := gpuNodeNames(c)
+	b, _, err := c.Tools.Operator("v26.7.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "gpu-operator"
+	deployOperatorController(t, c, ns, b, "nvcr.io/nvidia/gpu-operator:v26.7.0")
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	if _, err := dyn.Resource(gpuClusterGVR).Create(ctx, readSample(t, filepath.Join(b.Samples, "nvidia_v1alpha1_gpucluster.yaml")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var status any
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(gpuClusterGVR).Get(ctx, "gpu-cluster", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		status = u.Object["status"]
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return state == "ready", nil
+	})
+	if err != nil {
+		t.Fatalf("GPUCluster not ready: %v; status %v", err, status)
+	}
+
+	ds, err := c.Kube.AppsV1().DaemonSets(ns).Get(ctx, "nvidia-dra-driver-kubelet-plugin", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.NumberReady != int32(len(gpu)) {
+		t.Errorf("kubelet plugin ready on %d nodes, want %d", ds.Status.NumberReady, len(gpu))
+	}
+	class, err := c.Kube.ResourceV1().DeviceClasses().Get(ctx, "gpu.nvidia.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the operator did not create DeviceClass gpu.nvidia.com: %v", err)
+	}
+	if s := class.Spec.Selectors; len(s) != 1 || s[0].CEL == nil || !strings.Contains(s[0].CEL.Expression, "device.attributes['gpu.nvidia.com'].type == 'gpu'") {
+		t.Errorf("DeviceClass gpu.nvidia.com selectors %+v", s)
+	}
+	sliceList, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var published []string
+	for _, sl := range sliceList.Items {
+		if sl.Spec.Driver == dra.Driver && sl.Spec.NodeName != nil && len(sl.Spec.Devices) == 2 {
+			published = append(published, *sl.Spec.NodeName)
+		}
+	}
+	slices.Sort(published)
+	if !slices.Equal(published, gpu) {
+		t.Errorf("nodes with a 2-GPU slice: %v, want %v", published, gpu)
+	}
+
+	// The DRA validator's pods run only once their admin-access claims are allocated.
+	validators := waitPods(t, ctx, c.Kube, ns, "app.kubernetes.io/name=nvidia-dra-validator", func(p []corev1.Pod) bool { return len(runningOn(p)) == len(gpu) })
+	for _, p := range validators {
+		allocatedDevice(t, ctx, c, &p, "validation-gpu")
+	}
+
+	mustCreate(t, func() error {
+		_, err := c.Kube.ResourceV1().ResourceClaimTemplates("default").Create(ctx, &resourceapi.ResourceClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "single-gpu", Namespace: "default"},
+			Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+				Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com"}}},
+			}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	if _, err := c.Kube.CoreV1().Pods("default").Create(ctx, gpuClaimPod("dra-cuda-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitPods(t, ctx, c.Kube, "default", "app=dra-cuda", func(p []corev1.Pod) bool { return len(runningOn(p)) == 1 })
+	if d := allocatedDevice(t, ctx, c, &pods[0], "gpu"); !slices.ContainsFunc(gpu, func(n string) bool { return strings.HasPrefix(d, n+"/") }) {
+		t.Errorf("the workload got %s, not a GPU of %v", d, gpu)
 	}
 }
