@@ -122,14 +122,7 @@ func TestGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name()+" on "+tc.profile+" matches its golden file", func(t *testing.T) {
 			p := offlinePlan(t, engine.InstallOptions{Profile: tc.profile})
-			res, err := tc.export().Run(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := res.Stream()
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, got := exportStream(t, tc.export(), p)
 			golden := filepath.Join("testdata", tc.name()+"-"+tc.profile+".yaml")
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -152,14 +145,7 @@ func TestDocuments(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name()+" on "+tc.profile+": every document is an object and every release has the plan's values, in order", func(t *testing.T) {
 			p := offlinePlan(t, engine.InstallOptions{Profile: tc.profile, Set: []string{"driver.version=580.1.2", "node-feature-discovery.worker.config.sources.pci.deviceLabelFields={vendor,device}"}, Registry: "mirror.example.com"})
-			res, err := tc.export().Run(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stream, err := res.Stream()
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, stream := exportStream(t, tc.export(), p)
 			docs := decode(t, stream)
 			if len(docs) != len(res.Documents) {
 				t.Fatalf("%d documents decoded, %d written", len(docs), len(res.Documents))
@@ -539,4 +525,18 @@ func TestPlainHTTP(t *testing.T) {
 			})
 		}
 	}
+}
+
+// exportStream runs x on p and returns the result and its YAML stream.
+func exportStream(t *testing.T, x *Export, p *plan.Plan) (*Result, []byte) {
+	t.Helper()
+	res, err := x.Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := res.Stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, stream
 }

@@ -115,14 +115,7 @@ func TestEnginesRenderWhatGpuctlInstalls(t *testing.T) {
 		for _, tc := range cases {
 			scheme, _, _ := strings.Cut(tc.chartRepo, ":")
 			t.Run(fmt.Sprintf("%s on %s from %s: Helm renders, with the exported values, the objects gpuctl installs", tc.name(), profile, scheme), func(t *testing.T) {
-				res, err := tc.export().Run(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				stream, err := res.Stream()
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, stream := exportStream(t, tc.export(), p)
 				n := 0
 				for _, d := range decode(t, stream) {
 					er, ok := asEngineSees(t, d)

@@ -347,8 +347,17 @@ func waitHTTP(ctx context.Context, url string, cfg *rest.Config, timeout time.Du
 		}
 		client = hc
 	}
+	return WaitHTTP(ctx, client, url, timeout, nil)
+}
+
+// WaitHTTP polls url with client until it answers 200, for at most timeout; when p is not nil, p
+// exiting ends the wait at once with its error.
+func WaitHTTP(ctx context.Context, client *http.Client, url string, timeout time.Duration, p *Process) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if p != nil && !p.Running() {
+			return false, fmt.Errorf("%s exited: %v", p.Name(), p.Err())
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return false, err

@@ -2,7 +2,6 @@ package gitops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -277,29 +275,8 @@ func applyCRDs(ctx context.Context, cfg *rest.Config, dirs []string) error {
 
 // waitHTTP polls url until it answers 200, failing early when p exits.
 func waitHTTP(ctx context.Context, p *controlplane.Process, url string) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
-		if !p.Running() {
-			return false, fmt.Errorf("%s exited: %v", p.Name(), p.Err())
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Errorf("%s answered %s", url, resp.Status)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s did not become ready: %w", p.Name(), errors.Join(err, last))
+	if err := controlplane.WaitHTTP(ctx, http.DefaultClient, url, startTimeout, p); err != nil {
+		return fmt.Errorf("%s did not become ready: %w", p.Name(), err)
 	}
 	return nil
 }
