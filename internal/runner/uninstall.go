@@ -37,9 +37,10 @@ type Uninstaller struct {
 	// rels are the releases to remove, p the plan.
 	rels []uninstallRelease
 	p    *UninstallPlan
-	// deleted are the UIDs of the ClusterPolicy and NVIDIADriver objects deleted: their dependents
-	// must be gone before uninstall says it is done.
-	deleted []types.UID
+	// owners are the UIDs of the ClusterPolicy and NVIDIADriver objects deleted, and of the
+	// DaemonSets they owned when last seen: what they own must be gone before uninstall says it is
+	// done. A DaemonSet stays here after it is gone, so its pods are still waited for.
+	owners map[types.UID]bool
 }
 
 func (u *Uninstaller) releaseClient(ns string) (*release.Client, error) {

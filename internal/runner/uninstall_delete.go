@@ -44,11 +44,7 @@ func (fe *FinalizerError) Hint() string {
 }
 
 // deletePlanned deletes the plan's objects of one step, each only while it has the planned UID,
-// in the foreground: the API server removes an object deleted so only once the garbage collector
-// has removed every dependent that blocks its owner's deletion, and NVIDIA's operator makes all its
-// operands so (controllerutil.SetControllerReference sets blockOwnerDeletion; NVIDIA/gpu-operator
-// controllers/object_controls.go and internal/state at v26.7.0). So when the object is gone, its
-// DaemonSets, pods, service accounts and RBAC are gone too.
+// and waits until they are gone. See propagation for how.
 func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (Outcome, error) {
 	planned := u.p.deletions(step)
 	var kept []string
@@ -69,7 +65,28 @@ func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress f
 	return Outcome{Changed: true, Message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
 }
 
-// deleteObjects deletes planned objects (foreground, with their UID as precondition) and waits until
+// propagation is how an object of kind is deleted. Foreground, as a rule: the API server removes an
+// object deleted so only once the garbage collector has removed every dependent that blocks its
+// owner's deletion, so when the object is gone, what it owned is gone too.
+//
+// A ClusterPolicy is deleted in the background, as `helm uninstall` of NVIDIA's chart deletes it.
+// NVIDIA's controller keeps reconciling a ClusterPolicy that is being deleted: it checks no deletion
+// timestamp, leaves the owned objects to the garbage collector, and re-creates every operand the
+// collector deletes (it watches them, and requeues a policy that is not ready every 5 s;
+// NVIDIA/gpu-operator controllers/clusterpolicy_controller.go at v26.7.0). Deleted in the
+// foreground, the policy can so stay for minutes on a busy control plane, the collector and the
+// controller taking turns. Gone at once, the controller's next reconcile finds nothing and stops,
+// and the collector removes the operands, whose owner no longer exists. waitDependents then waits
+// for them. The NVIDIADriver controller handles its own deletion (nvidiadriver_controller.go), so
+// NVIDIADrivers stay in the foreground.
+func propagation(kind string) metav1.DeletionPropagation {
+	if kind == "ClusterPolicy" {
+		return metav1.DeletePropagationBackground
+	}
+	return metav1.DeletePropagationForeground
+}
+
+// deleteObjects deletes planned objects (see propagation; their UID as precondition) and waits until
 // they are gone; it returns the ones it deleted.
 func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
 	type target struct {
@@ -88,7 +105,14 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			ri = u.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
 		}
 		uid := d.UID
-		err = ri.Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+		tracked := d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver"
+		if tracked {
+			// Before it goes, so the DaemonSets it owns now are known when they are gone too.
+			if err := u.trackOwner(ctx, uid); err != nil {
+				return nil, err
+			}
+		}
+		err = ri.Delete(ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(propagation(d.Kind)),
 			Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -101,9 +125,6 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			return nil, fmt.Errorf("delete %s: %w", d, err)
 		}
 		targets = append(targets, target{ri, d})
-		if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
-			u.deleted = append(u.deleted, d.UID)
-		}
 	}
 	var deleted []string
 	for _, t := range targets {
@@ -157,7 +178,7 @@ func (u *Uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface
 			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.FinalizerWait}
 		}
 		if len(fs) < len(last.GetFinalizers()) {
-			left, lerr := u.dependents(ctx, []types.UID{last.GetUID()})
+			left, lerr := u.dependentsOf(ctx, last.GetUID())
 			if lerr == nil && len(left) > 0 {
 				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.FinalizerWait, strings.Join(left, ", "))
 			}
@@ -183,13 +204,31 @@ func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
 	return namespaced, cluster
 }
 
-// dependents names the objects of dependentResources that an owner in uids owns, directly or
-// through a DaemonSet (its pods).
-func (u *Uninstaller) dependents(ctx context.Context, uids []types.UID) ([]string, error) {
-	owners := map[types.UID]bool{}
-	for _, id := range uids {
-		owners[id] = true
+// trackOwner adds uid to the owners whose dependents uninstall waits for, with the DaemonSets it
+// owns now.
+func (u *Uninstaller) trackOwner(ctx context.Context, uid types.UID) error {
+	if u.owners == nil {
+		u.owners = map[types.UID]bool{}
 	}
+	u.owners[uid] = true
+	_, err := u.dependents(ctx)
+	return err
+}
+
+// dependents names the objects of dependentResources that one of u.owners owns, directly or
+// through a DaemonSet (its pods). The DaemonSets found are added to u.owners.
+func (u *Uninstaller) dependents(ctx context.Context) ([]string, error) {
+	return u.scanDependents(ctx, u.owners)
+}
+
+// dependentsOf names what the object of uid owns now.
+func (u *Uninstaller) dependentsOf(ctx context.Context, uid types.UID) ([]string, error) {
+	return u.scanDependents(ctx, map[types.UID]bool{uid: true})
+}
+
+// scanDependents names the objects of dependentResources that an owner in owners owns, directly or
+// through a DaemonSet, whose UID it adds to owners.
+func (u *Uninstaller) scanDependents(ctx context.Context, owners map[types.UID]bool) ([]string, error) {
 	namespaced, cluster := dependentResources()
 	var out []string
 	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
@@ -224,16 +263,17 @@ func (u *Uninstaller) dependents(ctx context.Context, uids []types.UID) ([]strin
 }
 
 // waitDependents waits until nothing the deleted ClusterPolicy and NVIDIADriver objects owned is
-// left. Their foreground deletion already waited for what existed then; this also covers what the
-// operator's last reconcile created while they went, which the garbage collector removes once it
-// sees the owner gone (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
+// left: a ClusterPolicy's operands, which the garbage collector removes after the policy (see
+// propagation), and what the operator's last reconcile created while an owner went, which the
+// collector removes once it sees the owner gone
+// (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
 func (u *Uninstaller) waitDependents(ctx context.Context, progress func(string)) (Outcome, error) {
-	if len(u.deleted) == 0 {
+	if len(u.owners) == 0 {
 		return Outcome{Skipped: true, Message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
 	}
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
-		l, err := u.dependents(ctx, u.deleted)
+		l, err := u.dependents(ctx)
 		if err != nil {
 			return false, err
 		}
