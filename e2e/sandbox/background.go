@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
@@ -39,6 +40,9 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
 	run("nfd", func(ctx context.Context) error { return nfd.Run(ctx, c.agents, hw, c.logf) })
 	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.logf) })
+	run("mig-manager", func(ctx context.Context) error {
+		return migmanager.Run(ctx, c.agents, hw, c.defaultMIGPartedConfig, c.logf)
+	})
 	if c.Scenario.Distro == "openshift" {
 		dyn, err := dynamic.NewForConfig(c.Config)
 		if err != nil {
@@ -67,6 +71,28 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			factory.Shutdown()
 		}()
 	}
+}
+
+// defaultMIGPartedConfig is the mig-parted config file of the operator's default-mig-parted-config
+// ConfigMap, read from the default release's own state manifest (assets/state-mig-manager/0400_configmap.yaml
+// of NVIDIA/gpu-operator): what the MIG-manager stand-in applies while the operator has not created
+// the ConfigMap.
+func (c *Cluster) defaultMIGPartedConfig() ([]byte, error) {
+	b, _, err := c.Tools.Operator(c.operatorVersion)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(b.Root, "state-mig-manager", "0400_configmap.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(data, &cm); err != nil {
+		return nil, fmt.Errorf("default-mig-parted-config: %w", err)
+	}
+	return []byte(cm.Data["config.yaml"]), nil
 }
 
 // bundleCRDs are the CRDs of a package's bundle at a CSV version, as OLM would unpack them:

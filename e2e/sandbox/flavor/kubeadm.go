@@ -1,6 +1,7 @@
 package flavor
 
 import (
+	"cmp"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,7 +24,7 @@ func kubeadmFlavor() Flavor {
 		AdmissionPlugins: []string{"NodeRestriction"},
 		Nodes: func(s Scenario) []SimNode {
 			s = s.Defaults()
-			return buildNodes(s, 1, func(r role, i int) nodeSpec {
+			node := func(r role, i int) nodeSpec {
 				n := nodeSpec{
 					os:      ubuntu2204,
 					runtime: "containerd://2.1.4",
@@ -41,7 +42,15 @@ func kubeadmFlavor() Flavor {
 					n.name, n.machine = fmt.Sprintf("cpu-worker-%d", i+1), server(16, 64)
 				}
 				return n
-			})
+			}
+			nodes := buildNodes(s, 1, node)
+			// The second GPU pool of ExtraGPUNodes, named on from the first.
+			for i := range s.ExtraGPUNodes {
+				n := node(gpuWorker, s.GPUNodes+i)
+				n.role, n.machine = gpuWorker, gpuServer(cmp.Or(s.ExtraGPUProduct, standin.GPUL4), s.GPUsPerNode)
+				nodes = append(nodes, simNode(s, n))
+			}
+			return nodes
 		},
 		CRDs: func() []apiextensionsv1.CustomResourceDefinition { return nil },
 		Objects: func(s Scenario) []unstructured.Unstructured {

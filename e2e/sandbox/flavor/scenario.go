@@ -23,6 +23,11 @@ type Scenario struct {
 	// box whose server is the GPU node (k3s and RKE2 flavours). GPUNodes and CPUNodes then count workers
 	// only, and 0 and 0 is that single node.
 	GPUControlPlane bool
+	// ExtraGPUNodes are GPU workers of a second pool with ExtraGPUProduct GPUs (default standin.GPUL4,
+	// one of the standin.GPU… products), after the GPUNodes workers: a cluster with two GPU models,
+	// e.g. MIG-capable H100s and L4s without MIG. Only the kubeadm flavour has them.
+	ExtraGPUNodes   int
+	ExtraGPUProduct string
 	// GPUsPerNode is how many GPUs each GPU node has (default 1).
 	GPUsPerNode int
 	// NFDLabels: the GPU nodes already carry Node Feature Discovery labels (someone else's NFD ran).
