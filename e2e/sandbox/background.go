@@ -16,6 +16,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
@@ -43,6 +44,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	run("mig-manager", func(ctx context.Context) error {
 		return migmanager.Run(ctx, c.agents, hw, c.defaultMIGPartedConfig, c.logf)
 	})
+	run("dra-kubelet-plugin", func(ctx context.Context) error { return dra.Run(ctx, c.agents, hw, c.logf) })
 	if c.Scenario.Distro == "openshift" {
 		dyn, err := dynamic.NewForConfig(c.Config)
 		if err != nil {

@@ -7,6 +7,6 @@
 // This package is the façade: Start, Cluster and Options, and the wiring of its rooms, which it alone
 // imports: controlplane (the servers, PKI, kwok stages), toolchain (building and caching the tools),
 // flavor (what each distribution looks like), operator (the follower that runs NVIDIA's controller),
-// gitops (an OCI registry and Flux, on request), and standin with its stand-ins nfd, deviceplugin, migmanager and olm. Open it to change what a test gets from a
+// gitops (an OCI registry and Flux, on request), and standin with its stand-ins nfd, deviceplugin, migmanager, dra and olm. Open it to change what a test gets from a
 // sandbox; docs/design.md#the-sandbox says which room to open for the rest.
 package sandbox

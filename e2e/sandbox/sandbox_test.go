@@ -406,11 +406,25 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 	})
 }
 
-// deployOperator does what an operator install does for the follower: the release's CRDs, a namespace
-// with the quota GKE needs, a cluster-admin service account (these tests are about the follower and
-// the controller, not a chart's RBAC), a Deployment running image, and the release's sample
-// ClusterPolicy named cluster-policy. It returns when the Deployment was created.
+// deployOperator does what an operator install does for the follower (deployOperatorController) and
+// creates the release's sample ClusterPolicy named cluster-policy. It returns when the Deployment was
+// created.
 func deployOperator(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBuild, image string) time.Time {
+	t.Helper()
+	created := deployOperatorController(t, c, ns, b, image)
+	policy := readSample(t, filepath.Join(b.Samples, "v1_clusterpolicy.yaml"))
+	policy.SetName("cluster-policy")
+	if _, err := dynamic.NewForConfigOrDie(c.Config).Resource(clusterPolicyGVR).Create(t.Context(), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// deployOperatorController does what an operator install does for the follower: the release's CRDs, a
+// namespace with the quota GKE needs, a cluster-admin service account (these tests are about the
+// follower and the controller, not a chart's RBAC) and a Deployment running image. It returns when the
+// Deployment was created.
+func deployOperatorController(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBuild, image string) time.Time {
 	t.Helper()
 	ctx := t.Context()
 	applyCRDsFromDir(t, c, b.CRDs)
@@ -467,13 +481,7 @@ func deployOperator(t *testing.T, c *Cluster, ns string, b toolchain.OperatorBui
 		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 		return err
 	})
-	created := time.Now()
-	policy := readSample(t, filepath.Join(b.Samples, "v1_clusterpolicy.yaml"))
-	policy.SetName("cluster-policy")
-	if _, err := dynamic.NewForConfigOrDie(c.Config).Resource(clusterPolicyGVR).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return created
+	return time.Now()
 }
 
 func waitClusterPolicyReady(t *testing.T, ctx context.Context, dyn dynamic.Interface, name string, timeout time.Duration) {

@@ -4,7 +4,7 @@
 // the stand-ins read where a real agent would inspect the machine. The stand-ins themselves are its
 // subpackages: nfd (feature labels, and Red Hat's NFD Operator's objects), deviceplugin
 // (nvidia.com/gpu, sharing and MIG resources, GPU feature discovery's labels), migmanager (MIG
-// reconfiguration) and olm (OpenShift's Operator Lifecycle Manager). Open this package to change
-// what every stand-in does alike; open a subpackage for one stand-in. It imports nothing of the
-// sandbox's.
+// reconfiguration), dra (NVIDIA's DRA kubelet plugin's ResourceSlices) and olm (OpenShift's
+// Operator Lifecycle Manager). Open this package to change what every stand-in does alike; open a
+// subpackage for one stand-in. It imports nothing of the sandbox's.
 package standin
