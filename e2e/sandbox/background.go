@@ -15,8 +15,8 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
-	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
