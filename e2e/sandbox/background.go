@@ -40,9 +40,9 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	// The stand-ins do what a node's own agents do (its kubelet, its nfd-worker), thousands of them in
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
 	run("nfd", func(ctx context.Context) error { return nfd.Run(ctx, c.agents, hw, c.logf) })
-	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.logf) })
+	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.mig, c.logf) })
 	run("mig-manager", func(ctx context.Context) error {
-		return migmanager.Run(ctx, c.agents, hw, c.defaultMIGPartedConfig, c.logf)
+		return migmanager.Run(ctx, c.agents, hw, c.mig, c.defaultMIGPartedConfig, c.logf)
 	})
 	run("dra-kubelet-plugin", func(ctx context.Context) error { return dra.Run(ctx, c.agents, hw, c.logf) })
 	if c.Scenario.Distro == "openshift" {

@@ -35,6 +35,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/gitops"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -108,6 +109,8 @@ type Cluster struct {
 	registry string
 	flux     *toolchain.Flux
 	gitops   *gitops.GitOps
+	// mig is the MIG state of the simulated GPUs (see MIGLayout).
+	mig *standin.MIGHardware
 	// bundles caches the OLM stand-in's bundle CRDs by release.
 	bundleMu sync.Mutex
 	bundles  map[string][]*unstructured.Unstructured
@@ -209,7 +212,7 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 	if err != nil {
 		return nil, "", err
 	}
-	c := &Cluster{Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version}
+	c := &Cluster{Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version, mig: standin.NewMIGHardware()}
 	if err := c.ensureGitOpsTools(ctx, opts, progress); err != nil {
 		return nil, "", err
 	}
@@ -521,3 +524,7 @@ func (c *Cluster) OperatorNamespace() string {
 	}
 	return c.operator.Namespace()
 }
+
+// MIGLayout is the MIG state of node's simulated GPUs, as NVIDIA's MIG manager (here its stand-in)
+// last left it; it is kept by the GPUs, not in the cluster's objects (standin.MIGHardware).
+func (c *Cluster) MIGLayout(node string) standin.MIGLayout { return c.mig.Layout(node) }

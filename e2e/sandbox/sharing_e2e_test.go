@@ -201,8 +201,8 @@ func TestGPUSharingAndMIGThroughTheRealOperator(t *testing.T) {
 				t.Errorf("the L4 node advertises %s", res)
 			}
 		}
-		if l := n.Annotations[standin.MIGLayoutAnnotation]; l != "" {
-			t.Errorf("the L4 node has a MIG layout: %s", l)
+		if l := c.MIGLayout(l4Node); l.Config != "" {
+			t.Errorf("the L4 node has a MIG layout: %s", l.Encode())
 		}
 	})
 }

@@ -2,11 +2,11 @@ package standin
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MIGProfiles returns the GPU instance profiles a GPU product can be partitioned into, each with the
@@ -34,11 +34,45 @@ func MIGComputeSlices(profile string) int {
 	return n
 }
 
-// MIGLayoutAnnotation is the sandbox's own node annotation where the mig-manager stand-in records the
-// MIG devices it applied (a MIGLayout as JSON) and the device-plugin stand-in reads them, as the real
-// device plugin enumerates MIG devices through NVML. No annotation: MIG mode is off on every GPU, as on
-// a fresh machine.
-const MIGLayoutAnnotation = "sandbox.gpuctl.dev/mig-layout"
+// MIGHardware is the MIG state of every simulated node's GPUs: what the GPUs themselves keep, where
+// NVIDIA's MIG manager writes it (mig-parted through NVML) and NVIDIA's device plugin reads it (NVML's
+// MIG device enumeration). It lives in the sandbox's memory, not in the API, as MIG mode lives on the
+// GPU: nothing in the cluster's objects records it, so uninstall has nothing of it to take back, and
+// MIG mode stays as the last config left it after the stack is gone, as on a real GPU. A node never
+// partitioned has MIG mode off on every GPU, as on a fresh machine. Safe for concurrent use.
+type MIGHardware struct {
+	mu       sync.Mutex
+	layouts  map[string]MIGLayout
+	watchers []func(node string)
+}
+
+// NewMIGHardware returns the state of GPUs that were never partitioned.
+func NewMIGHardware() *MIGHardware { return &MIGHardware{layouts: map[string]MIGLayout{}} }
+
+// Layout returns node's MIG state (the zero MIGLayout: MIG off everywhere).
+func (h *MIGHardware) Layout(node string) MIGLayout {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.layouts[node]
+}
+
+// Set records the MIG state node's GPUs now have and tells every watcher that it changed.
+func (h *MIGHardware) Set(node string, l MIGLayout) {
+	h.mu.Lock()
+	h.layouts[node] = l
+	watchers := slices.Clone(h.watchers)
+	h.mu.Unlock()
+	for _, w := range watchers {
+		w(node)
+	}
+}
+
+// Watch calls f with the node's name after each Set.
+func (h *MIGHardware) Watch(f func(node string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.watchers = append(h.watchers, f)
+}
 
 // MIGLayout is the MIG state of a node's GPUs, one entry per GPU by index: nil or empty when MIG mode
 // is off, else the MIG devices by profile ("1g.10gb": 7). Config is the mig-parted config it came from.
@@ -63,20 +97,8 @@ func (l MIGLayout) Profiles() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// Encode is the annotation's value.
+// Encode is the layout as JSON, for logs.
 func (l MIGLayout) Encode() string {
 	b, _ := json.Marshal(l)
 	return string(b)
-}
-
-// DecodeMIGLayout reads the annotation; "" is every GPU with MIG off.
-func DecodeMIGLayout(s string) (MIGLayout, error) {
-	var l MIGLayout
-	if s == "" {
-		return l, nil
-	}
-	if err := json.Unmarshal([]byte(s), &l); err != nil {
-		return l, fmt.Errorf("annotation %s: %w", MIGLayoutAnnotation, err)
-	}
-	return l, nil
 }

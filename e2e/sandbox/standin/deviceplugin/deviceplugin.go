@@ -114,6 +114,7 @@ func IsGPUFeatureDiscoveryPod(p *corev1.Pod) bool {
 type devicePluginStandIn struct {
 	cs         kubernetes.Interface
 	hw         map[string]standin.Hardware
+	mig        *standin.MIGHardware
 	logf       func(string, ...any)
 	nodes      corelisters.NodeLister
 	pods       cache.Indexer
@@ -149,12 +150,13 @@ const (
 )
 
 // Run runs the device-plugin stand-in until ctx is done and then returns nil. hw maps node names to
-// their hardware. It needs list/watch on nodes, pods and ConfigMaps, and patch on nodes and nodes/status.
-func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, logf func(string, ...any)) error {
+// their hardware, mig is their GPUs' MIG state. It needs list/watch on nodes, pods and ConfigMaps, and patch on nodes and nodes/status.
+func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, mig *standin.MIGHardware, logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &devicePluginStandIn{
 		cs:         cs,
 		hw:         hw,
+		mig:        mig,
 		logf:       logf,
 		nodes:      factory.Core().V1().Nodes().Lister(),
 		pods:       factory.Core().V1().Pods().Informer().GetIndexer(),
@@ -166,6 +168,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Har
 	if err := standin.IndexPods(factory.Core().V1().Pods().Informer()); err != nil {
 		return fmt.Errorf("device-plugin stand-in: %w", err)
 	}
+	mig.Watch(s.queue.Add) // NVML shows the new MIG devices
 	nodeReg, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if n, ok := obj.(*corev1.Node); ok {
@@ -175,8 +178,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Har
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && (!sameNVIDIAResources(o, n) || !maps.Equal(o.Labels, n.Labels) ||
-				o.Annotations[standin.MIGLayoutAnnotation] != n.Annotations[standin.MIGLayoutAnnotation]) {
+			if ok1 && ok2 && (!sameNVIDIAResources(o, n) || !maps.Equal(o.Labels, n.Labels)) {
 				s.queue.Add(n.Name)
 			}
 		},
@@ -320,11 +322,7 @@ func (s *devicePluginStandIn) advertisement(node *corev1.Node, p *corev1.Pod, pr
 	if err != nil {
 		return Advertisement{}, false, err
 	}
-	layout, err := standin.DecodeMIGLayout(node.Annotations[standin.MIGLayoutAnnotation])
-	if err != nil {
-		return Advertisement{}, false, err
-	}
-	ad, err := Advertise(hw, cfg, migStrategy, layout)
+	ad, err := Advertise(hw, cfg, migStrategy, s.mig.Layout(node.Name))
 	if err != nil {
 		s.logf("device-plugin stand-in: %s on %s would exit: %v", program, node.Name, err)
 		return Advertisement{}, false, nil

@@ -70,7 +70,7 @@ func TestDevicePluginStandInAdvertisesGPUsWhileThePluginRuns(t *testing.T) {
 	pod := standintest.CreateTyped(t, cs.CoreV1().Pods("gpu-operator").Create, plugin("plugin-gpu", "gpu-0", false))
 	standintest.CreateTyped(t, cs.CoreV1().Pods("gpu-operator").Create, plugin("plugin-cpu", "cpu-0", true))
 	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error {
-		return Run(ctx, cs, hw, logf)
+		return Run(ctx, cs, hw, standin.NewMIGHardware(), logf)
 	})
 	expect := func(node, wantCap, wantAlloc string) func(ctx context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {

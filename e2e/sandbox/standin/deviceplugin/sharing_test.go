@@ -56,7 +56,8 @@ func TestDevicePluginStandInFollowsTheConfigManager(t *testing.T) {
 	} {
 		standintest.CreateTyped(t, cs.CoreV1().Pods("gpu-operator").Create, p)
 	}
-	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error { return Run(ctx, cs, hw, logf) })
+	mig := standin.NewMIGHardware()
+	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error { return Run(ctx, cs, hw, mig, logf) })
 	expect := func(node string, res map[corev1.ResourceName]string, labels map[string]string) func(ctx context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {
 			n, err := standintest.GetNode(ctx, cs, node)
@@ -103,14 +104,10 @@ func TestDevicePluginStandInFollowsTheConfigManager(t *testing.T) {
 	standintest.EventuallyOK(t, "a label change re-reads it", expect("l4-0", map[corev1.ResourceName]string{"nvidia.com/gpu": "10"},
 		map[string]string{"nvidia.com/gpu.replicas": "5"}))
 
-	// MIG mixed on the H100 once MIG manager recorded a layout.
+	// MIG mixed on the H100 once MIG manager partitioned its GPU.
 	standintest.EventuallyOK(t, "MIG off: the whole GPU", expect("h100-0", map[corev1.ResourceName]string{"nvidia.com/gpu": "1"},
 		map[string]string{"nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed"}))
-	layout := standin.MIGLayout{Config: "all-1g.10gb", GPUs: []map[string]int{{"1g.10gb": 7}}}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, standin.MIGLayoutAnnotation, layout.Encode())
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, "h100-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	mig.Set("h100-0", standin.MIGLayout{Config: "all-1g.10gb", GPUs: []map[string]int{{"1g.10gb": 7}}})
 	standintest.EventuallyOK(t, "mixed: nvidia.com/mig-1g.10gb, and nvidia.com/gpu drops to 0", expect("h100-0",
 		map[corev1.ResourceName]string{"nvidia.com/mig-1g.10gb": "7", "nvidia.com/gpu": "0"},
 		map[string]string{"nvidia.com/mig-1g.10gb.count": "7", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}))

@@ -5,9 +5,8 @@
 // pod mounts at /mig-parted-config), the stand-in applies it to the node's simulated GPUs and drives
 // nvidia.com/mig.config.state through pending to success, or to failed when a GPU cannot take it
 // (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.go at v0.15.0; the operator's
-// docs, https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html). It
-// records the MIG devices it applied in the sandbox's own node annotation
-// (standin.MIGLayoutAnnotation), which the device-plugin stand-in reads where the real plugin asks
-// NVML. Open it when MIG reconfiguration in the sandbox does not do what NVIDIA's does; the device
+// docs, https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html). The
+// MIG devices it applied are the GPUs' state (standin.MIGHardware, in the sandbox's memory, as MIG mode
+// lives on the GPU), which the device-plugin stand-in reads where the real plugin asks NVML. Open it when MIG reconfiguration in the sandbox does not do what NVIDIA's does; the device
 // plugin's side is in package deviceplugin.
 package migmanager

@@ -59,8 +59,8 @@ func IsMIGManagerPod(p *corev1.Pod) bool {
 
 // migManagerStandIn is a STAND-IN for MIG manager as seen through the API: while a MIG-manager pod is
 // Running and Ready on a node with GPUs, a value of the node's nvidia.com/mig.config that its GPUs do
-// not have yet is applied: nvidia.com/mig.config.state becomes pending, then the layout is recorded
-// in standin.MIGLayoutAnnotation and the state becomes success, or the state becomes failed (an
+// not have yet is applied: nvidia.com/mig.config.state becomes pending, then the GPUs take the layout
+// (standin.MIGHardware) and the state becomes success, or the state becomes failed (an
 // unknown config, MIG on a GPU without it, a profile the GPU does not offer). A failed config is not
 // retried until the label changes or the pod is replaced, as MIG manager waits for the next label
 // change. The config file is the ConfigMap the pod mounts at /mig-parted-config (the operator's
@@ -73,6 +73,7 @@ func IsMIGManagerPod(p *corev1.Pod) bool {
 type migManagerStandIn struct {
 	cs         kubernetes.Interface
 	hw         map[string]standin.Hardware
+	mig        *standin.MIGHardware
 	fallback   func() ([]byte, error)
 	logf       func(string, ...any)
 	nodes      corelisters.NodeLister
@@ -91,14 +92,15 @@ type attempt struct {
 }
 
 // Run runs the MIG-manager stand-in until ctx is done and then returns nil. hw maps node names to
-// their hardware; fallback returns the mig-parted config file used while the pod's ConfigMap does not
+// their hardware, mig is their GPUs' MIG state; fallback returns the mig-parted config file used while the pod's ConfigMap does not
 // exist (nil: none, the state stays pending). It needs list/watch on nodes, pods and ConfigMaps and
 // patch on nodes.
-func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, fallback func() ([]byte, error), logf func(string, ...any)) error {
+func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, mig *standin.MIGHardware, fallback func() ([]byte, error), logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &migManagerStandIn{
 		cs:         cs,
 		hw:         hw,
+		mig:        mig,
 		fallback:   fallback,
 		logf:       logf,
 		nodes:      factory.Core().V1().Nodes().Lister(),
@@ -120,8 +122,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Har
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if ok1 && ok2 && (o.Labels[ConfigLabel] != n.Labels[ConfigLabel] || o.Labels[StateLabel] != n.Labels[StateLabel] ||
-				o.Annotations[standin.MIGLayoutAnnotation] != n.Annotations[standin.MIGLayoutAnnotation]) {
+			if ok1 && ok2 && (o.Labels[ConfigLabel] != n.Labels[ConfigLabel] || o.Labels[StateLabel] != n.Labels[StateLabel]) {
 				s.queue.Add(n.Name)
 			}
 		},
@@ -214,10 +215,7 @@ func (s *migManagerStandIn) reconcile(ctx context.Context, name string) error {
 	if err != nil || pod == nil {
 		return err
 	}
-	layout, err := standin.DecodeMIGLayout(node.Annotations[standin.MIGLayoutAnnotation])
-	if err != nil {
-		return err
-	}
+	layout := s.mig.Layout(name)
 	state := node.Labels[StateLabel]
 	if layout.Config == want && state == StateSuccess {
 		return nil
@@ -229,7 +227,7 @@ func (s *migManagerStandIn) reconcile(ctx context.Context, name string) error {
 		return nil
 	}
 	if state != StatePending {
-		if err := s.patch(ctx, name, map[string]any{StateLabel: StatePending}, nil); err != nil {
+		if err := s.patch(ctx, name, map[string]any{StateLabel: StatePending}); err != nil {
 			return err
 		}
 	}
@@ -244,25 +242,19 @@ func (s *migManagerStandIn) reconcile(ctx context.Context, name string) error {
 		s.failed[name] = attempt{pod.UID, want}
 		s.mu.Unlock()
 		s.logf("mig-manager stand-in: node %s: %s failed: %v", name, want, err)
-		return s.patch(ctx, name, map[string]any{StateLabel: StateFailed}, nil)
+		return s.patch(ctx, name, map[string]any{StateLabel: StateFailed})
 	}
 	if err != nil {
 		return err
 	}
 	s.logf("mig-manager stand-in: node %s: applied %s: %s", name, want, applied.Encode())
-	return s.patch(ctx, name, map[string]any{StateLabel: StateSuccess}, map[string]any{standin.MIGLayoutAnnotation: applied.Encode()})
+	s.mig.Set(name, applied)
+	return s.patch(ctx, name, map[string]any{StateLabel: StateSuccess})
 }
 
-// patch sets labels and annotations on a node as MIG manager's kubectl label does.
-func (s *migManagerStandIn) patch(ctx context.Context, node string, labels, annotations map[string]any) error {
-	meta := map[string]any{}
-	if labels != nil {
-		meta["labels"] = labels
-	}
-	if annotations != nil {
-		meta["annotations"] = annotations
-	}
-	data, err := json.Marshal(map[string]any{"metadata": meta})
+// patch sets labels on a node as MIG manager's kubectl label does.
+func (s *migManagerStandIn) patch(ctx context.Context, node string, labels map[string]any) error {
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
 		return err
 	}

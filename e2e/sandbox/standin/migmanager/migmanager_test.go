@@ -134,8 +134,9 @@ func TestMIGManagerStandInDrivesTheStateLabel(t *testing.T) {
 	for _, n := range []string{"h100-0", "l4-0"} {
 		standintest.CreateTyped(t, cs.CoreV1().Pods("gpu-operator").Create, pod(n))
 	}
+	mig := standin.NewMIGHardware()
 	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error {
-		return Run(ctx, cs, hw, func() ([]byte, error) { return []byte(testConfigs), nil }, logf)
+		return Run(ctx, cs, hw, mig, func() ([]byte, error) { return []byte(testConfigs), nil }, logf)
 	})
 	expect := func(node, state, layout string) func(ctx context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {
@@ -143,8 +144,15 @@ func TestMIGManagerStandInDrivesTheStateLabel(t *testing.T) {
 			if err != nil {
 				return "", err
 			}
-			if got := n.Labels[StateLabel]; got != state || n.Annotations[standin.MIGLayoutAnnotation] != layout {
-				return fmt.Sprintf("%s: state %q layout %q, want %q and %q", node, got, n.Annotations[standin.MIGLayoutAnnotation], state, layout), nil
+			got, l := n.Labels[StateLabel], ""
+			if applied := mig.Layout(node); applied.Config != "" {
+				l = applied.Encode()
+			}
+			if got != state || l != layout {
+				return fmt.Sprintf("%s: state %q layout %q, want %q and %q", node, got, l, state, layout), nil
+			}
+			if len(n.Annotations) > 0 {
+				return fmt.Sprintf("%s: annotations %v: the GPUs' MIG state is not the API's", node, n.Annotations), nil
 			}
 			return "", nil
 		}
