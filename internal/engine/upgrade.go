@@ -43,6 +43,8 @@ type UpgradeOptions struct {
 	ImagePullSecrets []string
 	// Monitoring, when set, replaces the recorded --monitoring (nil keeps it).
 	Monitoring *bool
+	// Sharing, when given, replaces the recorded --sharing (nil keeps it; ["none"] takes it off).
+	Sharing []string
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
 	// revision) and returns: nothing is written, not even the lock.
 	DryRun bool
@@ -191,6 +193,9 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 	if _, err := release.ParseSet(o.Set); err != nil {
 		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
+	if _, err := plan.ParseSharing(o.Sharing); err != nil {
+		return b, nil, err
+	}
 	if u.Reach != nil {
 		err = u.Reach(ctx)
 	}
@@ -231,6 +236,10 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
+		Sharing: slices.Clone(in.Sharing),
+	}
+	if len(o.Sharing) > 0 {
+		inst.Options.Sharing = slices.Clone(o.Sharing)
 	}
 	if o.Monitoring != nil {
 		inst.Options.Monitoring = *o.Monitoring
