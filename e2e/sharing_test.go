@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -56,11 +55,11 @@ func TestSharing(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, stderr)
 		}
-		var res engine.InstallResult
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		var p plan.Plan // the dry run's document is the Plan
+		if err := json.Unmarshal([]byte(stdout), &p); err != nil {
 			t.Fatal(err)
 		}
-		labels := sharingLabels(t, res.Plan)
+		labels := sharingLabels(t, &p)
 		for _, n := range pools[sharedPool] {
 			if labels[n] != "time-slicing-4" {
 				t.Errorf("node %s: planned label %q, want time-slicing-4", n, labels[n])
@@ -71,7 +70,7 @@ func TestSharing(t *testing.T) {
 				t.Errorf("node %s of %s is labelled", n, unsharedPool)
 			}
 		}
-		cfg := operatorValues(t, res.Plan)["devicePlugin"].(map[string]any)["config"].(map[string]any)
+		cfg := operatorValues(t, &p)["devicePlugin"].(map[string]any)["config"].(map[string]any)
 		if cfg["name"] != plan.SharingConfigMap || cfg["create"] != true || cfg["default"] != "" {
 			t.Errorf("devicePlugin.config = %v", cfg)
 		}

@@ -82,6 +82,16 @@ type UpgradePreview struct {
 	Releases []ReleaseChange `json:"releases"`
 	// Diffs are the rendered objects that change, the ClusterPolicy first.
 	Diffs []render.ObjectDiff `json:"diffs,omitempty"`
+	// Sharing is --sharing's move, where the upgrade has a choice or had one (nil otherwise).
+	Sharing *SharingChange `json:"sharing,omitempty"`
+}
+
+// SharingChange is --sharing's move: the recorded choice, the new one, and the node labels the
+// upgrade sets (the ConfigMap and devicePlugin.config changes are in the operator release's diff).
+type SharingChange struct {
+	From   []string         `json:"from,omitempty"`
+	To     []string         `json:"to,omitempty"`
+	Labels *plan.NodeLabels `json:"labels,omitempty"`
 }
 
 // ReleaseChange is one release's move.
@@ -106,7 +116,7 @@ func (p *UpgradePreview) Changed() bool {
 			return true
 		}
 	}
-	return false
+	return p.Sharing != nil && !slices.Equal(p.Sharing.From, p.Sharing.To)
 }
 
 // UpgradeResult is what Upgrade did.
@@ -349,6 +359,12 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 	}
 	if change != plan.VersionSame {
 		pv.Notes = plan.UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
+	}
+	if s := p.Step("node-labels"); s != nil {
+		pv.Sharing = &SharingChange{From: rec.Inputs.Sharing, To: rec.Inputs.Sharing, Labels: s.Labels}
+		if len(u.Options.Sharing) > 0 {
+			pv.Sharing.To = recordedSharing(u.Options.Sharing)
+		}
 	}
 	if p.Distribution == "openshift" {
 		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and
