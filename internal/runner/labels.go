@@ -89,3 +89,18 @@ func labelChange(n *corev1.Node, l *plan.NodeLabels, before record.NodeMetadata)
 	}
 	return nil, true
 }
+
+// labelsState says how many of the planned nodes carry their planned label.
+func (x *executor) labelsState(ctx context.Context, l *plan.NodeLabels) (string, error) {
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	done := 0
+	for _, n := range nodes.Items {
+		if want, ok := l.Nodes[n.Name]; ok && n.Labels[l.Key] == want {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d/%d nodes labelled %s as planned", done, len(l.Nodes), l.Key), nil
+}
