@@ -37,12 +37,17 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	return cmd
 }
 
+// sharingHelp is --sharing's help, the same on install and upgrade.
+const sharingHelp = "share GPUs: MODE=N for every GPU node or POOL=MODE=N for one detected node pool (repeatable), MODE time-slicing or mps; " +
+	"none (upgrade) takes it off (docs/sharing.md)"
+
 // addFlags declares install's flags.
 func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	o := &in.o
 	addInstallFlags(f, o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
+	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp)
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultInstallTimeout, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")

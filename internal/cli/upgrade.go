@@ -58,6 +58,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
+	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp+" (default: as recorded)")
 	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the whole upgrade may take, driver upgrades included")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")

@@ -91,8 +91,8 @@ type poolKey struct {
 }
 
 // poolOf names a node's pool: the platform's pool label if it has one, else a pool inferred from
-// what makes nodes interchangeable for the GPU stack — role, GPU or not, instance type, OS image
-// and container runtime.
+// what makes nodes interchangeable for the GPU stack — role, GPU or not, instance type (else the GPU
+// product), OS image and container runtime.
 func poolOf(n *corev1.Node, gpu bool) poolKey {
 	for _, l := range poolLabels() {
 		if val := n.Labels[l]; val != "" {
@@ -108,12 +108,21 @@ func poolOf(n *corev1.Node, gpu bool) poolKey {
 		parts = append(parts, "gpu")
 	}
 	it := instanceType(n)
-	if it != "" {
+	// Without an instance type (on-premises servers), GPU nodes of different GPU models are different
+	// pools: the GPU product (GPU feature discovery's, or a cloud's accelerator label) tells them apart.
+	product := ""
+	if gpu && it == "" {
+		product = gpuProduct(n)
+	}
+	switch {
+	case it != "":
 		parts = append(parts, it)
+	case product != "":
+		parts = append(parts, product)
 	}
 	info := n.Status.NodeInfo
 	return poolKey{
-		key:  strings.Join([]string{"inferred", role, strconv.FormatBool(gpu), it, info.OSImage, info.ContainerRuntimeVersion}, "\x00"),
+		key:  strings.Join([]string{"inferred", role, strconv.FormatBool(gpu), it, product, info.OSImage, info.ContainerRuntimeVersion}, "\x00"),
 		name: strings.Join(parts, "-"),
 	}
 }

@@ -51,6 +51,22 @@ func TestPools(t *testing.T) {
 			t.Errorf("worker-gpu = %+v", p)
 		}
 	})
+	t.Run("GPU servers without an instance type are pools by GPU product", func(t *testing.T) {
+		gpuInfo := info("v1.33.4", "Ubuntu 24.04.3 LTS", "6.8", "containerd://2.1.4")
+		r := Analyze(&Snapshot{Nodes: nodes(
+			node("h-1", labels("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"), gpuInfo),
+			node("h-2", labels("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"), gpuInfo),
+			node("l-1", labels("nvidia.com/gpu.product", "NVIDIA-L4"), gpuInfo),
+		)})
+		got := map[string]string{}
+		for _, g := range r.GPUNodes {
+			got[g.Name] = g.Pool
+		}
+		want := map[string]string{"h-1": "worker-gpu-NVIDIA-H100-80GB-HBM3", "h-2": "worker-gpu-NVIDIA-H100-80GB-HBM3", "l-1": "worker-gpu-NVIDIA-L4"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("pools by node %v, want %v", got, want)
+		}
+	})
 	t.Run("inferred pools that differ only in OS image get distinct names", func(t *testing.T) {
 		r := Analyze(&Snapshot{Nodes: nodes(
 			node("a", info("v1.33.4", "Ubuntu 22.04.5 LTS", "5.15", "containerd://1.7.27")),

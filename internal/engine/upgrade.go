@@ -43,6 +43,8 @@ type UpgradeOptions struct {
 	ImagePullSecrets []string
 	// Monitoring, when set, replaces the recorded --monitoring (nil keeps it).
 	Monitoring *bool
+	// Sharing, when given, replaces the recorded --sharing (nil keeps it; ["none"] takes it off).
+	Sharing []string
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
 	// revision) and returns: nothing is written, not even the lock.
 	DryRun bool
@@ -80,6 +82,16 @@ type UpgradePreview struct {
 	Releases []ReleaseChange `json:"releases"`
 	// Diffs are the rendered objects that change, the ClusterPolicy first.
 	Diffs []render.ObjectDiff `json:"diffs,omitempty"`
+	// Sharing is --sharing's move, where the upgrade has a choice or had one (nil otherwise).
+	Sharing *SharingChange `json:"sharing,omitempty"`
+}
+
+// SharingChange is --sharing's move: the recorded choice, the new one, and the node labels the
+// upgrade sets (the ConfigMap and devicePlugin.config changes are in the operator release's diff).
+type SharingChange struct {
+	From   []string         `json:"from,omitempty"`
+	To     []string         `json:"to,omitempty"`
+	Labels *plan.NodeLabels `json:"labels,omitempty"`
 }
 
 // ReleaseChange is one release's move.
@@ -104,7 +116,7 @@ func (p *UpgradePreview) Changed() bool {
 			return true
 		}
 	}
-	return false
+	return p.Sharing != nil && !slices.Equal(p.Sharing.From, p.Sharing.To)
 }
 
 // UpgradeResult is what Upgrade did.
@@ -191,6 +203,9 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 	if _, err := release.ParseSet(o.Set); err != nil {
 		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
+	if _, err := plan.ParseSharing(o.Sharing); err != nil {
+		return b, nil, err
+	}
 	if u.Reach != nil {
 		err = u.Reach(ctx)
 	}
@@ -231,6 +246,10 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
+		Sharing: slices.Clone(in.Sharing),
+	}
+	if len(o.Sharing) > 0 {
+		inst.Options.Sharing = slices.Clone(o.Sharing)
 	}
 	if o.Monitoring != nil {
 		inst.Options.Monitoring = *o.Monitoring
@@ -340,6 +359,12 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 	}
 	if change != plan.VersionSame {
 		pv.Notes = plan.UpgradeNotes(rec.OperatorVersion, to, driverEnabled)
+	}
+	if s := p.Step("node-labels"); s != nil {
+		pv.Sharing = &SharingChange{From: rec.Inputs.Sharing, To: rec.Inputs.Sharing, Labels: s.Labels}
+		if len(u.Options.Sharing) > 0 {
+			pv.Sharing.To = recordedSharing(u.Options.Sharing)
+		}
 	}
 	if p.Distribution == "openshift" {
 		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and

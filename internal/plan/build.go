@@ -83,6 +83,9 @@ type Options struct {
 	// above the detected facts, below -f and --set) and installs the gpu-monitoring chart after it, where
 	// the cluster serves monitoring.coreos.com; elsewhere the plan warns and leaves monitoring off.
 	Monitoring bool
+	// Sharing are the --sharing values (ParseSharing): a values layer above --monitoring, below -f and
+	// --set, and the node labels of the pools with a choice of their own; "none" takes gpuctl's off.
+	Sharing []string
 }
 
 // Input is everything Build reads.

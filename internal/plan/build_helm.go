@@ -36,6 +36,12 @@ func (b *builder) helm() (*Plan, error) {
 	// The taint follows the operator release, which carries gpuctl's MutatingAdmissionPolicy: pods that
 	// request GPUs tolerate the taint from the moment it is there.
 	b.add(operatorReleaseStep(rel.operator))
+	// The nodes name their device-plugin config once the release's ConfigMap has it: the plugin re-reads
+	// its config when the label changes, not when the ConfigMap does, so a label naming a key the
+	// ConfigMap does not have yet would leave the node on the default until the plugin restarts.
+	if rel.sharing != nil {
+		b.add(*rel.sharing)
+	}
 	if rel.monitoring != nil {
 		b.add(monitoringReleaseStep(rel.monitoring))
 	}

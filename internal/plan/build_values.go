@@ -10,6 +10,8 @@ import (
 // helmReleases are the Helm path's releases; monitoring is nil unless --monitoring installs it.
 type helmReleases struct {
 	nfd, operator, monitoring *Release
+	// sharing is the node-labels step of --sharing (nil without it).
+	sharing *Step
 }
 
 // releaseLayers are the values layers of the operator and NFD releases, lowest precedence first.
@@ -33,7 +35,7 @@ func (l *releaseLayers) addSplit(source string, values map[string]any) {
 
 // helmReleases layers the NFD and operator releases' values, lowest precedence first: the operator
 // bundle's image pins, the profile, the detected facts, tolerations of the GPU nodes' own taints
-// (--tolerate-existing-taints), --monitoring, the -f files, --set. It refuses a bundle the operator
+// (--tolerate-existing-taints), --monitoring, --sharing, the -f files, --set. It refuses a bundle the operator
 // chart is not loaded for, and plans the monitoring release where --monitoring can have one.
 func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	var l releaseLayers
@@ -52,6 +54,14 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	if b.o.Monitoring {
 		rels.monitoring = b.addMonitoringLayer(&l)
 	}
+	layer, step, err := b.sharing()
+	if err != nil {
+		return helmReleases{}, err
+	}
+	if layer != nil {
+		l.op = append(l.op, *layer)
+	}
+	rels.sharing = step
 	for _, f := range b.o.Files {
 		l.addSplit("file "+f.Source, f.Values)
 	}

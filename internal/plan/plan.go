@@ -42,6 +42,8 @@ const (
 	KindClusterPolicy Kind = "clusterpolicy"
 	// KindPSP binds the privileged PodSecurityPolicy where the cluster still serves PSP.
 	KindPSP Kind = "psp"
+	// KindNodeLabels sets gpuctl's node labels (--sharing: nvidia.com/device-plugin.config per pool).
+	KindNodeLabels Kind = "node-labels"
 )
 
 // Plan is what gpuctl will do, in order. It is data: --dry-run prints it, the wizard shows it for
@@ -91,6 +93,8 @@ type Step struct {
 	Taint *Taint `json:"taint,omitempty"`
 	// Safety for KindSafety.
 	Safety *Safety `json:"safety,omitempty"`
+	// Labels for KindNodeLabels.
+	Labels *NodeLabels `json:"labels,omitempty"`
 	// Target names what a wait step waits for (a Deployment, a ClusterPolicy, "namespace/subscription").
 	Target string `json:"target,omitempty"`
 	// PolicyName and PolicySpec for KindClusterPolicy: the name to give the alm-example, and the spec

@@ -150,6 +150,10 @@ func installNeeds(env *Env) []need {
 		}
 		add(detect.ProbeNamespace, "", "pods", "create")
 	}
+	if l := env.Plan.Step("node-labels"); l != nil && l.Skip == "" {
+		// --sharing labels the pools' nodes with their device-plugin config.
+		add("", "", "nodes", "patch")
+	}
 	if tainting(env.Plan) {
 		add("", "", "nodes", "patch")
 		// The taint safety check lists every DaemonSet to find those that would not reach GPU nodes.

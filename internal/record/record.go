@@ -95,6 +95,9 @@ type Inputs struct {
 	// Monitoring is --monitoring (or the config file's monitoring key): upgrade keeps it.
 	Monitoring bool   `json:"monitoring,omitempty"`
 	Channel    string `json:"channel,omitempty"`
+	// Sharing is --sharing (or the config file's sharing key), as given: upgrade keeps it unless given
+	// anew; "none" is recorded as nothing.
+	Sharing []string `json:"sharing,omitempty"`
 	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`

@@ -13,7 +13,7 @@ func TestRecordRoundTrips(t *testing.T) {
 		GpuctlVersion: "v1.2.3", Command: "install", Updated: time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC), Result: "succeeded",
 		Distribution: "gke", Profile: "gke", Namespace: "gpu-operator", OperatorVersion: "v25.10.1",
 		Inputs: Inputs{Files: []plan.Layer{{Source: "my.yaml", Values: map[string]any{"driver": map[string]any{"enabled": false}}}},
-			Set: []string{"operator.logging.level=debug"}},
+			Set: []string{"operator.logging.level=debug"}, Sharing: []string{"time-slicing=2", "gpu-pool=mps=4"}},
 		Releases:              []Object{{Name: "gpu-operator", Namespace: "gpu-operator", Created: true}},
 		CRDs:                  []Object{{Name: "clusterpolicies.nvidia.com", Created: true}, {Name: "nodefeatures.nfd.k8s-sigs.io"}},
 		Namespaces:            []Object{{Name: "gpu-operator", Created: true}},

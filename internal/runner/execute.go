@@ -16,6 +16,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -35,6 +36,9 @@ type executor struct {
 	secrets []map[string]any
 	// releases are Helm clients by namespace.
 	releases map[string]*release.Client
+	// labelsBefore are the nodes' stack labels before gpuctl's first install (the record's), which a
+	// label gpuctl no longer wants goes back to.
+	labelsBefore map[string]record.NodeMetadata
 	// runID is this run's install Lease holder identity: release steps label what they write with it,
 	// and recover only pending revisions another run wrote (internal/release Apply.RunID).
 	runID string
@@ -116,6 +120,8 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.clusterPolicy(ctx, s)
 	case plan.KindPSP:
 		return x.psp(ctx, s)
+	case plan.KindNodeLabels:
+		return x.nodeLabels(ctx, s)
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
 		return Outcome{Message: "ready (Reconciled)"}, err

@@ -49,6 +49,7 @@ func (in *Install) Run(ctx context.Context) (*InstallOutcome, error) {
 	if err != nil {
 		return &InstallOutcome{}, err
 	}
+	x.labelsBefore = before.nodes
 	r := &Runner{Sink: x.sink, Resume: ResumeHint}
 	err = r.Run(ctx, x.steps())
 	if rerr := x.writeRecord(ctx, before, in.Inputs, in.Version, in.Command, err); rerr != nil {

@@ -81,6 +81,8 @@ func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) 
 		return x.objectsState(ctx, x.secrets)
 	case plan.KindClusterPolicy:
 		return x.clusterPolicyState(ctx, s.PolicyName)
+	case plan.KindNodeLabels:
+		return x.labelsState(ctx, s.Labels)
 	}
 	return "", nil
 }

@@ -3,6 +3,8 @@ package ui
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -36,6 +38,14 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 	for _, r := range p.Releases {
 		if len(r.Recreate) > 0 {
 			fmt.Fprintf(b, "\n%s recreates what was deleted from the cluster: %s\n", r.Name, strings.Join(r.Recreate, ", "))
+		}
+	}
+	if sh := p.Sharing; sh != nil {
+		fmt.Fprintf(b, "\nGPU sharing: %s → %s\n", sharingText(sh.From), sharingText(sh.To))
+		if sh.Labels != nil {
+			for _, n := range slices.Sorted(maps.Keys(sh.Labels.Nodes)) {
+				fmt.Fprintf(b, "  %s: %s=%s\n", n, sh.Labels.Key, sh.Labels.Nodes[n])
+			}
 		}
 	}
 	if len(p.Notes) > 0 {
@@ -72,4 +82,12 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// sharingText is a --sharing choice as the preview shows it.
+func sharingText(values []string) string {
+	if len(values) == 0 {
+		return "none"
+	}
+	return strings.Join(values, " ")
 }

@@ -108,7 +108,20 @@ func gkePoolsFor(s Scenario) gkePools {
 func gkeNodes(s Scenario) []SimNode {
 	s = s.Defaults()
 	p := gkePoolsFor(s)
-	return buildNodes(s, 0, func(r role, i int) nodeSpec { return gkeNode(s, p, r, i) })
+	nodes := buildNodes(s, 0, func(r role, i int) nodeSpec { return gkeNode(s, p, r, i) })
+	if s.GKEAutopilot {
+		return nodes
+	}
+	// ExtraGPUNodes: a second GPU pool, l4-pool, of G2 machines (L4), as a cluster that shares its
+	// smaller GPUs and not its A100s would have.
+	l4 := p
+	l4.gpuPool, l4.gpuShape, l4.accelerator = "l4-pool", pickShape(gkeG2Shapes(), s.GPUsPerNode), "nvidia-l4"
+	for i := range s.ExtraGPUNodes {
+		n := gkeNode(s, l4, gpuWorker, i)
+		n.role = gpuWorker
+		nodes = append(nodes, simNode(s, n))
+	}
+	return nodes
 }
 
 // gkeNode is the i-th node of role r.

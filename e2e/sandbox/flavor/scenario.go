@@ -25,7 +25,8 @@ type Scenario struct {
 	GPUControlPlane bool
 	// ExtraGPUNodes are GPU workers of a second pool with ExtraGPUProduct GPUs (default standin.GPUL4,
 	// one of the standin.GPU… products), after the GPUNodes workers: a cluster with two GPU models,
-	// e.g. MIG-capable H100s and L4s without MIG. Only the kubeadm flavour has them.
+	// e.g. MIG-capable H100s and L4s without MIG. The kubeadm flavour has them, and the gke flavour (a
+	// Standard cluster's second GPU pool, l4-pool, always L4s).
 	ExtraGPUNodes   int
 	ExtraGPUProduct string
 	// GPUsPerNode is how many GPUs each GPU node has (default 1).

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/plan"
+)
+
+// The GKE sandbox's two GPU pools (e2e/sandbox/flavor/gke.go): A100s in gpu-pool, L4s in l4-pool.
+const (
+	sharedPool   = "gpu-pool"
+	unsharedPool = "l4-pool"
+)
+
+// TestSharing: on a GKE sandbox with two GPU pools, install --sharing gpu-pool=time-slicing=4 makes
+// the device plugin (the sandbox's stand-in, reading the ConfigMap the operator mounts as NVIDIA's
+// plugin does) advertise 4× the GPUs of that pool's nodes and leaves the other pool as it was; verify
+// passes; upgrade --sharing gpu-pool=mps=2 switches the nodes to 2×; upgrade without --sharing keeps
+// it; uninstall gives every node back its labels exactly.
+func TestSharing(t *testing.T) {
+	t.Parallel()
+	c := cleanSandbox(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, ExtraGPUNodes: 1, CPUNodes: 1}}).Cluster
+	before := nodesMetadata(t, c)
+	pools := gpuPools(t, c)
+	if len(pools[sharedPool]) != 2 || len(pools[unsharedPool]) != 1 {
+		t.Fatalf("GPU nodes by pool: %v, want 2 in %s and 1 in %s", pools, sharedPool, unsharedPool)
+	}
+
+	t.Run("an unknown pool is refused before any write, naming the pools", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "install", "--sharing", "no-such-pool=time-slicing=4")
+		if code != cli.ExitUsage {
+			t.Fatalf("exit %d, want %d:\n%s", code, cli.ExitUsage, stderr)
+		}
+		for _, want := range []string{"no-such-pool", sharedPool, unsharedPool} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("the refusal does not name %q:\n%s", want, stderr)
+			}
+		}
+		if !maps.EqualFunc(before, nodesMetadata(t, c), func(a, b nodeMetadata) bool { return maps.Equal(a.Labels, b.Labels) }) {
+			t.Error("the refused install changed node labels")
+		}
+	})
+
+	t.Run("the dry run shows the ConfigMap's content, the values and each node's label", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "install", "--dry-run", "-o", "json", "--sharing", sharedPool+"=time-slicing=4")
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		var p plan.Plan // the dry run's document is the Plan
+		if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+			t.Fatal(err)
+		}
+		labels := sharingLabels(t, &p)
+		for _, n := range pools[sharedPool] {
+			if labels[n] != "time-slicing-4" {
+				t.Errorf("node %s: planned label %q, want time-slicing-4", n, labels[n])
+			}
+		}
+		for _, n := range pools[unsharedPool] {
+			if _, ok := labels[n]; ok {
+				t.Errorf("node %s of %s is labelled", n, unsharedPool)
+			}
+		}
+		cfg := operatorValues(t, &p)["devicePlugin"].(map[string]any)["config"].(map[string]any)
+		if cfg["name"] != plan.SharingConfigMap || cfg["create"] != true || cfg["default"] != "" {
+			t.Errorf("devicePlugin.config = %v", cfg)
+		}
+		doc, _ := cfg["data"].(map[string]any)["time-slicing-4"].(string)
+		if !strings.Contains(doc, "timeSlicing:") || !strings.Contains(doc, "replicas: 4") {
+			t.Errorf("the ConfigMap's time-slicing-4:\n%s", doc)
+		}
+	})
+
+	installJSON(t, c, "--sharing", sharedPool+"=time-slicing=4")
+	waitAdvertised(t, c, pools, 4)
+
+	t.Run("verify passes on the shared GPUs", func(t *testing.T) {
+		if code, _, stderr := gpuctl(t, c, "verify"); code != 0 {
+			t.Fatalf("verify exited %d:\n%s", code, stderr)
+		}
+	})
+
+	t.Run("upgrade to mps=2 switches the pool's nodes", func(t *testing.T) {
+		res := upgradeJSON(t, c, "--yes", "--sharing", sharedPool+"=mps=2")
+		if res.Preview == nil || !res.Preview.Changed() {
+			t.Errorf("the upgrade preview shows no change: %+v", res.Preview)
+		}
+		waitAdvertised(t, c, pools, 2)
+		for _, n := range pools[sharedPool] {
+			if got := nodeLabel(t, c, n, plan.SharingLabel); got != "mps-2" {
+				t.Errorf("node %s: %s=%q, want mps-2", n, plan.SharingLabel, got)
+			}
+		}
+	})
+
+	t.Run("upgrade without --sharing keeps the recorded choice", func(t *testing.T) {
+		upgradeJSON(t, c, "--yes")
+		for _, n := range pools[sharedPool] {
+			if got := nodeLabel(t, c, n, plan.SharingLabel); got != "mps-2" {
+				t.Errorf("node %s: %s=%q, want mps-2", n, plan.SharingLabel, got)
+			}
+		}
+	})
+
+	t.Run("uninstall puts every node's labels back exactly", func(t *testing.T) {
+		if code, _, stderr := uninstallJSON(t, c, "--yes"); code != 0 {
+			t.Fatalf("uninstall exited %d:\n%s", code, stderr)
+		}
+		after := nodesMetadata(t, c)
+		for n, b := range before {
+			if !maps.Equal(b.Labels, after[n].Labels) {
+				t.Errorf("node %s: labels %v, want %v", n, after[n].Labels, b.Labels)
+			}
+		}
+	})
+}
+
+// gpuPools maps each GKE node pool to its GPU nodes.
+func gpuPools(t *testing.T, c *sandbox.Cluster) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, n := range c.Nodes {
+		if n.Hardware.GPUs > 0 {
+			pool := n.Node.Labels["cloud.google.com/gke-nodepool"]
+			out[pool] = append(out[pool], n.Node.Name)
+		}
+	}
+	return out
+}
+
+// gpusOf is how many GPUs the sandbox gave a node.
+func gpusOf(c *sandbox.Cluster, node string) int64 {
+	for _, n := range c.Nodes {
+		if n.Node.Name == node {
+			return int64(n.Hardware.GPUs)
+		}
+	}
+	return 0
+}
+
+// waitAdvertised waits until the shared pool's nodes advertise replicas× their GPUs in allocatable
+// and the other pool's their GPUs.
+func waitAdvertised(t *testing.T, c *sandbox.Cluster, pools map[string][]string, replicas int64) {
+	t.Helper()
+	want := map[string]int64{}
+	for _, n := range pools[sharedPool] {
+		want[n] = replicas * gpusOf(c, n)
+	}
+	for _, n := range pools[unsharedPool] {
+		want[n] = gpusOf(c, n)
+	}
+	got := map[string]int64{}
+	waitUntil(t, 5*time.Minute, "the nodes advertise the shared GPUs", func(ctx context.Context) (bool, error) {
+		for n, w := range want {
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			q := node.Status.Allocatable["nvidia.com/gpu"]
+			got[n] = q.Value()
+			if got[n] != w {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func nodeLabel(t *testing.T, c *sandbox.Cluster, node, key string) string {
+	t.Helper()
+	n, err := c.Kube.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Labels[key]
+}
+
+// sharingLabels are the plan's node labels for --sharing, by node.
+func sharingLabels(t *testing.T, p *plan.Plan) map[string]string {
+	t.Helper()
+	for _, s := range p.Steps {
+		if s.Kind == plan.KindNodeLabels && s.Labels != nil {
+			return s.Labels.Nodes
+		}
+	}
+	t.Fatal("the plan has no node-labels step")
+	return nil
+}
+
+// operatorValues are the values the plan gives the operator release.
+func operatorValues(t *testing.T, p *plan.Plan) map[string]any {
+	t.Helper()
+	for _, s := range p.Steps {
+		if s.Release != nil && s.Release.Name == plan.OperatorRelease {
+			return normalize(t, s.Release.Values)
+		}
+	}
+	t.Fatal("the plan has no operator release")
+	return nil
+}

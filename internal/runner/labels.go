@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
+)
+
+// nodeLabels carries out a KindNodeLabels step: the planned nodes get the label (merge patches under
+// gpuctl's field manager, so uninstall knows the label as gpuctl's: uninstall_labels.go); every other
+// node whose label only gpuctl wrote (an earlier --sharing choice) gets the value it had before
+// gpuctl's first install back, or loses it. A label someone else also wrote there is theirs.
+func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error) {
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("list nodes: %w", err)
+	}
+	var set, reset []string
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		value, write := labelChange(n, s.Labels, x.labelsBefore[n.Name])
+		if !write {
+			continue
+		}
+		var v any // nil removes the label
+		if value != nil {
+			v = *value
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{s.Labels.Key: v}}})
+		if err != nil {
+			return Outcome{}, err
+		}
+		if _, err := x.clients.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+			return Outcome{}, fmt.Errorf("label node %s: %w", n.Name, err)
+		}
+		if _, planned := s.Labels.Nodes[n.Name]; planned {
+			set = append(set, n.Name)
+		} else {
+			reset = append(reset, n.Name)
+		}
+	}
+	var missing []string
+	for name := range s.Labels.Nodes {
+		if !slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.Name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return Outcome{Changed: len(set)+len(reset) > 0}, fmt.Errorf("label nodes: %s gone since the plan was made", strings.Join(missing, ", "))
+	}
+	msg := fmt.Sprintf("%d nodes labelled %s", len(set), s.Labels.Key)
+	if len(reset) > 0 {
+		msg += fmt.Sprintf(", gpuctl's earlier label taken off %d", len(reset))
+	}
+	if len(set)+len(reset) == 0 {
+		msg = "every node already as planned"
+	}
+	return Outcome{Message: msg, Changed: len(set)+len(reset) > 0}, nil
+}
+
+// labelChange decides one node's write: the planned value for a planned node; for another node whose
+// label gpuctl alone wrote, the value before gpuctl's first install (nil: remove). write is false
+// when the node is already so, or the label is not gpuctl's to change.
+func labelChange(n *corev1.Node, l *plan.NodeLabels, before record.NodeMetadata) (value *string, write bool) {
+	cur, has := n.Labels[l.Key]
+	if want, planned := l.Nodes[n.Name]; planned {
+		return &want, !has || cur != want
+	}
+	if !has {
+		return nil, false
+	}
+	managers, _ := metadataManagers(n.ManagedFields)
+	if !slices.Equal(managers[l.Key], []string{kube.FieldManager}) {
+		return nil, false
+	}
+	if was, ok := before.Labels[l.Key]; ok {
+		return &was, was != cur
+	}
+	return nil, true
+}
+
+// labelsState says how many of the planned nodes carry their planned label.
+func (x *executor) labelsState(ctx context.Context, l *plan.NodeLabels) (string, error) {
+	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	done := 0
+	for _, n := range nodes.Items {
+		if want, ok := l.Nodes[n.Name]; ok && n.Labels[l.Key] == want {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d/%d nodes labelled %s as planned", done, len(l.Nodes), l.Key), nil
+}
