@@ -101,7 +101,7 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			return nil, fmt.Errorf("delete %s: %w", d, err)
 		}
 		targets = append(targets, target{ri, d})
-		if d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver" {
+		if d.Kind == "ClusterPolicy" || d.Kind == "GPUCluster" || d.Kind == "NVIDIADriver" {
 			u.deleted = append(u.deleted, d.UID)
 		}
 	}
