@@ -50,6 +50,8 @@ type InstallOptions struct {
 	// Monitoring turns on the operator's ServiceMonitors and installs the gpu-monitoring chart (the
 	// Grafana dashboard and the PrometheusRule) where the cluster serves monitoring.coreos.com.
 	Monitoring bool
+	// DRA installs the operator's DRA stack (the GPUCluster) instead of the ClusterPolicy (plan.Options.DRA).
+	DRA bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
@@ -286,7 +288,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 		Options: plan.Options{
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
-			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring,
+			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA,
 		},
 	})
 	if err != nil {
@@ -298,7 +300,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 // recordInputs are the user's inputs as the record keeps them.
 func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
 	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
-		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
+		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets)}
 }
 
 // verb is the command the record names.

@@ -93,8 +93,10 @@ type Inputs struct {
 	Taint                  bool `json:"taint,omitempty"`
 	TolerateExistingTaints bool `json:"tolerateExistingTaints,omitempty"`
 	// Monitoring is --monitoring (or the config file's monitoring key): upgrade keeps it.
-	Monitoring bool   `json:"monitoring,omitempty"`
-	Channel    string `json:"channel,omitempty"`
+	Monitoring bool `json:"monitoring,omitempty"`
+	// DRA is --dra (or the config file's dra key): the GPUCluster instead of the ClusterPolicy; upgrade keeps it.
+	DRA     bool   `json:"dra,omitempty"`
+	Channel string `json:"channel,omitempty"`
 	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`
