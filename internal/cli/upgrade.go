@@ -15,12 +15,12 @@ import (
 
 // upgradeCmd is gpuctl upgrade: its flags and what it runs with.
 type upgradeCmd struct {
-	streams         Streams
-	g               *globals
-	getenv          func(string) string
-	o               engine.UpgradeOptions
+	streams              Streams
+	g                    *globals
+	getenv               func(string) string
+	o                    engine.UpgradeOptions
 	yes, monitoring, dra bool
-	output          string
+	output               string
 }
 
 func newUpgradeCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {

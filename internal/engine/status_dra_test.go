@@ -38,8 +38,8 @@ func TestEvaluateStatusDRA(t *testing.T) {
 		return s
 	}
 	healthy := statusInputs{namespace: "gpu-operator", operator: available, dra: true, gpuCluster: gc("ready", "Reconciled", ""),
-		nodes: []corev1.Node{node("gpu-a"), node("gpu-b")},
-		pods: []corev1.Pod{ready(validatorApp, "gpu-a"), ready(validatorApp, "gpu-b"), ready(draKubeletPluginApp, "gpu-a"), ready(draKubeletPluginApp, "gpu-b")},
+		nodes:  []corev1.Node{node("gpu-a"), node("gpu-b")},
+		pods:   []corev1.Pod{ready(validatorApp, "gpu-a"), ready(validatorApp, "gpu-b"), ready(draKubeletPluginApp, "gpu-a"), ready(draKubeletPluginApp, "gpu-b")},
 		slices: []resourcev1.ResourceSlice{slice("gpu-a", 2), slice("gpu-b", 1)}}
 
 	t.Run("a ready GPUCluster with slices on every GPU node is healthy without allocatable nvidia.com/gpu", func(t *testing.T) {
