@@ -68,6 +68,9 @@ func draValues() map[string]any {
 	set(v, false, "clusterPolicy", "deployCR")
 	set(v, true, "driver", "nvidiaDriverCRD", "enabled")
 	set(v, false, "devicePlugin", "enabled")
+	// ComputeDomains (multi-node NVLink) need NVIDIA's resource.nvidia.com ComputeDomain CRDs, which
+	// gpuctl does not apply (charts/gpu-operator/Chart.yaml); v26.7.0's chart turns them on by default.
+	set(v, false, "draDriver", "computeDomains", "enabled")
 	return normalized(v)
 }
 
@@ -75,6 +78,9 @@ func draValues() map[string]any {
 func refuseDRAValues(op map[string]any) error {
 	if at(op, "devicePlugin", "enabled") == true {
 		return &DRAError{"the values ask for the device plugin (devicePlugin.enabled=true), which the DRA stack replaces: drop one of them"}
+	}
+	if at(op, "draDriver", "computeDomains", "enabled") == true {
+		return &DRAError{"the values ask for ComputeDomains (draDriver.computeDomains.enabled=true), whose resource.nvidia.com CRDs gpuctl does not apply: drop it"}
 	}
 	if at(op, "clusterPolicy", "deployCR") == true || at(op, "gpuCluster", "deployCR") == false {
 		return &DRAError{"the values ask for the ClusterPolicy (clusterPolicy.deployCR=true or gpuCluster.deployCR=false), and the operator runs no GPUCluster next to one: drop one of them"}

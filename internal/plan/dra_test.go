@@ -28,6 +28,7 @@ func TestDRAPlan(t *testing.T) {
 		"clusterPolicy": map[string]any{"deployCR": false},
 		"devicePlugin":  map[string]any{"enabled": false},
 		"driver":        map[string]any{"nvidiaDriverCRD": map[string]any{"enabled": true}},
+		"draDriver":     map[string]any{"computeDomains": map[string]any{"enabled": false}},
 	}
 	if !reflect.DeepEqual(layer, want) {
 		t.Errorf("--dra layer %v, want %v", layer, want)
@@ -81,6 +82,8 @@ func TestDRARefusals(t *testing.T) {
 			Options{DRA: true, Set: map[string]any{"devicePlugin": map[string]any{"enabled": true}}}, "devicePlugin.enabled=true"},
 		{"the device plugin asked for in a values file", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,
 			Options{DRA: true, Files: []Layer{{Source: "mine.yaml", Values: map[string]any{"devicePlugin": map[string]any{"enabled": true}}}}}, "devicePlugin.enabled=true"},
+		{"ComputeDomains asked for, whose CRDs gpuctl does not apply", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,
+			Options{DRA: true, Set: map[string]any{"draDriver": map[string]any{"computeDomains": map[string]any{"enabled": true}}}}, "draDriver.computeDomains.enabled=true"},
 		{"the ClusterPolicy asked for with --set", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,
 			Options{DRA: true, Set: map[string]any{"clusterPolicy": map[string]any{"deployCR": true}}}, "clusterPolicy.deployCR=true"},
 	}
