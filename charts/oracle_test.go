@@ -67,7 +67,7 @@ var oracleDeviations = []oracleDeviation{
 	{object: "ServiceAccount/gpu-operator-upgrade-crd-hook-sa", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
 	{object: "ClusterRole/gpu-operator-upgrade-crd-hook-role", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
 	{object: "ClusterRoleBinding/gpu-operator-upgrade-crd-hook-binding", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
-	{release: "v26.7.0", object: "Job/gpu-operator-cleanup-gpucluster", doc: oracleDocHelmHooks, why: "this chart creates no GPUCluster to clean up"},
+	{release: "v26.7.0", object: "Job/gpu-operator-cleanup-gpucluster", doc: oracleDocHelmHooks, why: "gpuctl uninstall deletes the GPUCluster it created"},
 	{values: "openshift-cleanup", object: "Job/gpu-operator-cleanup-crd", doc: oracleDocHelmHooks, why: "gpuctl removes CRDs itself, on request"},
 
 	// On OpenShift gpuctl installs the operator through OLM, whose CSV brings its own SCCs.
