@@ -43,7 +43,7 @@ func TestDRA(t *testing.T) {
 				{[]string{"--operator-version", "v25.10.1"}, "GPU Operator v25.10.1 has no GPUCluster"},
 				{[]string{"--set", "devicePlugin.enabled=true"}, "devicePlugin.enabled=true"},
 			} {
-				code, _, stderr := gpuctl(t, c, append([]string{"install", "--dra", "--yes"}, tc.args...)...)
+				code, _, stderr := gpuctl(t, c, append([]string{"install", "--dra"}, tc.args...)...)
 				if code != cli.ExitUsage {
 					t.Errorf("install --dra %v exited %d, want %d", tc.args, code, cli.ExitUsage)
 				}
@@ -59,7 +59,7 @@ func TestDRA(t *testing.T) {
 		}},
 
 		step{"install --dra: the GPUCluster, no ClusterPolicy, reconciled by the real controller", func(t *testing.T) {
-			res, _ := installJSON(t, c, "--dra", "--yes")
+			res, _ := installJSON(t, c, "--dra")
 			if res.Plan.Step("wait-gpucluster") == nil || res.Plan.Step("wait-clusterpolicy") != nil {
 				t.Errorf("plan steps do not wait on the GPUCluster instead of the ClusterPolicy: %+v", res.Plan.Steps)
 			}
