@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -32,5 +35,29 @@ func TestUpgradeKeepsTheRecordedDRA(t *testing.T) {
 				t.Errorf("the record keeps DRA = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestDRAInputsAreJudgedWithoutTheCluster: what needs no cluster is refused while reading the
+// inputs, before the lock's Lease is written.
+func TestDRAInputsAreJudgedWithoutTheCluster(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    InstallOptions
+		want string
+	}{
+		{"a release without a GPUCluster", InstallOptions{DRA: true, OperatorVersion: "v25.10.1"}, "has no GPUCluster"},
+		{"the device plugin asked for", InstallOptions{DRA: true, Set: []string{"devicePlugin.enabled=true"}}, "devicePlugin.enabled=true"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readInputs(tt.o)
+			var de *plan.DRAError
+			if !errors.As(err, &de) || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("readInputs = %v, want a DRAError naming %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := readInputs(InstallOptions{DRA: true}); err != nil {
+		t.Errorf("--dra on the default release: %v", err)
 	}
 }

@@ -51,10 +51,25 @@ func (b *builder) refuseDRA() error {
 	if !since(kv, draMinKubernetes) {
 		return &DRAError{fmt.Sprintf("the API server runs Kubernetes %s and DRA needs %s or newer (resource.k8s.io/v1 is GA from 1.34); upgrade the cluster, or install without --dra", kv, draMinKubernetes)}
 	}
-	if op := b.in.Charts[OperatorRelease].AppVersion; !since(op, draMinOperator) {
-		return &DRAError{"GPU Operator " + op + " has no GPUCluster, the operator's DRA stack (new in v26.7.0); use --operator-version v26.7.0, or NVIDIA's DRA driver chart on its own (https://github.com/NVIDIA/k8s-dra-driver-gpu)"}
+	return refuseDRARelease(b.in.Charts[OperatorRelease].AppVersion)
+}
+
+// refuseDRARelease refuses an operator release without the GPUCluster.
+func refuseDRARelease(op string) error {
+	if !since(op, draMinOperator) {
+		return &DRAError{"GPU Operator " + op + " has no GPUCluster, the operator's DRA stack (new in v26.7.0); use --operator-version v26.7.0, or NVIDIA's DRA driver chart next to the operator (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/dra-intro-install.html)"}
 	}
 	return nil
+}
+
+// CheckDRAInputs judges --dra on what needs no cluster, before gpuctl takes its lock: the operator
+// release and the user's own operator values (-f and --set merged). Build judges the same again, and
+// the cluster's Kubernetes version besides.
+func CheckDRAInputs(operatorVersion string, user map[string]any) error {
+	if err := refuseDRARelease(operatorVersion); err != nil {
+		return err
+	}
+	return refuseDRAValues(user)
 }
 
 // draValues is the layer --dra adds: the GPUCluster instead of the ClusterPolicy (NVIDIA's chart
@@ -83,6 +98,7 @@ func refuseDRAValues(op map[string]any) error {
 		return &DRAError{"the values ask for ComputeDomains (draDriver.computeDomains.enabled=true), whose resource.nvidia.com CRDs gpuctl does not apply: drop it"}
 	}
 	if at(op, "clusterPolicy", "deployCR") == true || at(op, "gpuCluster", "deployCR") == false {
+		// A user's value; draValues sets both the other way.
 		return &DRAError{"the values ask for the ClusterPolicy (clusterPolicy.deployCR=true or gpuCluster.deployCR=false), and the operator runs no GPUCluster next to one: drop one of them"}
 	}
 	return nil
