@@ -251,9 +251,11 @@ gpuctl installs through OLM, not this chart.
 {{- if and .Values.driver.enabled (not .Values.driver.nvidiaDriverCRD.enabled) -}}
 {{- fail "gpuCluster.deployCR with driver.enabled needs driver.nvidiaDriverCRD.enabled=true: a GPUCluster does not manage the driver" -}}
 {{- end -}}
-{{- if not (or (.Capabilities.APIVersions.Has "resource.k8s.io/v1/DeviceClass") (.Capabilities.APIVersions.Has "resource.k8s.io/v1beta2/DeviceClass") (.Capabilities.APIVersions.Has "resource.k8s.io/v1beta1/DeviceClass")) -}}
-{{- fail "gpuCluster.deployCR needs a cluster that serves Dynamic Resource Allocation (resource.k8s.io DeviceClass)" -}}
-{{- end -}}
+{{- /*
+NVIDIA's chart also fails without a served resource.k8s.io DeviceClass API. This chart does not: gpuctl
+renders it offline too (preflight, template, export), where Capabilities are Helm's defaults, and its
+plan refuses --dra on Kubernetes older than 1.34 instead.
+*/}}
 {{- end -}}
 {{- if and .Values.cdi.nriPluginEnabled (not (and .Values.cdi.enabled .Values.toolkit.enabled)) -}}
 {{- fail "cdi.nriPluginEnabled needs cdi.enabled and toolkit.enabled" -}}
