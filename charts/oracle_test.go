@@ -67,7 +67,7 @@ var oracleDeviations = []oracleDeviation{
 	{object: "ServiceAccount/gpu-operator-upgrade-crd-hook-sa", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
 	{object: "ClusterRole/gpu-operator-upgrade-crd-hook-role", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
 	{object: "ClusterRoleBinding/gpu-operator-upgrade-crd-hook-binding", doc: oracleDocHelmHooks, why: "CRDs are applied by gpuctl, not by a hook"},
-	{release: "v26.7.0", object: "Job/gpu-operator-cleanup-gpucluster", doc: oracleDocHelmHooks, why: "this chart creates no GPUCluster to clean up"},
+	{release: "v26.7.0", object: "Job/gpu-operator-cleanup-gpucluster", doc: oracleDocHelmHooks, why: "gpuctl uninstall deletes the GPUCluster it created"},
 	{values: "openshift-cleanup", object: "Job/gpu-operator-cleanup-crd", doc: oracleDocHelmHooks, why: "gpuctl removes CRDs itself, on request"},
 
 	// On OpenShift gpuctl installs the operator through OLM, whose CSV brings its own SCCs.
@@ -130,8 +130,16 @@ func TestOracleNVIDIAChart(t *testing.T) {
 			if err != nil {
 				t.Fatalf("our chart for %s: %v\n(the chart needs releases/%s/crds/ to load for this release)", b.Version, err, b.Version)
 			}
+			_, err = os.Stat(filepath.Join(tree, "deployments", "gpu-operator", "templates", "gpucluster.yaml"))
+			nvHasGPUCluster := err == nil
 			for _, oc := range oracleCases(t, tree) {
 				t.Run(oc.name, func(t *testing.T) {
+					if oracleWantsGPUCluster(oc.vals) && !nvHasGPUCluster {
+						// NVIDIA's chart of this release has no GPUCluster and silently renders no CR at
+						// all; ours refuses instead.
+						oracleRefuses(t, ours, oc.vals, "has no GPUCluster")
+						return
+					}
 					// gpuctl puts the bundle's image pins under the user's values for a release that is not
 					// the chart's own (internal/plan: chart defaults < bundle < profile < facts < -f < --set);
 					// NVIDIA's chart of that release has those images as its defaults.
@@ -229,6 +237,22 @@ func oracleCases(t *testing.T, tree string) []oracleCase {
 	return out
 }
 
+// oracleWantsGPUCluster: the values ask for the DRA GPUCluster (gpuCluster.deployCR).
+func oracleWantsGPUCluster(vals map[string]any) bool {
+	gc, _ := vals["gpuCluster"].(map[string]any)
+	on, _ := gc["deployCR"].(bool)
+	return on
+}
+
+// oracleRefuses renders ch with vals and wants the render to fail naming want.
+func oracleRefuses(t *testing.T, ch *chart.Chart, vals map[string]any, want string) {
+	t.Helper()
+	_, err := oracleRenderErr(t, ch, vals)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("render %s with %v: err = %v, want a refusal naming %q", ch.Metadata.AppVersion, vals, err, want)
+	}
+}
+
 // oracleMerge returns src merged over a copy of dst the way gpuctl layers values: maps key by key,
 // anything else replaced.
 func oracleMerge(dst, src map[string]any) map[string]any {
@@ -255,6 +279,16 @@ type oracleObject struct {
 // every object of the chart's own templates, with integers as int64 as the API server would read them.
 func oracleRender(t *testing.T, ch *chart.Chart, vals map[string]any) map[string]oracleObject {
 	t.Helper()
+	out, err := oracleRenderErr(t, ch, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// oracleRenderErr is oracleRender with the render's error returned.
+func oracleRenderErr(t *testing.T, ch *chart.Chart, vals map[string]any) (map[string]oracleObject, error) {
+	t.Helper()
 	cfg := action.NewConfiguration()
 	cfg.Releases = storage.Init(driver.NewMemory())
 	cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
@@ -264,6 +298,8 @@ func oracleRender(t *testing.T, ch *chart.Chart, vals map[string]any) map[string
 		t.Fatal(err)
 	}
 	caps.KubeVersion = *kv
+	// A v1.34 cluster serves DRA's resource.k8s.io/v1 (GA), which both charts check for the GPUCluster.
+	caps.APIVersions = append(slices.Clone(caps.APIVersions), "resource.k8s.io/v1", "resource.k8s.io/v1/DeviceClass")
 	cfg.Capabilities = &caps
 	in := action.NewInstall(cfg)
 	in.DryRunStrategy = action.DryRunClient
@@ -271,9 +307,10 @@ func oracleRender(t *testing.T, ch *chart.Chart, vals map[string]any) map[string
 	in.Namespace = release[gpuChart].Namespace
 	in.Replace = true
 	in.KubeVersion = &caps.KubeVersion
+	in.APIVersions = caps.APIVersions
 	r, err := in.RunWithContext(context.Background(), ch, oracleDeepCopy(vals))
 	if err != nil {
-		t.Fatalf("render %s %s: %v", ch.Name(), ch.Metadata.AppVersion, err)
+		return nil, fmt.Errorf("render %s %s: %w", ch.Name(), ch.Metadata.AppVersion, err)
 	}
 	rel, ok := r.(*releasev1.Release)
 	if !ok {
@@ -307,7 +344,7 @@ func oracleRender(t *testing.T, ch *chart.Chart, vals map[string]any) map[string
 			add(h.Manifest, true)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func oracleKey(obj map[string]any) string {

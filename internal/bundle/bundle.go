@@ -82,6 +82,7 @@ func components() []component {
 		one("vgpuDeviceManager", "vgpuDeviceManager"),
 		one("sandboxDevicePlugin", "sandboxDevicePlugin"),
 		one("kataSandboxDevicePlugin", "kataSandboxDevicePlugin"),
+		one("draDriver", "draDriver"),
 		one("ccManager", "ccManager"),
 		one("vfioManager", "vfioManager"),
 	}

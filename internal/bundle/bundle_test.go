@@ -108,7 +108,7 @@ func TestValuesFitTheChart(t *testing.T) {
 					return true // built by the user from NVIDIA's licensed .run file
 				}
 				_, ships := b.Images[p]
-				return p == "kataSandboxDevicePlugin" && !ships
+				return (p == "kataSandboxDevicePlugin" || p == "draDriver") && !ships
 			})
 			got := b.Values()
 			for _, p := range want {

@@ -45,6 +45,8 @@ func catalog() []Bundle {
 				"sandboxDevicePlugin":     {nvcr, "kubevirt-gpu-device-plugin", "v1.6.0"},
 				"kataSandboxDevicePlugin": {nvcrCloudNative, "nvidia-sandbox-device-plugin", "v0.0.5"},
 				"ccManager":               {nvcrCloudNative, "k8s-cc-manager", "v0.4.3"},
+				// NVIDIA's DRA driver, which the GPUCluster deploys (new in v26.7.0).
+				"draDriver": {nvcr, "dra-driver-nvidia-gpu", "v0.5.0"},
 				// Since v26.3 the VFIO manager is the driver manager image.
 				"vfioManager": {nvcrCloudNative, "k8s-driver-manager", "v0.12.0"},
 			},

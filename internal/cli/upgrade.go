@@ -15,12 +15,12 @@ import (
 
 // upgradeCmd is gpuctl upgrade: its flags and what it runs with.
 type upgradeCmd struct {
-	streams         Streams
-	g               *globals
-	getenv          func(string) string
-	o               engine.UpgradeOptions
-	yes, monitoring bool
-	output          string
+	streams              Streams
+	g                    *globals
+	getenv               func(string) string
+	o                    engine.UpgradeOptions
+	yes, monitoring, dra bool
+	output               string
 }
 
 func newUpgradeCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
@@ -60,6 +60,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
 	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp+" (default: as recorded)")
 	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
+	f.BoolVar(&u.dra, "dra", false, "switch to the DRA stack (GPUCluster), or back to the ClusterPolicy with --dra=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the whole upgrade may take, driver upgrades included")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&u.output, "output", "o", "text", "result format: text, json, yaml")
@@ -113,6 +114,9 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 	}
 	if cmd.Flags().Changed("monitoring") {
 		u.o.Monitoring = &u.monitoring
+	}
+	if cmd.Flags().Changed("dra") {
+		u.o.DRA = &u.dra
 	}
 	vo := engine.InstallOptions{ValuesFiles: u.o.ValuesFiles, Set: u.o.Set, OperatorVersion: u.o.OperatorVersion,
 		Registry: u.o.Registry, ImagePullSecrets: u.o.ImagePullSecrets}

@@ -46,6 +46,15 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	if err := checkUserValuesSize(files, set); err != nil {
 		return nil, err
 	}
+	if o.DRA {
+		user := map[string]any{}
+		for _, f := range files {
+			user = plan.MergeValues(user, f.Values)
+		}
+		if err := plan.CheckDRAInputs(infos[plan.OperatorRelease].AppVersion, plan.MergeValues(user, set), o.Sharing); err != nil {
+			return nil, err
+		}
+	}
 	return &installInputs{files: files, set: set, bundle: b, charts: infos}, nil
 }
 

@@ -53,6 +53,8 @@ type InstallOptions struct {
 	// Sharing are the --sharing values (plan.ParseSharing): GPU sharing for the whole cluster or per
 	// node pool; ["none"] takes it off.
 	Sharing []string
+	// DRA installs the operator's DRA stack (the GPUCluster) instead of the ClusterPolicy (plan.Options.DRA).
+	DRA bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
@@ -289,7 +291,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 		Options: plan.Options{
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
-			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing),
+			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), DRA: o.DRA,
 		},
 	})
 	if err != nil {
@@ -301,7 +303,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 // recordInputs are the user's inputs as the record keeps them.
 func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
 	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
-		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
+		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
 		Sharing: recordedSharing(o.Sharing)}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -74,6 +75,11 @@ type NodeStatus struct {
 	Tainted bool `json:"tainted"`
 	// DriverUpgradeState is the operator's nvidia.com/gpu-driver-upgrade-state label ("" when unset).
 	DriverUpgradeState string `json:"driverUpgradeState,omitempty"`
+	// DRA stack only (--dra): DRADriver is the state of the DRA driver's kubelet plugin pod on the
+	// node, ResourceSlices and Devices what it publishes for driver gpu.nvidia.com.
+	DRADriver      string `json:"draDriver,omitempty"`
+	ResourceSlices int    `json:"resourceSlices,omitempty"`
+	Devices        int    `json:"devices,omitempty"`
 }
 
 // StatusResult is what Status found.
@@ -109,10 +115,14 @@ func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
 			Message: "gpuctl has not installed the GPU stack on this cluster (no install record " + record.Namespace + "/" + record.Name + ")",
 			Hint:    "run gpuctl install"}}}, ErrNotInstalled
 	}
-	if s.Wait > 0 {
-		s.wait(ctx, ns, policy)
+	dra, err := s.isDRA(ctx, rec)
+	if err != nil {
+		return nil, err
 	}
-	return s.read(ctx, rec, ns, policy)
+	if s.Wait > 0 {
+		s.wait(ctx, ns, policy, dra)
+	}
+	return s.read(ctx, rec, ns, policy, dra)
 }
 
 // target is the namespace and ClusterPolicy status looks at: the install record's, or, without a
@@ -144,7 +154,7 @@ func (s *Status) installed(rec *record.Record, ns string) bool {
 
 // wait waits, with install's watches, for the validators and the ClusterPolicy; its failure is what
 // the report then shows.
-func (s *Status) wait(ctx context.Context, ns, policy string) {
+func (s *Status) wait(ctx context.Context, ns, policy string, dra bool) {
 	ctx, cancel := context.WithTimeout(ctx, s.Wait)
 	defer cancel()
 	emit := func(p health.Progress) {
@@ -158,6 +168,13 @@ func (s *Status) wait(ctx context.Context, ns, policy string) {
 	}
 	nodes, err := w.ValidatorsReady(ctx, ns, nil)
 	if err != nil {
+		return
+	}
+	if dra {
+		if err := w.ResourceSlicesPublished(ctx, plan.DRADriverName, nodes); err != nil {
+			return
+		}
+		_ = w.GPUClusterReady(ctx, plan.GPUClusterName)
 		return
 	}
 	if err := w.GPUsAllocatable(ctx, nodes); err != nil {
@@ -180,18 +197,27 @@ type statusInputs struct {
 	monitoring *MonitoringStatus
 	// owner is the GitOps engine that manages the stack's releases or ClusterPolicy (nil: none found).
 	owner *OwnedError
+	// dra is a DRA stack: the GPUCluster (nil: not found) and the DRA driver's ResourceSlices are
+	// judged instead of the ClusterPolicy and allocatable nvidia.com/gpu.
+	dra        bool
+	gpuCluster *unstructured.Unstructured
+	slices     []resourcev1.ResourceSlice
 }
 
 // read reads what the checks look at and evaluates them. An object that is not there is a verdict,
 // not an error; a read the API server refuses is an error.
-func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName string) (*StatusResult, error) {
-	in := statusInputs{record: rec, namespace: ns, policyName: policyName}
+func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName string, dra bool) (*StatusResult, error) {
+	in := statusInputs{record: rec, namespace: ns, policyName: policyName, dra: dra}
 	var err error
 	if in.operator, err = s.readOperator(ctx, ns); err != nil {
 		return nil, err
 	}
 	in.nfdWanted, in.nfdRelease = s.readNFD(rec, ns)
-	if in.policy, err = s.readPolicy(ctx, policyName); err != nil {
+	if dra {
+		if err := s.readDRA(ctx, &in); err != nil {
+			return nil, err
+		}
+	} else if in.policy, err = s.readPolicy(ctx, policyName); err != nil {
 		return nil, err
 	}
 	nodes, err := s.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -199,7 +225,7 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	in.nodes = nodes.Items
-	pods, err := s.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (" + strings.Join([]string{driverApp, toolkitApp, devicePluginApp, validatorApp}, ",") + ")"})
+	pods, err := s.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (" + strings.Join([]string{driverApp, toolkitApp, devicePluginApp, validatorApp, draKubeletPluginApp}, ",") + ")"})
 	if err != nil {
 		return nil, fmt.Errorf("list operand pods in %s: %w", ns, err)
 	}
@@ -251,13 +277,24 @@ func (s *Status) readPolicy(ctx context.Context, name string) (*unstructured.Uns
 func evaluateStatus(in statusInputs) *StatusResult {
 	res := &StatusResult{Installed: true, Record: in.record, Monitoring: in.monitoring}
 	res.Nodes = nodeRows(in.nodes, in.pods)
+	if in.dra {
+		addDRANodeState(res.Nodes, in.pods, in.slices)
+	}
 	res.Checks = []StatusCheck{recordCheck(in.record, in.owner), operatorCheck(in.operator, in.namespace)}
 	if in.nfdWanted {
 		res.Checks = append(res.Checks, nfdCheck(in.nfdRelease, in.namespace))
 	}
-	res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
-	if len(res.Nodes) > 0 {
-		res.Checks = append(res.Checks, allocatableCheck(res.Nodes))
+	switch {
+	case in.dra:
+		res.Checks = append(res.Checks, gpuClusterCheck(in.gpuCluster), gpuNodesCheck(res.Nodes, in.namespace))
+		if len(res.Nodes) > 0 {
+			res.Checks = append(res.Checks, resourceSlicesCheck(res.Nodes, in.namespace))
+		}
+	default:
+		res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
+		if len(res.Nodes) > 0 {
+			res.Checks = append(res.Checks, allocatableCheck(res.Nodes))
+		}
 	}
 	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
 	res.Healthy = !slices.ContainsFunc(res.Checks, func(c StatusCheck) bool { return c.State == CheckFailed })

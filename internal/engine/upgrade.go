@@ -45,6 +45,8 @@ type UpgradeOptions struct {
 	Monitoring *bool
 	// Sharing, when given, replaces the recorded --sharing (nil keeps it; ["none"] takes it off).
 	Sharing []string
+	// DRA, when set, replaces the recorded --dra (nil keeps it).
+	DRA *bool
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
 	// revision) and returns: nothing is written, not even the lock.
 	DryRun bool
@@ -253,6 +255,10 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 	}
 	if o.Monitoring != nil {
 		inst.Options.Monitoring = *o.Monitoring
+	}
+	inst.Options.DRA = in.DRA
+	if o.DRA != nil {
+		inst.Options.DRA = *o.DRA
 	}
 	if o.Registry != "" {
 		inst.Options.Registry = o.Registry

@@ -86,6 +86,9 @@ type Options struct {
 	// Sharing are the --sharing values (ParseSharing): a values layer above --monitoring, below -f and
 	// --set, and the node labels of the pools with a choice of their own; "none" takes gpuctl's off.
 	Sharing []string
+	// DRA installs the operator's DRA stack, the GPUCluster (v26.7+, Kubernetes 1.34+), instead of the
+	// ClusterPolicy and its device plugin: a values layer above the detected facts, below -f and --set.
+	DRA bool
 }
 
 // Input is everything Build reads.
@@ -112,6 +115,9 @@ type BundleValues struct {
 func Build(in Input) (*Plan, error) {
 	b, err := newBuilder(in)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.refuseDRA(); err != nil {
 		return nil, err
 	}
 	if b.p.Distribution == "openshift" {
@@ -229,6 +235,18 @@ func (b *builder) addWaits(policy string) {
 		Step{ID: "wait-operator", Kind: KindWaitOperator, Title: "Wait for the operator Deployment", Target: OperatorDeployment},
 		Step{ID: "wait-validators", Kind: KindWaitValidators, Title: "Wait for the validator on every GPU node",
 			Why: "nvidia-operator-validator is Ready once driver, toolkit, CUDA and device plugin checks passed on its node"},
+	)
+	if b.o.DRA {
+		// The DRA validator's pods carry app=nvidia-operator-validator too (manifests/state-dra-validation/
+		// 0500_daemonset.yaml at v26.7.0), so wait-validators holds for both stacks.
+		b.add(
+			Step{ID: "wait-resourceslices", Kind: KindWaitResourceSlices, Title: "Wait for the DRA driver's ResourceSlices on every GPU node",
+				Why: "the DRA kubelet plugin publishes the node's GPUs as a ResourceSlice of driver " + DRADriverName + "; the scheduler allocates claims from them"},
+			Step{ID: "wait-gpucluster", Kind: KindWaitGPUCluster, Title: "Wait for GPUCluster " + GPUClusterName + " to be ready", Target: GPUClusterName},
+		)
+		return
+	}
+	b.add(
 		Step{ID: "wait-allocatable", Kind: KindWaitAllocatable, Title: "Wait for nvidia.com/gpu to be allocatable"},
 		Step{ID: "wait-clusterpolicy", Kind: KindWaitPolicy, Title: "Wait for ClusterPolicy " + policy + " to be ready", Target: policy},
 	)

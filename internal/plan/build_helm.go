@@ -35,7 +35,11 @@ func (b *builder) helm() (*Plan, error) {
 	b.add(b.safetyStep(decision, nfdForeign))
 	// The taint follows the operator release, which carries gpuctl's MutatingAdmissionPolicy: pods that
 	// request GPUs tolerate the taint from the moment it is there.
-	b.add(operatorReleaseStep(rel.operator))
+	opStep := operatorReleaseStep(rel.operator)
+	if b.o.DRA {
+		opStep.Why = "the operator reconciles GPUCluster " + GPUClusterName + " (--dra) into NVIDIA's DRA driver, its validator and DCGM Exporter, and an NVIDIADriver into the driver"
+	}
+	b.add(opStep)
 	// The nodes name their device-plugin config once the release's ConfigMap has it: the plugin re-reads
 	// its config when the label changes, not when the ConfigMap does, so a label naming a key the
 	// ConfigMap does not have yet would leave the node on the default until the plugin restarts.

@@ -62,11 +62,19 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 		l.op = append(l.op, *layer)
 	}
 	rels.sharing = step
+	if b.o.DRA {
+		l.op = append(l.op, Layer{Source: DRASource, Values: draValues()})
+	}
 	for _, f := range b.o.Files {
 		l.addSplit("file "+f.Source, f.Values)
 	}
 	if len(b.o.Set) > 0 {
 		l.addSplit("--set", b.o.Set)
+	}
+	if b.o.DRA {
+		if err := refuseDRAValues(flatten(l.op)); err != nil {
+			return helmReleases{}, err
+		}
 	}
 	rels.nfd = chartRelease(NFDRelease, b.o.Namespace, b.in.Charts[NFDRelease], l.nfd)
 	rels.operator = chartRelease(OperatorRelease, b.o.Namespace, b.in.Charts[OperatorRelease], l.op)

@@ -34,6 +34,10 @@ const (
 	KindWaitAllocatable Kind = "wait-allocatable"
 	// KindWaitPolicy waits for the ClusterPolicy to be ready with reason Reconciled.
 	KindWaitPolicy Kind = "wait-clusterpolicy"
+	// KindWaitGPUCluster waits for the GPUCluster (--dra) to be ready with reason Reconciled.
+	KindWaitGPUCluster Kind = "wait-gpucluster"
+	// KindWaitResourceSlices waits for a ResourceSlice of the DRA driver on every GPU node (--dra).
+	KindWaitResourceSlices Kind = "wait-resourceslices"
 	// KindWaitCSV waits until an OLM Subscription's installed ClusterServiceVersion has Succeeded.
 	KindWaitCSV Kind = "wait-csv"
 	// KindApprove approves the InstallPlan of a Manual OLM Subscription for the CSV its channel names.

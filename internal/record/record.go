@@ -93,8 +93,10 @@ type Inputs struct {
 	Taint                  bool `json:"taint,omitempty"`
 	TolerateExistingTaints bool `json:"tolerateExistingTaints,omitempty"`
 	// Monitoring is --monitoring (or the config file's monitoring key): upgrade keeps it.
-	Monitoring bool   `json:"monitoring,omitempty"`
-	Channel    string `json:"channel,omitempty"`
+	Monitoring bool `json:"monitoring,omitempty"`
+	// DRA is --dra (or the config file's dra key): the GPUCluster instead of the ClusterPolicy; upgrade keeps it.
+	DRA     bool   `json:"dra,omitempty"`
+	Channel string `json:"channel,omitempty"`
 	// Sharing is --sharing (or the config file's sharing key), as given: upgrade keeps it unless given
 	// anew; "none" is recorded as nothing.
 	Sharing []string `json:"sharing,omitempty"`

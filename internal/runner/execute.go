@@ -58,7 +58,7 @@ func (x *executor) steps() []Step {
 			State: func(ctx context.Context) (string, error) { return x.readState(ctx, s) },
 		}
 		switch s.Kind {
-		case plan.KindWaitValidators, plan.KindWaitAllocatable, plan.KindWaitPolicy:
+		case plan.KindWaitValidators, plan.KindWaitAllocatable, plan.KindWaitPolicy, plan.KindWaitGPUCluster, plan.KindWaitResourceSlices:
 			out[i].Explain = x.explain
 		}
 	}
@@ -125,6 +125,12 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
 		return Outcome{Message: "ready (Reconciled)"}, err
+	case plan.KindWaitGPUCluster:
+		err := x.waiter(progress).GPUClusterReady(ctx, s.Target)
+		return Outcome{Message: "ready (Reconciled)"}, err
+	case plan.KindWaitResourceSlices:
+		err := x.waiter(progress).ResourceSlicesPublished(ctx, plan.DRADriverName, x.gpuNodes)
+		return Outcome{Message: fmt.Sprintf("%s ResourceSlices on %d GPU nodes", plan.DRADriverName, len(x.gpuNodes))}, err
 	default:
 		return Outcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
 	}

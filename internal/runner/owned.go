@@ -22,12 +22,16 @@ type stackResource struct {
 	kind string
 }
 
-// stackResources are NVIDIA's ClusterPolicy (nvidia.com/v1) and NVIDIADriver (nvidia.com/v1alpha1),
+// stackResources are NVIDIA's ClusterPolicy (nvidia.com/v1), GPUCluster and NVIDIADriver (nvidia.com/v1alpha1),
 // both cluster-scoped (NVIDIA/gpu-operator api/nvidia/v1 and v1alpha1 at v26.7.0), and Red Hat's NFD
 // Operator's NodeFeatureDiscovery (nfd.openshift.io/v1, namespaced), in the order uninstall deletes them.
 func stackResources() []stackResource {
 	return []stackResource{
 		{health.ClusterPolicyResource(), "ClusterPolicy"},
+		// The GPUCluster (--dra, nvidia.com/v1alpha1, cluster-scoped, v26.7.0): deleted while the operator
+		// still runs, which drains its claim-consuming DaemonSets before releasing its finalizer
+		// (controllers/gpucluster_controller.go, reconcileDelete, at v26.7.0).
+		{health.GPUClusterResource(), "GPUCluster"},
 		{health.NVIDIADriverResource(), "NVIDIADriver"},
 		{nfdInstancesGVR, "NodeFeatureDiscovery"},
 	}

@@ -77,8 +77,8 @@ func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress f
 // foreground, the policy can so stay for minutes on a busy control plane, the collector and the
 // controller taking turns. Gone at once, the controller's next reconcile finds nothing and stops,
 // and the collector removes the operands, whose owner no longer exists. waitDependents then waits
-// for them. The NVIDIADriver controller handles its own deletion (nvidiadriver_controller.go), so
-// NVIDIADrivers stay in the foreground.
+// for them. The NVIDIADriver and GPUCluster controllers handle their objects' deletion
+// (nvidiadriver_controller.go, gpucluster_controller.go), so those stay in the foreground.
 func propagation(kind string) metav1.DeletionPropagation {
 	if kind == "ClusterPolicy" {
 		return metav1.DeletePropagationBackground
@@ -105,7 +105,7 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			ri = u.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
 		}
 		uid := d.UID
-		tracked := d.Kind == "ClusterPolicy" || d.Kind == "NVIDIADriver"
+		tracked := d.Kind == "ClusterPolicy" || d.Kind == "GPUCluster" || d.Kind == "NVIDIADriver"
 		if tracked {
 			// Before it goes, so the DaemonSets it owns now are known when they are gone too.
 			if err := u.trackOwner(ctx, uid); err != nil {

@@ -39,6 +39,7 @@ func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}: "ClusterPolicyList",
 		health.NVIDIADriverResource():                                     "NVIDIADriverList",
+		health.GPUClusterResource():                                       "GPUClusterList",
 		nfdInstancesGVR:                                                   "NodeFeatureDiscoveryList",
 	}, objs...)
 }

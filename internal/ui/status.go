@@ -29,11 +29,29 @@ func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
 	if len(r.Nodes) > 0 {
 		b.WriteString("\n")
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		if r.Nodes[0].DRADriver != "" {
+			// A DRA stack (--dra): no device plugin and no allocatable nvidia.com/gpu; the DRA driver and
+			// the devices its ResourceSlices publish instead.
+			fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tDRIVER\tDRA DRIVER\tRESOURCESLICES\tDEVICES\tTAINTED\tDRIVER UPGRADE")
+			for _, n := range r.Nodes {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"),
+					n.Driver, n.DRADriver, n.ResourceSlices, n.Devices, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
+			}
+			return finishStatus(w, b, tw, r, style)
+		}
 		fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tALLOCATABLE\tDRIVER\tTOOLKIT\tDEVICE PLUGIN\tTAINTED\tDRIVER UPGRADE")
 		for _, n := range r.Nodes {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"), n.Allocatable,
 				n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
 		}
+		return finishStatus(w, b, tw, r, style)
+	}
+	return finishStatus(w, b, nil, r, style)
+}
+
+// finishStatus flushes the nodes' table (tw, nil for none) and adds the verdict line.
+func finishStatus(w io.Writer, b *strings.Builder, tw *tabwriter.Writer, r *engine.StatusResult, style Style) error {
+	if tw != nil {
 		if err := tw.Flush(); err != nil {
 			return err
 		}

@@ -242,7 +242,20 @@ gpuctl installs through OLM, not this chart.
 {{- fail "nfd.nodefeaturerules: this chart does not create NodeFeatureRule nvidia-kernel-modules; create it separately" -}}
 {{- end -}}
 {{- if .Values.gpuCluster.deployCR -}}
-{{- fail "gpuCluster.deployCR: the DRA GPUCluster is not supported by this chart (and excludes the ClusterPolicy)" -}}
+{{- if not (include "gpu-operator.since" (list . "26.7")) -}}
+{{- fail (printf "gpuCluster.deployCR: GPU Operator %s has no GPUCluster (new in v26.7.0)" .Chart.AppVersion) -}}
+{{- end -}}
+{{- if .Values.clusterPolicy.deployCR -}}
+{{- fail "gpuCluster.deployCR needs clusterPolicy.deployCR=false: the operator reconciles no GPUCluster while a ClusterPolicy exists" -}}
+{{- end -}}
+{{- if and .Values.driver.enabled (not .Values.driver.nvidiaDriverCRD.enabled) -}}
+{{- fail "gpuCluster.deployCR with driver.enabled needs driver.nvidiaDriverCRD.enabled=true: a GPUCluster does not manage the driver" -}}
+{{- end -}}
+{{- /*
+NVIDIA's chart also fails without a served resource.k8s.io DeviceClass API. This chart does not: gpuctl
+renders it offline too (preflight, template, export), where Capabilities are Helm's defaults, and its
+plan refuses --dra on Kubernetes older than 1.34 instead.
+*/}}
 {{- end -}}
 {{- if and .Values.cdi.nriPluginEnabled (not (and .Values.cdi.enabled .Values.toolkit.enabled)) -}}
 {{- fail "cdi.nriPluginEnabled needs cdi.enabled and toolkit.enabled" -}}
