@@ -35,9 +35,9 @@ func checkDriverNodes(_ context.Context, env *Env) Result {
 	if r, ok := needDetection(env); !ok {
 		return r
 	}
-	nodes := env.Detection.GPUNodes
+	nodes, guessed := driverCandidates(env.Detection)
 	if len(nodes) == 0 {
-		return skip("no GPU node found yet")
+		return skip("no GPU node or worker found yet")
 	}
 	type group struct {
 		kernel, os, runtime string
@@ -57,11 +57,46 @@ func checkDriverNodes(_ context.Context, env *Env) Result {
 	}
 	sort.Strings(keys)
 	var lines []string
+	if guessed {
+		lines = append(lines, "no node shows its GPU yet (NFD has not run); the workers:")
+	}
 	for _, k := range keys {
 		g := byKey[k]
 		lines = append(lines, fmt.Sprintf("kernel %s, %s, %s: %s", g.kernel, g.os, g.runtime, listNames(g.names)))
 	}
 	return pass(strings.Join(lines, "\n"))
+}
+
+// driverCandidates are the GPU nodes; before any node shows its GPU (NFD has not labelled them), the
+// workers, any of which may be a GPU node: guessed is then true, and what is found about them is a
+// warning at most. A worker pool with one kernel and one OS image gives its nodes by name; one with
+// several gives one entry per kernel, named after the pool.
+func driverCandidates(d *detect.Result) (nodes []detect.GPUNode, guessed bool) {
+	if len(d.GPUNodes) > 0 {
+		return d.GPUNodes, false
+	}
+	for _, p := range d.Pools {
+		if p.ControlPlane {
+			continue
+		}
+		runtime, osImage := "", ""
+		if len(p.Runtimes) == 1 {
+			runtime = p.Runtimes[0]
+		}
+		if len(p.OSImages) == 1 {
+			osImage = p.OSImages[0]
+		}
+		if len(p.Kernels) == 1 {
+			for _, name := range p.Nodes {
+				nodes = append(nodes, detect.GPUNode{Name: name, Pool: p.Name, Kernel: p.Kernels[0], OSImage: osImage, Runtime: runtime})
+			}
+			continue
+		}
+		for _, k := range p.Kernels {
+			nodes = append(nodes, detect.GPUNode{Name: "pool " + p.Name, Pool: p.Name, Kernel: k, OSImage: osImage, Runtime: runtime})
+		}
+	}
+	return nodes, true
 }
 
 func orUnknown(s string) string {
@@ -144,8 +179,8 @@ func checkPrecompiledDriver(ctx context.Context, env *Env) Result {
 	if len(specs) == 0 {
 		return skip("driver.usePrecompiled is not set: the driver container builds the driver for each node's kernel")
 	}
-	if len(env.Detection.GPUNodes) == 0 {
-		return skip("no GPU node found yet: no kernel to look for")
+	if nodes, _ := driverCandidates(env.Detection); len(nodes) == 0 {
+		return skip("no GPU node or worker found yet: no kernel to look for")
 	}
 	if env.Tags == nil {
 		return skip("no registry to ask")
@@ -160,7 +195,11 @@ func checkPrecompiledDriver(ctx context.Context, env *Env) Result {
 			}
 		}
 	}
+	_, guessed := driverCandidates(env.Detection)
 	switch {
+	case len(fails) > 0 && guessed:
+		// Workers that may not be GPU nodes: a warning until NFD shows which are.
+		return warn(strings.Join(append(append([]string{"no node shows its GPU yet (NFD has not run); if these workers are GPU nodes:"}, fails...), warns...), "\n"), strings.Join(hints, "; "))
 	case len(fails) > 0:
 		return fail(strings.Join(append(fails, warns...), "\n"), strings.Join(hints, "; "))
 	case len(warns) > 0:
@@ -244,10 +283,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// selectedGPUNodes are the GPU nodes a driver's nodeSelector picks (all without one).
+// selectedGPUNodes are the GPU nodes (driverCandidates) a driver's nodeSelector picks (all without one).
 func selectedGPUNodes(ctx context.Context, env *Env, selector map[string]string) ([]detect.GPUNode, error) {
+	candidates, _ := driverCandidates(env.Detection)
 	if len(selector) == 0 {
-		return env.Detection.GPUNodes, nil
+		return candidates, nil
 	}
 	if env.Kube == nil {
 		return nil, errors.New("no cluster client")
@@ -261,7 +301,7 @@ func selectedGPUNodes(ctx context.Context, env *Env, selector map[string]string)
 		picked[n.Name] = true
 	}
 	var out []detect.GPUNode
-	for _, n := range env.Detection.GPUNodes {
+	for _, n := range candidates {
 		if picked[n.Name] {
 			out = append(out, n)
 		}

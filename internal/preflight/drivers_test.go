@@ -177,3 +177,27 @@ func TestDriversChecksAreRegistered(t *testing.T) {
 		t.Errorf("Drivers checks %v", got)
 	}
 }
+
+// TestDriversBeforeNFD: before any node shows its GPU, the checks look at the workers, and a worker
+// without a precompiled image is a warning, since it may not be a GPU node.
+func TestDriversBeforeNFD(t *testing.T) {
+	env := driversEnv("kubeadm", nil, clusterPolicy(precompiledDriver("595"), map[string]any{"enabled": true}, nil))
+	env.Detection.Pools = []detect.Pool{
+		{Name: "control-plane", ControlPlane: true, Nodes: []string{"cp-1"}, Kernels: []string{"5.15.0-153-generic"}, OSImages: []string{"Ubuntu 22.04.5 LTS"}, Runtimes: []string{"containerd://2.1.4"}},
+		{Name: "worker-a", Nodes: []string{"w-1", "w-2"}, Kernels: []string{"6.8.0-60-generic"}, OSImages: []string{"Ubuntu 24.04.2 LTS"}, Runtimes: []string{"containerd://2.1.4"}},
+		{Name: "worker-b", Nodes: []string{"w-3", "w-4"}, Kernels: []string{"6.8.0-60-generic", "6.8.0-1017-aws"}, OSImages: []string{"Ubuntu 24.04.2 LTS"}, Runtimes: []string{"containerd://2.1.4"}},
+	}
+	r := checkDriverNodes(context.Background(), env)
+	if r.Status != StatusPass || !strings.Contains(r.Message, "the workers:") || !strings.Contains(r.Message, "kernel 6.8.0-1017-aws, Ubuntu 24.04.2 LTS, containerd://2.1.4: pool worker-b") ||
+		strings.Contains(r.Message, "cp-1") {
+		t.Errorf("driver-nodes %s %q: want the workers, by node where their pool has one kernel", r.Status, r.Message)
+	}
+	env.Tags = &fakeTags{repos: map[string][]string{"nvcr.io/nvidia/driver": {"595-6.8.0-60-generic-ubuntu24.04"}}}
+	r = checkPrecompiledDriver(context.Background(), env)
+	if r.Status != StatusWarn || !strings.Contains(r.Message, "if these workers are GPU nodes") || !strings.Contains(r.Message, "for kernel 6.8.0-1017-aws (Ubuntu 24.04.2 LTS) on pool worker-b") {
+		t.Errorf("precompiled-driver %s %q: want a warning naming the pool's kernel without an image", r.Status, r.Message)
+	}
+	if r := checkToolkitContainerd(context.Background(), env); r.Status != StatusPass {
+		t.Errorf("toolkit-containerd %s %q: the workers' containerd is judged", r.Status, r.Message)
+	}
+}

@@ -138,7 +138,8 @@ func checkToolkitContainerd(_ context.Context, env *Env) Result {
 	// The containerd versions of the GPU nodes, lowest first.
 	versions := map[string][]string{}
 	lowMajor, lowMinor, some := 0, 0, false
-	for _, n := range env.Detection.GPUNodes {
+	nodes, _ := driverCandidates(env.Detection)
+	for _, n := range nodes {
 		major, minor, isContainerd := containerdMajor(n.Runtime)
 		if !isContainerd {
 			continue
@@ -149,7 +150,7 @@ func checkToolkitContainerd(_ context.Context, env *Env) Result {
 		}
 	}
 	if !some {
-		return skip("no GPU node runs containerd (found yet)")
+		return skip("no GPU node (or, before NFD has run, worker) runs containerd")
 	}
 	var vs []string
 	for _, v := range sortedKeys(versions) {
