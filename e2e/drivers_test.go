@@ -62,6 +62,15 @@ func TestPrecompiledDriverPerKernel(t *testing.T) {
 		assertUnchanged(t, before, clusterState(t, c))
 	})
 
+	t.Run("install stops at the same check before its first write", func(t *testing.T) {
+		before := clusterState(t, c)
+		code, _, stderr := gpuctl(t, c, "install", "--set", "driver.usePrecompiled=true", "--set", "driver.version=595", "--registry", c.RegistryHost)
+		if code != cli.ExitPreflight || !strings.Contains(stderr, "for kernel 6.8.0-1017-aws (Ubuntu 24.04.2 LTS) on gpu-worker-3") {
+			t.Errorf("exit %d, want %d naming gpu-worker-3's kernel", code, cli.ExitPreflight)
+		}
+		assertUnchanged(t, before, clusterState(t, c))
+	})
+
 	t.Run("every kernel with an image passes", func(t *testing.T) {
 		if err := c.PushImage(context.Background(), "nvidia/driver", driverimage.PrecompiledTag("595", aws.Kernel, "ubuntu24.04")); err != nil {
 			t.Fatal(err)
