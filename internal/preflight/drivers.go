@@ -186,8 +186,10 @@ func checkPrecompiledDriver(ctx context.Context, env *Env) Result {
 		return skip("no registry to ask")
 	}
 	var fails, warns, passes, hints []string
+	// Each repository is asked once, however many NVIDIADrivers pull from it.
+	lists := map[string]tagList{}
 	for _, s := range specs {
-		f, w, p, h := judgePrecompiled(ctx, env, s)
+		f, w, p, h := judgePrecompiled(ctx, env, s, lists)
 		fails, warns, passes = append(fails, f...), append(warns, w...), append(passes, p...)
 		for _, hint := range h {
 			if !slices.Contains(hints, hint) {
@@ -208,10 +210,16 @@ func checkPrecompiledDriver(ctx context.Context, env *Env) Result {
 	return pass(strings.Join(passes, "\n"))
 }
 
+// tagList is a repository's answer to the tag list.
+type tagList struct {
+	tags []string
+	err  error
+}
+
 // judgePrecompiled looks up one driver's tags for the GPU nodes it serves: lines for the nodes
 // without an image (fails), the nodes it cannot tell about (warnings), the nodes with one (passes),
 // and the hints.
-func judgePrecompiled(ctx context.Context, env *Env, s driverSpec) (fails, warns, passes, hints []string) {
+func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[string]tagList) (fails, warns, passes, hints []string) {
 	nodes, err := selectedGPUNodes(ctx, env, s.nodeSelector)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("%s: cannot list the nodes its nodeSelector picks: %v", s.owner, err)}, nil, nil
@@ -239,7 +247,12 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverSpec) (fails, warns
 	if len(byTag) == 0 {
 		return fails, warns, passes, hints
 	}
-	tags, err := env.Tags.Tags(ctx, repo, pullSecretConfigs(ctx, env, s.pullSecrets))
+	l, asked := lists[repo]
+	if !asked {
+		l.tags, l.err = env.Tags.Tags(ctx, repo, pullSecretConfigs(ctx, env, s.pullSecrets))
+		lists[repo] = l
+	}
+	tags, err := l.tags, l.err
 	if err != nil && !errors.Is(err, driverimage.ErrNoRepository) {
 		if ctx.Err() != nil {
 			return fails, warns, passes, hints

@@ -108,11 +108,16 @@ func TestPrecompiledDriverNVIDIADrivers(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"k": "generic"}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-3", Labels: map[string]string{"k": "aws"}}},
 	)
-	env := driversEnv("kubeadm", nodes, policy, nd("precompiled", true, map[string]any{"k": "generic"}), nd("compiled", false, map[string]any{"k": "aws"}))
+	env := driversEnv("kubeadm", nodes, policy, nd("precompiled", true, map[string]any{"k": "generic"}), nd("compiled", false, map[string]any{"k": "aws"}),
+		nd("precompiled-again", true, map[string]any{"k": "generic"}))
 	env.Kube = kube
-	env.Tags = &fakeTags{repos: map[string][]string{"nvcr.io/nvidia/driver": {"595-6.8.0-60-generic-ubuntu24.04"}}}
+	tags := &fakeTags{repos: map[string][]string{"nvcr.io/nvidia/driver": {"595-6.8.0-60-generic-ubuntu24.04"}}}
+	env.Tags = tags
 	if r := checkPrecompiledDriver(context.Background(), env); r.Status != StatusPass || strings.Contains(r.Message, "gpu-3") {
-		t.Errorf("the precompiled NVIDIADriver selects gpu-1 only: %s %q", r.Status, r.Message)
+		t.Errorf("the precompiled NVIDIADrivers select gpu-1 only: %s %q", r.Status, r.Message)
+	}
+	if len(tags.asked) != 1 {
+		t.Errorf("the registry was asked %v; want once for the one repository", tags.asked)
 	}
 }
 
