@@ -155,6 +155,7 @@ func TestToolkitContainerd(t *testing.T) {
 		{"GKE on containerd 2 needs the file source", "gke", env(), on, node("containerd://2.0.4"), StatusWarn, "GKE with containerd 2.0.4"},
 		{"GKE on containerd 1.7 does not", "gke", env(), on, node("containerd://1.7.28"), StatusPass, ""},
 		{"kubeadm with NVIDIA's defaults passes", "kubeadm", env(), on, node("containerd://2.1.4"), StatusPass, "socket /run/containerd/containerd.sock"},
+		{"kubeadm with another socket warns: its containerd may listen elsewhere", "kubeadm", env("CONTAINERD_SOCKET", "/run/k3s/containerd/containerd.sock"), on, node("containerd://2.1.4"), StatusWarn, "usually listens on /run/containerd/containerd.sock"},
 		{"the NRI plugin on containerd 2.0 fails", "kubeadm", env(), map[string]any{"enabled": true, "nriPluginEnabled": true}, node("containerd://2.0.5"), StatusFail, "needs containerd 2.1"},
 		{"an unknown distribution with the k3s socket warns", "tkgs", env("CONTAINERD_SOCKET", "/run/k3s/containerd/containerd.sock"), on, node("containerd://2.0.5"), StatusWarn, "K3s's socket"},
 		{"CRI-O nodes skip the containerd settings", "openshift", env(), on, node("cri-o://1.31.0"), StatusSkip, ""},

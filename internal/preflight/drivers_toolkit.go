@@ -36,6 +36,9 @@ type containerdLayout struct {
 	fileSourceSince int
 	// source is where the layout is documented.
 	source string
+	// usual: the paths are the usual ones, not fixed by the distribution (kubeadm and GKE nodes may run
+	// containerd elsewhere), so a different setting is a warning, not a failure.
+	usual bool
 }
 
 // containerdLayouts by distribution (detect's names). Distributions not listed keep NVIDIA's defaults
@@ -56,8 +59,8 @@ var containerdLayouts = map[string]containerdLayout{
 	detect.K0s: {name: "k0s", socket: "/run/k0s/containerd.sock", config: "/etc/k0s/containerd.d/nvidia.toml",
 		fileSourceSince: 1, source: "NVIDIA/gpu-operator#1323; k0sproject/k0s#6547"},
 	// On containerd 2 (GKE 1.33+) `containerd config dump` made the toolkit drop GKE's CNI plugin.
-	detect.GKE: {name: "GKE", socket: defaultContainerdSocket, fileSourceSince: 2, source: "NVIDIA/gpu-operator#1577"},
-	detect.Kubeadm: {name: "kubeadm", socket: defaultContainerdSocket,
+	detect.GKE: {name: "GKE", socket: defaultContainerdSocket, fileSourceSince: 2, source: "NVIDIA/gpu-operator#1577", usual: true},
+	detect.Kubeadm: {name: "kubeadm", socket: defaultContainerdSocket, usual: true,
 		source: "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html"},
 }
 
@@ -171,7 +174,12 @@ func checkToolkitContainerd(_ context.Context, env *Env) Result {
 		if effSocket == "" {
 			effSocket = defaultContainerdSocket
 		}
-		if runPath(effSocket) != runPath(layout.socket) {
+		switch {
+		case runPath(effSocket) == runPath(layout.socket):
+		case layout.usual:
+			warns = append(warns, fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but containerd usually listens on %s on %s: make sure the GPU nodes' containerd listens there", effSocket, layout.socket, layout.name))
+			hints = append(hints, fmt.Sprintf("the node's CRI socket is in the kubelet's --container-runtime-endpoint (%s)", layout.source))
+		default:
 			fails = append(fails, fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but %s's containerd listens on %s: the toolkit cannot configure the nvidia runtime", effSocket, layout.name, layout.socket))
 			hints = append(hints, fmt.Sprintf("set toolkit.env CONTAINERD_SOCKET=%s (%s), or leave toolkit.env to the %s profile", layout.socket, layout.source, distro))
 		}
