@@ -19,6 +19,7 @@ import (
 // check --pre with driver.usePrecompiled=true names the node and kernel without an image, exits as a
 // failed preflight and writes nothing; a registry that never answers is a warning, not a hang.
 func TestPrecompiledDriverPerKernel(t *testing.T) {
+	t.Parallel()
 	generic, aws := sandbox.Ubuntu("24.04.2", "6.8.0-60-generic"), sandbox.Ubuntu("24.04.2", "6.8.0-1017-aws")
 	c := sandbox.StartT(t, sandbox.Options{
 		Scenario:   sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, NFDLabels: true, GPUNodeOS: []sandbox.NodeOS{generic, generic, aws}},
