@@ -11,6 +11,12 @@ import (
 // Scenario says what cluster to simulate (flavor.Scenario).
 type Scenario = flavor.Scenario
 
+// NodeOS is a node's operating system, kernel included (flavor.NodeOS).
+type NodeOS = flavor.NodeOS
+
+// Ubuntu is an Ubuntu LTS release running the given kernel (flavor.Ubuntu).
+func Ubuntu(release, kernel string) NodeOS { return flavor.Ubuntu(release, kernel) }
+
 // Flavor is what one distribution looks like through the Kubernetes API (flavor.Flavor).
 type Flavor = flavor.Flavor
 

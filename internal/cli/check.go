@@ -22,13 +22,16 @@ func newCheckCmd(streams Streams, g *globals, getenv func(string) string) *cobra
 		Long: `check --pre runs the checks gpuctl install runs before its first write: the API answers, you hold
 every permission the install needs, the Kubernetes, OpenShift and containerd versions are ones the GPU
 Operator release supports, no other GPU operator, ClusterPolicy or device plugin is in the way, the GPU
-nodes' drivers and OS fit the plan, Pod Security admits the operands, and the GPU taint strands nothing.
+nodes' drivers and OS fit the plan, the toolkit's containerd settings fit the distribution, with
+driver.usePrecompiled=true the registry the driver image comes from (NVIDIA's, or --registry) has an image
+for every GPU node's kernel, Pod Security admits the operands, and the GPU taint strands nothing.
 
 A failed check exits with code 5. Give the same flags as for install (--profile, -f, --set, the
 operator release, the channel, the licensing inputs): the checks judge the plan they make.`,
 		Example: `  gpuctl check --pre
   gpuctl check --pre --profile gke -f my-values.yaml
-  gpuctl check --pre -o json --skip-check host-driver`,
+  gpuctl check --pre -o json --skip-check host-driver
+  gpuctl check --pre --set driver.usePrecompiled=true --set driver.version=595 --registry mirror.example:5000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !pre {

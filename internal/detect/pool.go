@@ -74,6 +74,7 @@ func pools(v *view, distro string, gpus map[string][]Evidence) ([]Pool, []GPUNod
 			Product:       gpuProduct(n),
 			InstanceType:  instanceType(n),
 			OSImage:       n.Status.NodeInfo.OSImage,
+			Kernel:        n.Status.NodeInfo.KernelVersion,
 			Runtime:       n.Status.NodeInfo.ContainerRuntimeVersion,
 			ControlPlane:  isControlPlane(n),
 			Unschedulable: n.Spec.Unschedulable,

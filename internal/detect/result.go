@@ -103,6 +103,8 @@ type GPUNode struct {
 	Product      string `json:"product,omitempty"`
 	InstanceType string `json:"instanceType,omitempty"`
 	OSImage      string `json:"osImage,omitempty"`
+	// Kernel is status.nodeInfo.kernelVersion (uname -r), e.g. "6.8.0-60-generic".
+	Kernel string `json:"kernel,omitempty"`
 	// Runtime is status.nodeInfo.containerRuntimeVersion, e.g. "containerd://2.1.4".
 	Runtime string `json:"runtime,omitempty"`
 	// ControlPlane is true for a control-plane node that also has GPUs.

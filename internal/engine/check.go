@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -119,6 +120,10 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 		return preflight.Report{}, err
 	}
 	env.Bundle = b
+	// Precompiled drivers: the registry the driver image comes from is asked for its tags, each
+	// repository within driverimage's deadline and all within the command's context (install's
+	// --timeout).
+	env.Tags = &driverimage.Registry{}
 	return (&preflight.Runner{Skip: skip}).Run(ctx, env)
 }
 

@@ -35,6 +35,7 @@ const (
 	CategoryVersions    = "Versions"
 	CategoryExisting    = "Existing installs"
 	CategoryNodes       = "Nodes"
+	CategoryDrivers     = "Drivers"
 	CategoryScheduling  = "Scheduling"
 )
 
@@ -75,6 +76,9 @@ type Env struct {
 	PlanError   error
 	// ReleaseSizes are the Plan's releases as Helm would store them (EncodedSize).
 	ReleaseSizes []ReleaseSize
+	// Tags asks the registry the driver image is pulled from for its tags (precompiled drivers); nil
+	// skips that check.
+	Tags TagLister
 }
 
 // Check is one preflight check.
@@ -108,6 +112,9 @@ func Checks() []Check {
 		{ID: "gpu-nodes", Category: CategoryNodes, Description: "GPU nodes were found", Run: checkGPUNodes},
 		{ID: "host-driver", Category: CategoryNodes, Description: "GPU drivers come from one place", Run: checkHostDriver},
 		{ID: "driver-os", Category: CategoryNodes, Description: "the driver container supports the GPU nodes' OS", Run: checkDriverOS},
+		{ID: "driver-nodes", Category: CategoryDrivers, Description: "the GPU nodes' kernels, OS images and runtimes", Run: checkDriverNodes},
+		{ID: "toolkit-containerd", Category: CategoryDrivers, Description: "the toolkit's containerd settings fit the distribution", Run: checkToolkitContainerd},
+		{ID: "precompiled-driver", Category: CategoryDrivers, Description: "a precompiled driver image exists for each GPU node's kernel", Run: checkPrecompiledDriver},
 		{ID: "psa", Category: CategoryScheduling, Description: "Pod Security admits the privileged GPU DaemonSets", Run: checkPSA},
 		{ID: "taint-safety", Category: CategoryScheduling, Description: "the GPU taint strands nothing gpuctl installs", Run: checkTaintSafety},
 		{ID: "gpu-node-taints", Category: CategoryScheduling, Description: "gpuctl's DaemonSets tolerate the GPU nodes' own taints", Run: checkGPUNodeTaints},

@@ -3,11 +3,14 @@
 //
 // What it does:
 //   - Checks returns the pre-install checks, grouped by category in the order they are printed (Kubernetes
-//     API, Plan, Permissions, Versions, Existing installs, Nodes, Scheduling). Each has a stable ID, so a
+//     API, Plan, Permissions, Versions, Existing installs, Nodes, Drivers, Scheduling). Each has a stable ID, so a
 //     person can skip it (--skip-check) and a program can find it in the JSON output.
 //   - A check reads the Env: what detection found, the Plan, the objects the install would write, the
 //     version bundle, and the live API for what detection does not carry (SelfSubjectAccessReviews, the
 //     target namespace's labels, DaemonSets and nodes for the taint).
+//   - The Drivers checks read each GPU node's kernel, OS image and runtime from its Node object, judge the
+//     toolkit's containerd settings against the distribution, and with precompiled drivers ask the
+//     registry the driver image comes from for its tags (TagLister; package driverimage).
 //   - Runner runs them in order and returns a Report; Render prints it the way `linkerd check` does
 //     (categories, √ / ‼ / ×, one hint per problem), and the json tags give `-o json`.
 //
@@ -16,7 +19,8 @@
 // because they do not apply) are reported as skipped.
 //
 // What it deliberately does not do:
-//   - Change anything in the cluster: every call is a read or a SelfSubjectAccessReview.
+//   - Change anything in the cluster: every call is a read or a SelfSubjectAccessReview (and, outside
+//     the cluster, a registry's tag list).
 //   - Detect the cluster or build the Plan: package engine does both and hands them over in the Env.
 //   - Probe the nodes themselves (nouveau, Secure Boot): that needs privileged pods, which a pre-install
 //     check must not start.

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -178,5 +180,49 @@ func expect(t *testing.T, r Result, status Status, msg string, hint string) {
 	}
 	if (status == StatusFail || status == StatusWarn) && r.Hint == "" {
 		t.Errorf("a %s has no hint: %s", status, r.Message)
+	}
+}
+
+// fakeTags answers Tags from a map of repository to tags; err, when set, is every answer. asked
+// records the repositories and how many docker configs came with each.
+type fakeTags struct {
+	repos map[string][]string
+	err   error
+	asked []string
+}
+
+func (f *fakeTags) Tags(_ context.Context, repo string, configs [][]byte) ([]string, error) {
+	f.asked = append(f.asked, fmt.Sprintf("%s (%d logins)", repo, len(configs)))
+	if f.err != nil {
+		return nil, f.err
+	}
+	tags, ok := f.repos[repo]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", repo, driverimage.ErrNoRepository)
+	}
+	return tags, nil
+}
+
+func nodeOn(name, kernel, osImage, runtime string) detect.GPUNode {
+	return detect.GPUNode{Name: name, Kernel: kernel, OSImage: osImage, Runtime: runtime}
+}
+
+// clusterPolicy is a rendered ClusterPolicy with the given driver, toolkit and cdi fields.
+func clusterPolicy(driver, toolkit, cdi map[string]any) *unstructured.Unstructured {
+	spec := map[string]any{"driver": driver, "toolkit": toolkit, "cdi": cdi}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+		"metadata": map[string]any{"name": "cluster-policy"}, "spec": spec}}
+}
+
+func precompiledDriver(version string, pullSecrets ...any) map[string]any {
+	return map[string]any{"enabled": true, "usePrecompiled": true, "repository": "nvcr.io/nvidia", "image": "driver", "version": version, "imagePullSecrets": pullSecrets}
+}
+
+func driversEnv(distro string, nodes []detect.GPUNode, objs ...*unstructured.Unstructured) *Env {
+	return &Env{
+		Detection: &detect.Result{Distribution: detect.Candidate{Name: distro}, GPUNodes: nodes},
+		Plan:      &plan.Plan{},
+		Objects:   objs,
+		Namespace: "gpu-operator",
 	}
 }

@@ -88,7 +88,7 @@ func TestRunner(t *testing.T) {
 	})
 
 	t.Run("the default checks have unique IDs and come grouped by category in the documented order", func(t *testing.T) {
-		order := []string{CategoryAPI, CategoryPlan, CategoryPermissions, CategoryVersions, CategoryExisting, CategoryNodes, CategoryScheduling}
+		order := []string{CategoryAPI, CategoryPlan, CategoryPermissions, CategoryVersions, CategoryExisting, CategoryNodes, CategoryDrivers, CategoryScheduling}
 		seen := map[string]bool{}
 		last := 0
 		for _, c := range Checks() {

@@ -143,6 +143,10 @@ func buildNodes(s Scenario, controlPlanes int, spec func(r role, i int) nodeSpec
 		for i := range n {
 			ns := spec(r, i)
 			ns.role = r
+			if r == gpuWorker && i < len(s.GPUNodeOS) {
+				o := s.GPUNodeOS[i]
+				ns.os = osRelease{image: o.Image, kernel: o.Kernel, id: o.ID, versionID: o.VersionID}
+			}
 			nodes = append(nodes, simNode(s, ns))
 		}
 	}

@@ -85,10 +85,10 @@ func TestFlavorScenarioDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.in.Defaults()
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Defaults() = %+v, want %+v", got, tt.want)
 			}
-			if again := got.Defaults(); again != got {
+			if again := got.Defaults(); !reflect.DeepEqual(again, got) {
 				t.Errorf("Defaults is not idempotent: %+v then %+v", got, again)
 			}
 		})
@@ -930,4 +930,34 @@ func TestFlavorGPUControlPlane(t *testing.T) {
 			t.Errorf("nodes %+v", nodes)
 		}
 	})
+}
+
+// TestGPUNodeOSGivesGPUWorkersTheirKernels: GPU worker i runs GPUNodeOS[i], in nodeInfo, the hardware
+// the stand-ins read and NFD's labels; the workers past the list and the other nodes keep the flavour's.
+func TestGPUNodeOSGivesGPUWorkersTheirKernels(t *testing.T) {
+	f, err := For("kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Scenario{GPUNodes: 3, CPUNodes: 1, NFDLabels: true, GPUNodeOS: []NodeOS{Ubuntu("24.04.2", "6.8.0-60-generic"), Ubuntu("24.04.2", "6.8.0-1017-aws")}}
+	kernels := map[string]string{}
+	for _, n := range f.Nodes(s) {
+		info := n.Node.Status.NodeInfo
+		kernels[n.Node.Name] = info.KernelVersion + " " + info.OSImage
+		if n.Node.Name == "gpu-worker-2" {
+			if n.Hardware.OSVersionID != "24.04" || n.Node.Labels["feature.node.kubernetes.io/kernel-version.full"] != "6.8.0-1017-aws" {
+				t.Errorf("gpu-worker-2: hardware %+v, kernel label %q", n.Hardware, n.Node.Labels["feature.node.kubernetes.io/kernel-version.full"])
+			}
+		}
+	}
+	want := map[string]string{
+		"kube-cp-1":    "5.15.0-153-generic Ubuntu 22.04.5 LTS",
+		"gpu-worker-1": "6.8.0-60-generic Ubuntu 24.04.2 LTS",
+		"gpu-worker-2": "6.8.0-1017-aws Ubuntu 24.04.2 LTS",
+		"gpu-worker-3": "5.15.0-153-generic Ubuntu 22.04.5 LTS",
+		"cpu-worker-1": "5.15.0-153-generic Ubuntu 22.04.5 LTS",
+	}
+	if !reflect.DeepEqual(kernels, want) {
+		t.Errorf("kernels and OS images\n got %v\nwant %v", kernels, want)
+	}
 }

@@ -44,10 +44,30 @@ type Scenario struct {
 	// (e.g. "v1.33.4"); the flavour adds its suffix ("-gke.1172000", "+rke2r1", …). Default: the
 	// control plane's version.
 	KubeletVersion string
+	// GPUNodeOS gives GPU workers another operating system than the flavour's: GPU worker i runs
+	// GPUNodeOS[i], the workers past the list keep the flavour's. The kernel and OS image are what
+	// NVIDIA's precompiled driver images are tagged by (driverimage.PrecompiledTag).
+	GPUNodeOS []NodeOS
 
 	// operatorVersion is Options.OperatorVersion, set by the sandbox (WithOperatorVersion): the OpenShift flavour's catalog offers
 	// it as the head of the GPU operator's default channel (default: gpuctl's default release).
 	operatorVersion string
+}
+
+// NodeOS is a node's operating system as status.nodeInfo and /etc/os-release show it.
+type NodeOS struct {
+	// Image is nodeInfo.osImage ("Ubuntu 24.04.2 LTS"); Kernel is nodeInfo.kernelVersion, uname -r
+	// ("6.8.0-60-generic").
+	Image, Kernel string
+	// ID and VersionID are os-release's ("ubuntu", "24.04"), which NFD's labels and the operator's
+	// image tags carry.
+	ID, VersionID string
+}
+
+// Ubuntu is an Ubuntu LTS release ("24.04.2") running the given kernel.
+func Ubuntu(release, kernel string) NodeOS {
+	o := ubuntu(release, kernel)
+	return NodeOS{Image: o.image, Kernel: o.kernel, ID: o.id, VersionID: o.versionID}
 }
 
 // SimNode is one simulated node: the Node object as the platform's kubelet would register it, and the
