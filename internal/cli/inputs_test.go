@@ -106,6 +106,9 @@ current-context: c1
 		{"an unknown operator release, in upgrade", nil, append(unreachable, "upgrade", "--operator-version", "v1.0.0"), "v1.0.0"},
 		{"MPS with one replica", nil, append(unreachable, "install", "--sharing", "mps=1"), "--sharing mps=1: MPS needs at least 2 replicas"},
 		{"an unknown sharing mode, in upgrade", nil, append(unreachable, "upgrade", "--sharing", "gpu-pool=mig=2"), `unknown mode "mig"`},
+		{"two MIG strategies", nil, append(unreachable, "install", "--mig", "single", "--mig", "mixed"), "--mig mixed: the strategy is single already"},
+		{"all-balanced under single, in upgrade", nil, append(unreachable, "upgrade", "--mig", "gpu-pool=all-balanced"), "add --mig mixed"},
+		{"MIG from the config file, checked as the flag", nil, append(append(unreachable, cfg("mig.yaml", "version: 1\nmig: [none, mixed]\n")...), "install"), "--mig none"},
 		{"sharing from the config file, checked as the flag", nil, append(append(unreachable, cfg("sharing.yaml", "version: 1\nsharing: [time-slicing=0]\n")...), "install"), "time-slicing needs at least 1 replica"},
 		// Every verb that takes the lock judges how long to wait for it.
 		{"a negative --wait-for-lock", nil, []string{"install", "--wait-for-lock", "-1s"}, "--wait-for-lock -1s"},

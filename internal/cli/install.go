@@ -41,6 +41,10 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 const sharingHelp = "share GPUs: MODE=N for every GPU node or POOL=MODE=N for one detected node pool (repeatable), MODE time-slicing or mps; " +
 	"none (upgrade) takes it off (docs/sharing.md)"
 
+// migHelp is --mig's help, the same on install and upgrade.
+const migHelp = "partition GPUs with MIG: single or mixed (the strategy; default single), CONFIG for every GPU node or POOL=CONFIG for one detected node pool " +
+	"(a mig-parted config such as all-1g.10gb, all-balanced, all-disabled; repeatable); refused on GPUs without MIG; none (upgrade) takes gpuctl's labels off (docs/sharing.md)"
+
 // addFlags declares install's flags.
 func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	o := &in.o
@@ -48,6 +52,7 @@ func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp)
+	f.StringArrayVar(&o.MIG, "mig", nil, migHelp)
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultInstallTimeout, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")

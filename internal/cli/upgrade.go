@@ -59,6 +59,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
 	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp+" (default: as recorded)")
+	f.StringArrayVar(&o.MIG, "mig", nil, migHelp+" (default: as recorded)")
 	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
 	f.BoolVar(&u.dra, "dra", false, "switch to the DRA stack (GPUCluster), or back to the ClusterPolicy with --dra=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the whole upgrade may take, driver upgrades included")

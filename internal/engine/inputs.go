@@ -35,6 +35,9 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	if _, err := plan.ParseSharing(o.Sharing); err != nil {
 		return nil, err
 	}
+	if _, err := plan.ParseMIG(o.MIG); err != nil {
+		return nil, err
+	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)

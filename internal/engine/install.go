@@ -53,6 +53,9 @@ type InstallOptions struct {
 	// Sharing are the --sharing values (plan.ParseSharing): GPU sharing for the whole cluster or per
 	// node pool; ["none"] takes it off.
 	Sharing []string
+	// MIG are the --mig values (plan.ParseMIG): the MIG strategy and each pool's mig-parted config;
+	// ["none"] takes gpuctl's labels off.
+	MIG []string
 	// DRA installs the operator's DRA stack (the GPUCluster) instead of the ClusterPolicy (plan.Options.DRA).
 	DRA bool
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
@@ -291,7 +294,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 		Options: plan.Options{
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
-			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), DRA: o.DRA,
+			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,
 		},
 	})
 	if err != nil {
@@ -304,12 +307,20 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
 	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
 		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
-		Sharing: recordedSharing(o.Sharing)}
+		Sharing: recordedSharing(o.Sharing), MIG: recordedMIG(o.MIG)}
 }
 
 // recordedSharing is --sharing as the record keeps it: "none" is no sharing, nothing to keep.
 func recordedSharing(values []string) []string {
 	if len(values) == 1 && values[0] == plan.SharingNone {
+		return nil
+	}
+	return slices.Clone(values)
+}
+
+// recordedMIG is --mig as the record keeps it: "none" is no choice, nothing to keep.
+func recordedMIG(values []string) []string {
+	if len(values) == 1 && values[0] == plan.MIGNone {
 		return nil
 	}
 	return slices.Clone(values)

@@ -45,6 +45,8 @@ type UpgradeOptions struct {
 	Monitoring *bool
 	// Sharing, when given, replaces the recorded --sharing (nil keeps it; ["none"] takes it off).
 	Sharing []string
+	// MIG, when given, replaces the recorded --mig (nil keeps it; ["none"] takes it off).
+	MIG []string
 	// DRA, when set, replaces the recorded --dra (nil keeps it).
 	DRA *bool
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
@@ -208,6 +210,9 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 	if _, err := plan.ParseSharing(o.Sharing); err != nil {
 		return b, nil, err
 	}
+	if _, err := plan.ParseMIG(o.MIG); err != nil {
+		return b, nil, err
+	}
 	if u.Reach != nil {
 		err = u.Reach(ctx)
 	}
@@ -248,10 +253,13 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
-		Sharing: slices.Clone(in.Sharing),
+		Sharing: slices.Clone(in.Sharing), MIG: slices.Clone(in.MIG),
 	}
 	if len(o.Sharing) > 0 {
 		inst.Options.Sharing = slices.Clone(o.Sharing)
+	}
+	if len(o.MIG) > 0 {
+		inst.Options.MIG = slices.Clone(o.MIG)
 	}
 	if o.Monitoring != nil {
 		inst.Options.Monitoring = *o.Monitoring

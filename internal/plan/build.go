@@ -86,6 +86,10 @@ type Options struct {
 	// Sharing are the --sharing values (ParseSharing): a values layer above --monitoring, below -f and
 	// --set, and the node labels of the pools with a choice of their own; "none" takes gpuctl's off.
 	Sharing []string
+	// MIG are the --mig values (ParseMIG): a values layer above --sharing, below -f and --set
+	// (mig.strategy, MIG manager on), and the nvidia.com/mig.config labels of the chosen pools' nodes;
+	// "none" takes gpuctl's labels off.
+	MIG []string
 	// DRA installs the operator's DRA stack, the GPUCluster (v26.7+, Kubernetes 1.34+), instead of the
 	// ClusterPolicy and its device plugin: a values layer above the detected facts, below -f and --set.
 	DRA bool

@@ -46,6 +46,10 @@ func (b *builder) helm() (*Plan, error) {
 	if rel.sharing != nil {
 		b.add(*rel.sharing)
 	}
+	// Likewise MIG manager reads the node's config label once the release enabled it.
+	if rel.mig != nil {
+		b.add(*rel.mig)
+	}
 	if rel.monitoring != nil {
 		b.add(monitoringReleaseStep(rel.monitoring))
 	}

@@ -12,6 +12,8 @@ type helmReleases struct {
 	nfd, operator, monitoring *Release
 	// sharing is the node-labels step of --sharing (nil without it).
 	sharing *Step
+	// mig is the node-labels step of --mig (nil without it).
+	mig *Step
 }
 
 // releaseLayers are the values layers of the operator and NFD releases, lowest precedence first.
@@ -35,7 +37,7 @@ func (l *releaseLayers) addSplit(source string, values map[string]any) {
 
 // helmReleases layers the NFD and operator releases' values, lowest precedence first: the operator
 // bundle's image pins, the profile, the detected facts, tolerations of the GPU nodes' own taints
-// (--tolerate-existing-taints), --monitoring, --sharing, the -f files, --set. It refuses a bundle the operator
+// (--tolerate-existing-taints), --monitoring, --sharing, --mig, the -f files, --set. It refuses a bundle the operator
 // chart is not loaded for, and plans the monitoring release where --monitoring can have one.
 func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	var l releaseLayers
@@ -62,6 +64,14 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 		l.op = append(l.op, *layer)
 	}
 	rels.sharing = step
+	layer, step, err = b.mig()
+	if err != nil {
+		return helmReleases{}, err
+	}
+	if layer != nil {
+		l.op = append(l.op, *layer)
+	}
+	rels.mig = step
 	if b.o.DRA {
 		l.op = append(l.op, Layer{Source: DRASource, Values: draValues()})
 	}

@@ -47,6 +47,9 @@ func (b *builder) openShift() (*Plan, error) {
 	if len(b.o.Sharing) > 0 {
 		return nil, fmt.Errorf("%w: --sharing: not yet on OpenShift, where OLM installs the operator; set devicePlugin.config in the ClusterPolicy values (-f) and label the nodes (docs/sharing.md)", ErrInput)
 	}
+	if len(b.o.MIG) > 0 {
+		return nil, fmt.Errorf("%w: --mig: not yet on OpenShift, where OLM installs the operator; set mig.strategy in the ClusterPolicy values (-f) and label the nodes nvidia.com/mig.config (docs/sharing.md)", ErrInput)
+	}
 	if b.o.Monitoring {
 		b.warn("--monitoring: not used on OpenShift, where gpuctl labels the operator namespace openshift.io/cluster-monitoring=true for OpenShift's own monitoring stack instead")
 	}

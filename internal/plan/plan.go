@@ -46,7 +46,8 @@ const (
 	KindClusterPolicy Kind = "clusterpolicy"
 	// KindPSP binds the privileged PodSecurityPolicy where the cluster still serves PSP.
 	KindPSP Kind = "psp"
-	// KindNodeLabels sets gpuctl's node labels (--sharing: nvidia.com/device-plugin.config per pool).
+	// KindNodeLabels sets gpuctl's node labels (--sharing: nvidia.com/device-plugin.config per pool;
+	// --mig: nvidia.com/mig.config).
 	KindNodeLabels Kind = "node-labels"
 )
 

@@ -150,9 +150,11 @@ func installNeeds(env *Env) []need {
 		}
 		add(detect.ProbeNamespace, "", "pods", "create")
 	}
-	if l := env.Plan.Step("node-labels"); l != nil && l.Skip == "" {
-		// --sharing labels the pools' nodes with their device-plugin config.
-		add("", "", "nodes", "patch")
+	for _, id := range []string{"node-labels", "mig-labels"} {
+		if l := env.Plan.Step(id); l != nil && l.Skip == "" {
+			// --sharing and --mig label the pools' nodes with their device-plugin and MIG config.
+			add("", "", "nodes", "patch")
+		}
 	}
 	if tainting(env.Plan) {
 		add("", "", "nodes", "patch")

@@ -100,6 +100,9 @@ type Inputs struct {
 	// Sharing is --sharing (or the config file's sharing key), as given: upgrade keeps it unless given
 	// anew; "none" is recorded as nothing.
 	Sharing []string `json:"sharing,omitempty"`
+	// MIG is --mig (or the config file's mig key), as given: upgrade keeps it unless given anew;
+	// "none" is recorded as nothing.
+	MIG []string `json:"mig,omitempty"`
 	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`

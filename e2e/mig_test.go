@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
+)
+
+// TestMIG: on a GKE sandbox with an A100 pool and an L4 pool, --mig on the L4 pool is refused before
+// any write; install --mig mixed --mig gpu-pool=all-1g.5gb labels the A100 nodes, NVIDIA's real
+// operator deploys MIG manager there (the sandbox's stand-in partitions the simulated GPUs as
+// mig-parted would, from the operator's own default-mig-parted-config), and the device plugin
+// advertises nvidia.com/mig-1g.5gb, seven per A100 40 GB, while the L4 node keeps nvidia.com/gpu;
+// uninstall gives every node its labels back exactly.
+func TestMIG(t *testing.T) {
+	t.Parallel()
+	c := cleanSandbox(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, ExtraGPUNodes: 1, CPUNodes: 1}}).Cluster
+	before := nodesMetadata(t, c)
+	pools := gpuPools(t, c)
+	if len(pools[sharedPool]) != 2 || len(pools[unsharedPool]) != 1 {
+		t.Fatalf("GPU nodes by pool: %v, want 2 in %s and 1 in %s", pools, sharedPool, unsharedPool)
+	}
+
+	t.Run("MIG on the L4 pool is refused before any write", func(t *testing.T) {
+		code, _, stderr := gpuctl(t, c, "install", "--mig", "mixed", "--mig", unsharedPool+"=all-1g.10gb")
+		if code != cli.ExitUsage {
+			t.Fatalf("exit %d, want %d:\n%s", code, cli.ExitUsage, stderr)
+		}
+		if !strings.Contains(stderr, "nvidia-l4 GPUs, which have no MIG") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("want one line saying the L4s have no MIG:\n%s", stderr)
+		}
+		if rec, err := record.Read(t.Context(), c.Kube); err != nil || rec != nil {
+			t.Errorf("an install record after the refusal: %+v, %v", rec, err)
+		}
+		if !maps.EqualFunc(before, nodesMetadata(t, c), func(a, b nodeMetadata) bool { return maps.Equal(a.Labels, b.Labels) }) {
+			t.Error("the refused install changed node labels")
+		}
+	})
+
+	res, _ := installJSON(t, c, "--mig", "mixed", "--mig", sharedPool+"=all-1g.5gb")
+	if !res.Changed {
+		t.Error("install changed nothing")
+	}
+	waitUntil(t, 5*time.Minute, "the A100s advertise MIG devices, the L4 whole GPUs", func(ctx context.Context) (bool, error) {
+		for _, n := range pools[sharedPool] {
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			mig, gpu := node.Status.Allocatable["nvidia.com/mig-1g.5gb"], node.Status.Allocatable["nvidia.com/gpu"]
+			if node.Labels[plan.MIGLabel] != "all-1g.5gb" || node.Labels[plan.MIGStateLabel] != "success" ||
+				mig.Value() != 7*gpusOf(c, n) || gpu.Value() != 0 {
+				return false, nil
+			}
+		}
+		for _, n := range pools[unsharedPool] {
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if _, ok := node.Labels[plan.MIGLabel]; ok && node.Labels[plan.MIGLabel] != before[n].Labels[plan.MIGLabel] {
+				return false, nil
+			}
+			if q := node.Status.Allocatable["nvidia.com/gpu"]; q.Value() != gpusOf(c, n) || hasMIGResource(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for _, n := range pools[sharedPool] {
+		if l := c.MIGLayout(n); l.Config != "all-1g.5gb" {
+			t.Errorf("node %s: the GPUs' MIG layout is %q, want all-1g.5gb", n, l.Config)
+		}
+	}
+	rec, err := record.Read(t.Context(), c.Kube)
+	if err != nil || rec == nil || strings.Join(rec.Inputs.MIG, " ") != "mixed "+sharedPool+"=all-1g.5gb" {
+		t.Errorf("the install record keeps --mig as %v (%v)", rec, err)
+	}
+
+	t.Run("uninstall puts every node's labels back exactly", func(t *testing.T) {
+		if code, _, stderr := uninstallJSON(t, c, "--yes"); code != 0 {
+			t.Fatalf("uninstall exited %d:\n%s", code, stderr)
+		}
+		after := nodesMetadata(t, c)
+		for n, b := range before {
+			if !maps.Equal(b.Labels, after[n].Labels) {
+				t.Errorf("node %s: labels %v, want %v", n, after[n].Labels, b.Labels)
+			}
+		}
+	})
+}
+
+func hasMIGResource(n *corev1.Node) bool {
+	for r := range n.Status.Allocatable {
+		if strings.HasPrefix(string(r), "nvidia.com/mig-") {
+			return true
+		}
+	}
+	return false
+}
