@@ -74,6 +74,8 @@ type NodeStatus struct {
 	Tainted bool `json:"tainted"`
 	// DriverUpgradeState is the operator's nvidia.com/gpu-driver-upgrade-state label ("" when unset).
 	DriverUpgradeState string `json:"driverUpgradeState,omitempty"`
+	// DriverUpgradeSkip is true when the node is labelled nvidia.com/gpu-driver-upgrade.skip=true.
+	DriverUpgradeSkip bool `json:"driverUpgradeSkip,omitempty"`
 }
 
 // StatusResult is what Status found.
@@ -257,7 +259,7 @@ func evaluateStatus(in statusInputs) *StatusResult {
 	}
 	res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
 	if len(res.Nodes) > 0 {
-		res.Checks = append(res.Checks, allocatableCheck(res.Nodes))
+		res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.policy, in.namespace))
 	}
 	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
 	res.Healthy = !slices.ContainsFunc(res.Checks, func(c StatusCheck) bool { return c.State == CheckFailed })
@@ -431,7 +433,7 @@ func nodeRows(nodes []corev1.Node, pods []corev1.Pod) []NodeStatus {
 		}
 		row := NodeStatus{Name: n.Name, Product: n.Labels["nvidia.com/gpu.product"],
 			Driver: state(driverApp, n.Name), Toolkit: state(toolkitApp, n.Name), DevicePlugin: state(devicePluginApp, n.Name),
-			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel]}
+			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel], DriverUpgradeSkip: n.Labels[driverUpgradeSkipLabel] == "true"}
 		row.GPUs, _ = strconv.Atoi(n.Labels["nvidia.com/gpu.count"])
 		if q, ok := n.Status.Allocatable["nvidia.com/gpu"]; ok {
 			row.Allocatable = q.Value()
