@@ -272,8 +272,15 @@ func (w *walker) cond(p *parse.PipeNode, s scope) dot {
 }
 
 func (w *walker) pipe(p *parse.PipeNode, s scope, tested bool) {
+	piped := "" // the values path the previous command was, passed on as the last argument
 	for _, c := range p.Cmds {
-		w.command(c, s, tested)
+		w.command(c, s, tested, piped)
+		piped = ""
+		if len(c.Args) == 1 {
+			if d, ok := w.resolve(c.Args[0], s); ok && d.values {
+				piped = d.path
+			}
+		}
 	}
 }
 
@@ -281,7 +288,7 @@ func (w *walker) pipe(p *parse.PipeNode, s scope, tested bool) {
 // first, then the value).
 var fallbackFuncs = map[string]bool{"default": true, "coalesce": true, "or": true}
 
-func (w *walker) command(c *parse.CommandNode, s scope, tested bool) {
+func (w *walker) command(c *parse.CommandNode, s scope, tested bool, piped string) {
 	if len(c.Args) == 0 {
 		return
 	}
@@ -324,6 +331,9 @@ func (w *walker) command(c *parse.CommandNode, s scope, tested bool) {
 				w.pipe(p, s, tested)
 			}
 		}
+	}
+	if piped != "" {
+		paths = append(paths, piped)
 	}
 	if fallbackFuncs[fn] && len(paths) >= 2 {
 		// Every key but the one values.yaml defines is an older spelling of it (checked in Derive).
