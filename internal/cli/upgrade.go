@@ -15,12 +15,13 @@ import (
 
 // upgradeCmd is gpuctl upgrade: its flags and what it runs with.
 type upgradeCmd struct {
-	streams         Streams
-	g               *globals
-	getenv          func(string) string
-	o               engine.UpgradeOptions
-	yes, monitoring bool
-	output          string
+	streams            Streams
+	g                  *globals
+	getenv             func(string) string
+	o                  engine.UpgradeOptions
+	yes, monitoring    bool
+	acceptValueChanges bool
+	output             string
 }
 
 func newUpgradeCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
@@ -33,7 +34,10 @@ the releases in install order and waits as install does, then waits until the op
 upgrade has settled on every GPU node. It reuses the inputs recorded at install (--profile, -f, --set);
 new -f and --set values are merged over them. Before it writes it shows what will change (releases,
 versions, NVIDIA's upgrade notes and a diff of every rendered object that changes) and asks on a
-terminal; without one, or with CI set, it needs --yes. A downgrade needs --force. --dry-run shows the
+terminal; without one, or with CI set, it needs --yes. Values you set that the target release no longer
+reads (with the key NVIDIA replaced each with) and defaults that change for keys you did not set are
+listed first; with --yes they must be acknowledged with --accept-value-changes, or nothing is written
+(exit 2). A downgrade needs --force. --dry-run shows the
 same preview (with -o json, the plan too) and changes nothing, not even the install lock.`,
 		Example: `  gpuctl upgrade                                   # to gpuctl's default operator release
   gpuctl upgrade --operator-version v26.7.0 --yes
@@ -54,6 +58,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Set, "set", nil, "set a value over the recorded inputs (Helm syntax); repeatable")
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.BoolVar(&u.o.DryRun, "dry-run", false, "show what the upgrade would change (releases, versions, notes, a diff of every object that changes) and change nothing")
+	f.BoolVar(&u.acceptValueChanges, "accept-value-changes", false, "go on although the target release does not read some values you set or changes defaults you did not set (the preview lists them); needed with --yes when there are any")
 	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
@@ -84,6 +89,8 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 	if u.o.DryRun {
 		c.yes, c.ask = true, false
 	}
+	// Answering the prompt, which shows the value changes, acknowledges them; --yes does not.
+	u.o.AcceptValueChanges = u.acceptValueChanges || c.ask
 	res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: u.o, Sink: progress, Confirm: c.confirm, Version: gpuctlVersion(),
 		Stdin: u.streams.In, Getenv: u.getenv}).Run(cmd.Context())
 	progress.Close()
@@ -170,7 +177,10 @@ func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
 // error, nothing installed and a stack that did not settle have their own exit codes.
 func upgradeExit(err error, refused bool) error {
 	var stuck *health.StuckError
+	var values *engine.ValueChangesError
 	switch {
+	case errors.As(err, &values):
+		return usageError{err}
 	case errors.Is(err, engine.ErrNotConfirmed) && refused:
 		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes. Nothing was changed")}
 	case errors.Is(err, engine.ErrNotConfirmed):

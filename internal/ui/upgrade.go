@@ -38,6 +38,12 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 			fmt.Fprintf(b, "\n%s recreates what was deleted from the cluster: %s\n", r.Name, strings.Join(r.Recreate, ", "))
 		}
 	}
+	if !p.Values.Empty() {
+		fmt.Fprintf(b, "\nValues (%s; docs/troubleshooting.md#upgrades):\n", p.Values.Summary())
+		for _, l := range p.Values.Lines() {
+			fmt.Fprintf(b, "  - %s\n", l)
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\nUpgrade notes:\n")
 		for _, n := range p.Notes {
