@@ -110,3 +110,36 @@ func TestValueChangesMergesRecordedAndNewInputs(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckPreListsUpgradeValues(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		installed string
+		target    string
+		ok        bool
+		status    string
+	}{
+		{"an install of v25.10.1 checked for v26.7.0 warns, naming the key and its replacement", "v25.10.1", "v26.7.0", true, "warn"},
+		{"the installed release itself has nothing to say", "v26.7.0", "v26.7.0", false, ""},
+		{"no install, no result", "", "v26.7.0", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if tc.installed != "" {
+				rec := &record.Record{Command: "install", Result: "succeeded", Profile: "kubeadm", Namespace: "gpu-operator", OperatorVersion: tc.installed,
+					Inputs: record.Inputs{Set: []string{"driver.useOpenKernelModules=true"}}}
+				if err := record.Write(t.Context(), cs, rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &Check{Clients: &kube.Clients{Kube: cs}, Options: InstallOptions{OperatorVersion: tc.target}}
+			r, ok := c.upgradeValues(t.Context())
+			if ok != tc.ok || string(r.Status) != tc.status {
+				t.Fatalf("ok %v, result %+v", ok, r)
+			}
+			if ok && !strings.Contains(r.Message, "driver.useOpenKernelModules: v26.7.0 does not read it; NVIDIA replaced it with driver.kernelModuleType") {
+				t.Errorf("message %q", r.Message)
+			}
+		})
+	}
+}
