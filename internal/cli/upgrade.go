@@ -89,8 +89,10 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 	if u.o.DryRun {
 		c.yes, c.ask = true, false
 	}
-	// Answering the prompt, which shows the value changes, acknowledges them; --yes does not.
-	u.o.AcceptValueChanges = u.acceptValueChanges || c.ask
+	// Without --yes the upgrade goes on only when the user answers the prompt, which shows the value
+	// changes (so answering acknowledges them), or it is refused for want of --yes after the preview;
+	// --yes alone does not acknowledge them, so the engine refuses before anything is written.
+	u.o.AcceptValueChanges = u.acceptValueChanges || !u.yes
 	res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: u.o, Sink: progress, Confirm: c.confirm, Version: gpuctlVersion(),
 		Stdin: u.streams.In, Getenv: u.getenv}).Run(cmd.Context())
 	progress.Close()
@@ -99,7 +101,7 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 			return werr
 		}
 	}
-	return upgradeExit(err, c.refused)
+	return upgradeExit(err, c.refused, c.values)
 }
 
 // validate refuses a mistake in upgrade's flags before anything is read from the cluster, and takes
@@ -157,6 +159,8 @@ type upgradeConfirmer struct {
 	progress *ui.Progress
 	yes, ask bool
 	refused  bool
+	// values: the refused preview lists value changes, which --yes alone does not acknowledge.
+	values bool
 }
 
 // confirm is engine.Upgrade's Confirm.
@@ -167,7 +171,7 @@ func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
 		return true
 	}
 	if !c.ask {
-		c.refused = true
+		c.refused, c.values = true, !p.Values.Empty()
 		return false
 	}
 	return confirm(c.streams, c.getenv, false, "gpuctl upgrade", "Upgrade?") == nil
@@ -175,12 +179,15 @@ func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
 
 // upgradeExit turns the upgrade's error into the command's: a refusal without a terminal is a usage
 // error, nothing installed and a stack that did not settle have their own exit codes.
-func upgradeExit(err error, refused bool) error {
+func upgradeExit(err error, refused, valueChanges bool) error {
 	var stuck *health.StuckError
 	var values *engine.ValueChangesError
 	switch {
 	case errors.As(err, &values):
 		return usageError{err}
+	case errors.Is(err, engine.ErrNotConfirmed) && refused && valueChanges:
+		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes, and " +
+			engine.AcceptValueChangesFlag + " for the value changes listed above. Nothing was changed")}
 	case errors.Is(err, engine.ErrNotConfirmed) && refused:
 		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes. Nothing was changed")}
 	case errors.Is(err, engine.ErrNotConfirmed):

@@ -48,7 +48,8 @@ type UpgradeOptions struct {
 	DryRun bool
 	// AcceptValueChanges acknowledges values the target release does not read and defaults that
 	// change (the preview lists them); without it such an upgrade is refused before anything is
-	// written, with a ValueChangesError. The CLI sets it when the user answered the prompt.
+	// written (the lock included), with a ValueChangesError. The CLI sets it with --accept-value-changes,
+	// and without --yes, where the prompt shows them (or the run is refused for want of --yes).
 	AcceptValueChanges bool
 }
 
