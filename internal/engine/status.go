@@ -259,7 +259,7 @@ func evaluateStatus(in statusInputs) *StatusResult {
 	}
 	res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
 	if len(res.Nodes) > 0 {
-		res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.policy, in.namespace))
+		res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.namespace))
 	}
 	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
 	res.Healthy = !slices.ContainsFunc(res.Checks, func(c StatusCheck) bool { return c.State == CheckFailed })

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/gpuctl/gpuctl/internal/health"
 )
 
@@ -22,17 +20,13 @@ const (
 )
 
 // driverUpgradeCheck names the GPU nodes whose driver upgrade failed or cannot move on: upgrade-failed,
-// and upgrade-required where the controller will not act (autoUpgrade off in the ClusterPolicy, or the
-// node marked to skip upgrades). Nodes waiting in upgrade-required while the controller works on
-// others are a warning: they get their turn (driver.upgradePolicy.maxParallelUpgrades).
-func driverUpgradeCheck(nodes []NodeStatus, policy *unstructured.Unstructured, ns string) StatusCheck {
+// and upgrade-required on a node marked to skip upgrades, which the controller never starts. Nodes
+// waiting in upgrade-required while the controller works on others are a warning: they get their turn
+// (driver.upgradePolicy.maxParallelUpgrades). With driver.upgradePolicy.autoUpgrade off, NVIDIA's
+// controller removes the state labels instead (controllers/upgrade_controller.go@v26.7.0,
+// removeNodeUpgradeStateLabels), so no node stays in upgrade-required for that reason.
+func driverUpgradeCheck(nodes []NodeStatus, ns string) StatusCheck {
 	c := StatusCheck{Name: "driver upgrades", State: CheckOK}
-	autoUpgrade := true
-	if policy != nil {
-		if v, found, _ := unstructured.NestedBool(policy.Object, "spec", "driver", "upgradePolicy", "autoUpgrade"); found {
-			autoUpgrade = v
-		}
-	}
 	var failed, stuck, waiting, moving []string
 	var stuckWhy []string
 	for _, n := range nodes {
@@ -42,8 +36,6 @@ func driverUpgradeCheck(nodes []NodeStatus, policy *unstructured.Unstructured, n
 		case s == driverUpgradeRequired && n.DriverUpgradeSkip:
 			stuck = append(stuck, n.Name)
 			stuckWhy = append(stuckWhy, n.Name+" is labelled "+driverUpgradeSkipLabel+"=true: remove the label (kubectl label node "+n.Name+" "+driverUpgradeSkipLabel+"-)")
-		case s == driverUpgradeRequired && !autoUpgrade:
-			stuck = append(stuck, n.Name)
 		case s == driverUpgradeRequired:
 			waiting = append(waiting, n.Name)
 		case !health.DriverUpgradeSettled(s):
@@ -60,10 +52,6 @@ func driverUpgradeCheck(nodes []NodeStatus, policy *unstructured.Unstructured, n
 	if len(stuck) > 0 {
 		msgs = append(msgs, "driver upgrade stuck in upgrade-required on "+strings.Join(stuck, ", "))
 		hints = append(hints, stuckWhy...)
-		if !autoUpgrade {
-			hints = append(hints, "the ClusterPolicy has driver.upgradePolicy.autoUpgrade=false, so NVIDIA's controller does not upgrade drivers: "+
-				"gpuctl upgrade --set driver.upgradePolicy.autoUpgrade=true, or upgrade each node by hand as NVIDIA's guide says ("+driverUpgradesDoc+")")
-		}
 	}
 	switch {
 	case len(msgs) > 0:

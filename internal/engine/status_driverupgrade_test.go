@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuctl/gpuctl/internal/health"
 )
@@ -22,32 +21,22 @@ func TestDriverUpgradeCheck(t *testing.T) {
 		}
 		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	}
-	policy := func(autoUpgrade any) *unstructured.Unstructured {
-		spec := map[string]any{}
-		if autoUpgrade != nil {
-			spec["driver"] = map[string]any{"upgradePolicy": map[string]any{"autoUpgrade": autoUpgrade}}
-		}
-		return &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	}
 	for _, tc := range []struct {
-		name   string
-		nodes  []corev1.Node
-		policy *unstructured.Unstructured
-		state  CheckState
-		want   []string // in the message or the hint
+		name  string
+		nodes []corev1.Node
+		state CheckState
+		want  []string // in the message or the hint
 	}{
-		{"nodes without upgrade states pass", []corev1.Node{node("gpu-1", ""), node("gpu-2", "upgrade-done")}, policy(true), CheckOK, []string{"no driver upgrade"}},
-		{"a node in upgrade-failed fails the check, named, with NVIDIA's way out", []corev1.Node{node("gpu-1", "upgrade-failed"), node("gpu-2", "upgrade-done")}, policy(true), CheckFailed,
+		{"nodes without upgrade states pass", []corev1.Node{node("gpu-1", ""), node("gpu-2", "upgrade-done")}, CheckOK, []string{"no driver upgrade"}},
+		{"a node in upgrade-failed fails the check, named, with NVIDIA's way out", []corev1.Node{node("gpu-1", "upgrade-failed"), node("gpu-2", "upgrade-done")}, CheckFailed,
 			[]string{"gpu-1", "upgrade-failed", "delete", "gpu-driver-upgrades.html"}},
-		{"a node in upgrade-required with autoUpgrade off is stuck", []corev1.Node{node("gpu-1", "upgrade-required")}, policy(false), CheckFailed,
-			[]string{"gpu-1", "upgrade-required", "autoUpgrade"}},
-		{"a node in upgrade-required that is marked to skip upgrades is stuck", []corev1.Node{node("gpu-1", "upgrade-required", "nvidia.com/gpu-driver-upgrade.skip", "true")}, policy(true), CheckFailed,
+		{"a node in upgrade-required that is marked to skip upgrades is stuck", []corev1.Node{node("gpu-1", "upgrade-required", "nvidia.com/gpu-driver-upgrade.skip", "true")}, CheckFailed,
 			[]string{"gpu-1", "nvidia.com/gpu-driver-upgrade.skip"}},
-		{"a node waiting in upgrade-required while the controller works is a warning", []corev1.Node{node("gpu-1", "upgrade-required"), node("gpu-2", "drain-required")}, policy(true), CheckWarning,
+		{"a node waiting in upgrade-required while the controller works is a warning", []corev1.Node{node("gpu-1", "upgrade-required"), node("gpu-2", "drain-required")}, CheckWarning,
 			[]string{"gpu-1", "gpu-2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := driverUpgradeCheck(nodeRows(tc.nodes, nil), tc.policy, "gpu-operator")
+			c := driverUpgradeCheck(nodeRows(tc.nodes, nil), "gpu-operator")
 			if c.State != tc.state {
 				t.Errorf("state %s, want %s: %+v", c.State, tc.state, c)
 			}
