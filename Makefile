@@ -5,7 +5,7 @@ SANDBOX   := $(BIN)/sandbox
 # e2e tests start real control planes; the first run on a machine builds them (~15 min on 2 cores).
 E2E_TIMEOUT ?= 75m
 
-.PHONY: all build test checks test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-check release-snapshot clean crds fuzz
+.PHONY: all build test checks test-unit e2e demo demo-down sandbox sandbox-down sandbox-tools crdgen-tool lint fmt-check vet bench release-check release-snapshot clean crds values-facts fuzz
 
 all: build
 
@@ -73,6 +73,11 @@ sandbox-down: $(BIN)/sandbox
 ## crds: regenerate charts/gpu-operator's CRDs from each GPU Operator release's api/ with controller-gen.
 crds:
 	$(GO) run ./e2e/cmd/crdgen
+
+## values-facts: regenerate internal/bundle/values_facts.json (the values keys NVIDIA's chart of each
+## release reads, their defaults and renamed keys) from each GPU Operator release's chart.
+values-facts:
+	$(GO) run ./e2e/cmd/valuesfacts
 
 lint: vet fmt-check
 

@@ -54,7 +54,7 @@ func upgradedTo(t *testing.T, c *sandbox.Cluster, release string) {
 		t.Fatalf("upgrade to %s needs an installed stack: record %+v, %v", release, rec, err)
 	}
 	if rec.OperatorVersion != release {
-		upgradeJSON(t, c, "--operator-version", release, "--yes")
+		upgradeJSON(t, c, "--operator-version", release, "--yes", "--accept-value-changes")
 	}
 }
 
@@ -181,7 +181,7 @@ func TestDay2Upgrade(t *testing.T) {
 			before[name] = helmRelease(t, c, name).Revision
 		}
 		dry := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--dry-run")
-		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes", "--accept-value-changes")
 		var order []string
 		for _, s := range res.Install.Steps {
 			order = append(order, s.ID)
@@ -380,7 +380,7 @@ func TestUpgradeAndUninstallOnOpenShift(t *testing.T) {
 	csvs := schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
 
 	t.Run("upgrade moves the Subscription, OLM replaces the CSV, the new controller runs", func(t *testing.T) {
-		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes")
+		res := upgradeJSON(t, c, "--operator-version", "v26.7.0", "--yes", "--accept-value-changes")
 		if res.Preview == nil || res.Preview.From != "v25.10.1" || res.Preview.To != "v26.7.0" || !res.Preview.Changed() {
 			t.Errorf("preview %+v", res.Preview)
 		}

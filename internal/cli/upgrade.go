@@ -20,6 +20,7 @@ type upgradeCmd struct {
 	getenv               func(string) string
 	o                    engine.UpgradeOptions
 	yes, monitoring, dra bool
+	acceptValueChanges   bool
 	output               string
 }
 
@@ -33,7 +34,10 @@ the releases in install order and waits as install does, then waits until the op
 upgrade has settled on every GPU node. It reuses the inputs recorded at install (--profile, -f, --set);
 new -f and --set values are merged over them. Before it writes it shows what will change (releases,
 versions, NVIDIA's upgrade notes and a diff of every rendered object that changes) and asks on a
-terminal; without one, or with CI set, it needs --yes. A downgrade needs --force. --dry-run shows the
+terminal; without one, or with CI set, it needs --yes. Values you set that the target release no longer
+reads (with the key NVIDIA replaced each with) and defaults that change for keys you did not set are
+listed first; with --yes they must be acknowledged with --accept-value-changes, or nothing is written
+(exit 2). A downgrade needs --force. --dry-run shows the
 same preview (with -o json, the plan too) and changes nothing, not even the install lock.`,
 		Example: `  gpuctl upgrade                                   # to gpuctl's default operator release
   gpuctl upgrade --operator-version v26.7.0 --yes
@@ -54,6 +58,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Set, "set", nil, "set a value over the recorded inputs (Helm syntax); repeatable")
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.BoolVar(&u.o.DryRun, "dry-run", false, "show what the upgrade would change (releases, versions, notes, a diff of every object that changes) and change nothing")
+	f.BoolVar(&u.acceptValueChanges, "accept-value-changes", false, "go on although the target release does not read some values you set or changes defaults you did not set (the preview lists them); needed with --yes when there are any")
 	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
@@ -87,6 +92,10 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 	if u.o.DryRun {
 		c.yes, c.ask = true, false
 	}
+	// Without --yes the upgrade goes on only when the user answers the prompt, which shows the value
+	// changes (so answering acknowledges them), or it is refused for want of --yes after the preview;
+	// --yes alone does not acknowledge them, so the engine refuses before anything is written.
+	u.o.AcceptValueChanges = u.acceptValueChanges || !u.yes
 	res, err := (&engine.Upgrade{Clients: clients, Reach: clients.Reach, Options: u.o, Sink: progress, Confirm: c.confirm, Version: gpuctlVersion(),
 		Stdin: u.streams.In, Getenv: u.getenv}).Run(cmd.Context())
 	progress.Close()
@@ -95,7 +104,7 @@ func (u *upgradeCmd) run(cmd *cobra.Command, _ []string) error {
 			return werr
 		}
 	}
-	return upgradeExit(err, c.refused)
+	return upgradeExit(err, c.refused, c.values)
 }
 
 // validate refuses a mistake in upgrade's flags before anything is read from the cluster, and takes
@@ -156,6 +165,8 @@ type upgradeConfirmer struct {
 	progress *ui.Progress
 	yes, ask bool
 	refused  bool
+	// values: the refused preview lists value changes, which --yes alone does not acknowledge.
+	values bool
 }
 
 // confirm is engine.Upgrade's Confirm.
@@ -166,7 +177,7 @@ func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
 		return true
 	}
 	if !c.ask {
-		c.refused = true
+		c.refused, c.values = true, !p.Values.Empty()
 		return false
 	}
 	return confirm(c.streams, c.getenv, false, "gpuctl upgrade", "Upgrade?") == nil
@@ -174,9 +185,15 @@ func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
 
 // upgradeExit turns the upgrade's error into the command's: a refusal without a terminal is a usage
 // error, nothing installed and a stack that did not settle have their own exit codes.
-func upgradeExit(err error, refused bool) error {
+func upgradeExit(err error, refused, valueChanges bool) error {
 	var stuck *health.StuckError
+	var values *engine.ValueChangesError
 	switch {
+	case errors.As(err, &values):
+		return usageError{err}
+	case errors.Is(err, engine.ErrNotConfirmed) && refused && valueChanges:
+		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes, and " +
+			engine.AcceptValueChangesFlag + " for the value changes listed above. Nothing was changed")}
 	case errors.Is(err, engine.ErrNotConfirmed) && refused:
 		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes. Nothing was changed")}
 	case errors.Is(err, engine.ErrNotConfirmed):

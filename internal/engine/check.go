@@ -66,6 +66,9 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if r, ok := c.upgradeValues(ctx); ok {
+		res.Report.Results = append(res.Report.Results, r)
+	}
 	if err := preflightError(rep); err != nil {
 		return res, err
 	}

@@ -80,6 +80,8 @@ type NodeStatus struct {
 	DRADriver      string `json:"draDriver,omitempty"`
 	ResourceSlices int    `json:"resourceSlices,omitempty"`
 	Devices        int    `json:"devices,omitempty"`
+	// DriverUpgradeSkip is true when the node is labelled nvidia.com/gpu-driver-upgrade.skip=true.
+	DriverUpgradeSkip bool `json:"driverUpgradeSkip,omitempty"`
 }
 
 // StatusResult is what Status found.
@@ -288,12 +290,12 @@ func evaluateStatus(in statusInputs) *StatusResult {
 	case in.dra:
 		res.Checks = append(res.Checks, gpuClusterCheck(in.gpuCluster), gpuNodesCheck(res.Nodes, in.namespace))
 		if len(res.Nodes) > 0 {
-			res.Checks = append(res.Checks, resourceSlicesCheck(res.Nodes, in.namespace))
+			res.Checks = append(res.Checks, resourceSlicesCheck(res.Nodes, in.namespace), driverUpgradeCheck(res.Nodes, in.namespace))
 		}
 	default:
 		res.Checks = append(res.Checks, policyCheck(in.policy, in.policyName), gpuNodesCheck(res.Nodes, in.namespace))
 		if len(res.Nodes) > 0 {
-			res.Checks = append(res.Checks, allocatableCheck(res.Nodes))
+			res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.namespace))
 		}
 	}
 	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
@@ -468,7 +470,7 @@ func nodeRows(nodes []corev1.Node, pods []corev1.Pod) []NodeStatus {
 		}
 		row := NodeStatus{Name: n.Name, Product: n.Labels["nvidia.com/gpu.product"],
 			Driver: state(driverApp, n.Name), Toolkit: state(toolkitApp, n.Name), DevicePlugin: state(devicePluginApp, n.Name),
-			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel]}
+			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel], DriverUpgradeSkip: n.Labels[driverUpgradeSkipLabel] == "true"}
 		row.GPUs, _ = strconv.Atoi(n.Labels["nvidia.com/gpu.count"])
 		if q, ok := n.Status.Allocatable["nvidia.com/gpu"]; ok {
 			row.Allocatable = q.Value()

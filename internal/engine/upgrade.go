@@ -52,6 +52,11 @@ type UpgradeOptions struct {
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
 	// revision) and returns: nothing is written, not even the lock.
 	DryRun bool
+	// AcceptValueChanges acknowledges values the target release does not read and defaults that
+	// change (the preview lists them); without it such an upgrade is refused before anything is
+	// written (the lock included), with a ValueChangesError. The CLI sets it with --accept-value-changes,
+	// and without --yes, where the prompt shows them (or the run is refused for want of --yes).
+	AcceptValueChanges bool
 }
 
 // Upgrade moves an installed GPU stack to another operator release, or re-applies it with new
@@ -86,6 +91,9 @@ type UpgradePreview struct {
 	Releases []ReleaseChange `json:"releases"`
 	// Diffs are the rendered objects that change, the ClusterPolicy first.
 	Diffs []render.ObjectDiff `json:"diffs,omitempty"`
+	// Values are the keys the user set that the target release does not read and the defaults that
+	// change between the two releases (NVIDIA's chart of each, internal/bundle/values_facts.json).
+	Values *bundle.ValueChanges `json:"values,omitempty"`
 	// Sharing is --sharing's move, where the upgrade has a choice or had one (nil otherwise).
 	Sharing *SharingChange `json:"sharing,omitempty"`
 }
@@ -153,8 +161,20 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	values, err := ValueChanges(rec, b, files, o.Set)
+	if err != nil {
+		return nil, err
+	}
+	warnValueChanges(sink, values)
 	if o.DryRun {
-		return u.dryRun(ctx, rec, b.Version, change, files, o, sink)
+		res, err := u.dryRun(ctx, rec, b.Version, change, files, o, sink)
+		if res != nil && res.Preview != nil {
+			res.Preview.Values = values
+		}
+		return res, err
+	}
+	if !values.Empty() && !o.AcceptValueChanges {
+		return nil, &ValueChangesError{Changes: values}
 	}
 	res := &UpgradeResult{}
 	var operandsBefore map[string]string
@@ -163,6 +183,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 		if res.Preview, err = u.preview(ctx, p, rec, b.Version, change); err != nil {
 			return fmt.Errorf("preview the upgrade: %w", err)
 		}
+		res.Preview.Values = values
 		if operandsBefore, err = operandGenerations(ctx, u.Clients, rec.Namespace); err != nil {
 			return fmt.Errorf("preview the upgrade: %w", err)
 		}

@@ -56,10 +56,7 @@ func UpgradeNotes(from, to string, driverEnabled bool) []string {
 	t, terr := semver.NewVersion(to)
 	if ferr == nil && terr == nil {
 		if t.Major() != f.Major() {
-			notes = append(notes, fmt.Sprintf("%s → %s crosses a release year: read NVIDIA's release notes of every release in between for removed ClusterPolicy fields and changed defaults (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/release-notes.html)", from, to))
-		}
-		if f.Major() <= 25 && t.Major() >= 26 {
-			notes = append(notes, "operator.initContainer is a ClusterPolicy field up to v25.10 only: values setting it are not rendered for v26.x (charts/gpu-operator/values.yaml)")
+			notes = append(notes, fmt.Sprintf("%s → %s crosses a release year: read NVIDIA's release notes of every release in between (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/release-notes.html); the values you set that %s does not read and the defaults that change are listed under Values", from, to, to))
 		}
 	}
 	if driverEnabled {

@@ -39,9 +39,9 @@ func TestCheckVersions(t *testing.T) {
 }
 
 func TestUpgradeNotes(t *testing.T) {
-	t.Run("crossing into v26 names the CRDs, the release notes and the v25-only field", func(t *testing.T) {
+	t.Run("crossing into v26 names the CRDs, the release notes and the Values section", func(t *testing.T) {
 		notes := strings.Join(UpgradeNotes("v25.10.1", "v26.7.0", true), "\n")
-		for _, want := range []string{"CRDs", "release-notes", "initContainer", "nvidia.com/gpu-driver-upgrade-state"} {
+		for _, want := range []string{"CRDs", "release-notes", "under Values", "nvidia.com/gpu-driver-upgrade-state"} {
 			if !strings.Contains(notes, want) {
 				t.Errorf("notes lack %q:\n%s", want, notes)
 			}

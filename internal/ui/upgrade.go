@@ -48,6 +48,12 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 			}
 		}
 	}
+	if !p.Values.Empty() {
+		fmt.Fprintf(b, "\nValues (%s; docs/troubleshooting.md#upgrades):\n", p.Values.Summary())
+		for _, l := range p.Values.Lines() {
+			fmt.Fprintf(b, "  - %s\n", l)
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\nUpgrade notes:\n")
 		for _, n := range p.Notes {

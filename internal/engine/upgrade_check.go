@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/record"
+)
+
+// upgradeValuesCheck is the ID of check --pre's result about an installed stack's values.
+const upgradeValuesCheck = "upgrade-values"
+
+// upgradeValues is `check --pre --operator-version X` on a cluster gpuctl installed another release
+// on: what gpuctl upgrade to X would list (ValueChanges), with -f and --set over the recorded inputs as
+// upgrade merges them. A warning, never a failure: upgrade itself asks for the acknowledgement. ok is
+// false when there is no such install, or the record cannot be read (the other checks say why).
+func (c *Check) upgradeValues(ctx context.Context) (preflight.Result, bool) {
+	b, err := bundle.Get(c.Options.OperatorVersion)
+	if err != nil {
+		return preflight.Result{}, false
+	}
+	rec, err := record.Read(ctx, c.Clients.Kube)
+	if err != nil || rec == nil || rec.Uninstalled || rec.OperatorVersion == "" || rec.OperatorVersion == b.Version {
+		return preflight.Result{}, false
+	}
+	files, err := parseValueLayers(InstallOptions{ValuesFiles: c.Options.ValuesFiles})
+	if err != nil {
+		return preflight.Result{}, false
+	}
+	changes, err := ValueChanges(rec, b, files, c.Options.Set)
+	if err != nil {
+		return preflight.Result{}, false
+	}
+	r := preflight.Result{ID: upgradeValuesCheck, Category: "upgrade", Status: preflight.StatusPass,
+		Description: "the values you set are read by " + b.Version + " as by the installed " + rec.OperatorVersion + ", and no default changes under them",
+		Message:     "nothing to acknowledge for gpuctl upgrade --operator-version " + b.Version}
+	if !changes.Empty() {
+		r.Status = preflight.StatusWarn
+		r.Message = changes.Summary() + ":\n" + strings.Join(changes.Lines(), "\n")
+		r.Hint = "gpuctl upgrade --operator-version " + b.Version + " lists them too; with --yes it needs " + AcceptValueChangesFlag + " (docs/troubleshooting.md#upgrades)"
+	}
+	return r, true
+}

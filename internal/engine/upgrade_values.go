@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/profile"
+	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// AcceptValueChangesFlag is the flag that acknowledges an upgrade's value changes.
+const AcceptValueChangesFlag = "--accept-value-changes"
+
+// ValueChangesError refuses an upgrade whose values the target release reads differently (keys it
+// does not read, defaults that change) when they were not acknowledged: before anything is written,
+// the install lock included.
+type ValueChangesError struct {
+	Changes *bundle.ValueChanges
+}
+
+func (e *ValueChangesError) Error() string {
+	return fmt.Sprintf("upgrade %s → %s: %s; read them (gpuctl upgrade --dry-run lists them), then run again with %s. Nothing was changed",
+		e.Changes.From, e.Changes.To, e.Changes.Summary(), AcceptValueChangesFlag)
+}
+
+// userValues are the values the user set for the operator release: the recorded -f files and --set,
+// then the new ones, merged as the plan merges them (null removes a key), without NFD's section.
+func userValues(in record.Inputs, files []plan.Layer, set []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, f := range append(append([]plan.Layer{}, in.Files...), files...) {
+		out = plan.MergeValues(out, f.Values)
+	}
+	s, err := release.ParseSet(append(append([]string{}, in.Set...), set...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	return plan.MergeValues(out, s), nil
+}
+
+// ValueChanges compares what the installed release and the target release read of the user's values
+// (NVIDIA's chart of each release, internal/bundle/values_facts.json): keys the user set that the target
+// does not read, and defaults that change for keys neither the user nor gpuctl (the target's image
+// pins, the recorded profile) sets. files and set are new inputs over the recorded ones.
+func ValueChanges(rec *record.Record, to bundle.Bundle, files []plan.Layer, set []string) (*bundle.ValueChanges, error) {
+	if rec == nil || rec.OperatorVersion == "" || rec.OperatorVersion == to.Version {
+		return &bundle.ValueChanges{To: to.Version}, nil
+	}
+	facts, err := bundle.LoadValuesFacts()
+	if err != nil {
+		return nil, err
+	}
+	user, err := userValues(rec.Inputs, files, set)
+	if err != nil {
+		return nil, err
+	}
+	gpuctl := []map[string]any{to.Values()}
+	if rec.Profile != "" {
+		if p, err := profile.Get(rec.Profile); err == nil {
+			gpuctl = append(gpuctl, p.Values)
+		}
+	}
+	return facts.Compare(rec.OperatorVersion, to.Version, user, gpuctl...)
+}
+
+// warnValueChanges reports each change as a warning event, so a CI log shows them.
+func warnValueChanges(sink event.Sink, c *bundle.ValueChanges) {
+	if c.Empty() {
+		return
+	}
+	for _, l := range c.Lines() {
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "values " + c.From + " → " + c.To + ": " + l})
+	}
+}
