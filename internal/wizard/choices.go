@@ -19,6 +19,8 @@ const (
 	fieldTaint    = "taint"
 	fieldDriver   = "driver"
 	fieldMIG      = "mig"
+	fieldSharing  = "sharing"
+	fieldGPUs     = "gpus"
 	fieldNLS      = "nls-token"
 	fieldGridd    = "gridd-conf"
 	fieldNGC      = "ngc-key"
@@ -88,9 +90,17 @@ func taintChoice(o engine.InstallOptions) string {
 	return taintAuto
 }
 
+// The GPU allocation field's answers.
+const (
+	gpusDevicePlugin = "device-plugin"
+	gpusDRA          = "dra"
+)
+
 // choices is what the person chose, as the values the options are made from.
 type choices struct {
 	Profile, Operator, Driver, MIG string
+	// Sharing is a --sharing value for every GPU node ("" none); GPUs is gpusDevicePlugin or gpusDRA.
+	Sharing, GPUs string
 	// Taint is taintAuto (gpuctl decides, as install does without --taint or --no-taint), taintYes
 	// (--taint) or taintNo (--no-taint).
 	Taint                       string
@@ -130,8 +140,8 @@ func buildFields(st styles, profiles []profile.Profile, bundles []bundle.Bundle,
 			chosen = p
 		}
 	}
-	fs := []field{profileField(profiles, detected), operatorField(bundles), taintField(), driverField(chosen), migField()}
-	for i, v := range []string{c.Profile, c.Operator, c.Taint, c.Driver, c.MIG} {
+	fs := []field{profileField(profiles, detected), operatorField(bundles), taintField(), driverField(chosen), migField(), sharingField(), gpusField()}
+	for i, v := range []string{c.Profile, c.Operator, c.Taint, c.Driver, c.MIG, c.Sharing, c.GPUs} {
 		fs[i].selectValue(v)
 	}
 	if profileLicensing(chosen) {
@@ -196,6 +206,22 @@ func migField() field {
 		help:    "how MIG slices are advertised: single when all GPUs of a node share one layout"}
 }
 
+// sharingField offers GPU sharing for every GPU node; a pool of its own, or MIG configs per pool, are
+// --sharing POOL=… and --mig POOL=… on the command line (docs/sharing.md).
+func sharingField() field {
+	return field{id: fieldSharing, label: "GPU sharing", kind: kindSelect,
+		options: []option{{"", "off: one pod per GPU"}, {"time-slicing=2", "time-slicing, 2 pods per GPU"}, {"time-slicing=4", "time-slicing, 4 pods per GPU"},
+			{"mps=2", "MPS, 2 pods per GPU (memory and compute split)"}, {"mps=4", "MPS, 4 pods per GPU"}},
+		help: "every GPU node (--sharing); per node pool, or MIG partitions: --sharing POOL=MODE=N, --mig POOL=CONFIG (docs/sharing.md)"}
+}
+
+// gpusField offers how pods get GPUs: the device plugin, or DRA through v26.7.0's GPUCluster.
+func gpusField() field {
+	return field{id: fieldGPUs, label: "GPU allocation", kind: kindSelect,
+		options: []option{{gpusDevicePlugin, "device plugin: pods request nvidia.com/gpu"}, {gpusDRA, "DRA: pods claim GPUs (v26.7.0, Kubernetes 1.34+; --dra)"}},
+		help: "DRA replaces the device plugin and so excludes sharing and the MIG strategy; the review refuses what cannot work (docs/dra.md)"}
+}
+
 // licensingFields are the NVIDIA AI Enterprise inputs, keeping what was typed in them before.
 func licensingFields(st styles, c choices, old []field) []field {
 	keep := map[string]field{}
@@ -257,6 +283,10 @@ func choicesFrom(fs []field) choices {
 			c.Driver = f.value()
 		case fieldMIG:
 			c.MIG = f.value()
+		case fieldSharing:
+			c.Sharing = f.value()
+		case fieldGPUs:
+			c.GPUs = f.value()
 		case fieldNLS:
 			c.NLSTokenFile = f.value()
 		case fieldGridd:
@@ -294,9 +324,11 @@ func options(base engine.InstallOptions, detected string, profiles []profile.Pro
 	if c.Driver == driverHost && profileDriver(chosen) == driverContainer {
 		o.Set = append(o.Set, "driver.enabled=false")
 	}
-	if c.MIG != "" && c.MIG != chartMIGStrategy {
+	if c.MIG != "" && c.MIG != chartMIGStrategy && len(base.MIG) == 0 {
 		o.Set = append(o.Set, "mig.strategy="+c.MIG)
 	}
+	o.Sharing = withClusterSharing(base.Sharing, c.Sharing)
+	o.DRA = c.GPUs == gpusDRA
 	if profileLicensing(chosen) {
 		o.Licensing.NLSTokenFile = c.NLSTokenFile
 		o.Licensing.GriddConfFile = c.GriddConfFile
@@ -309,10 +341,25 @@ func options(base engine.InstallOptions, detected string, profiles []profile.Pro
 	return o
 }
 
+// withClusterSharing is the --sharing values with the whole cluster's choice replaced by v ("" none):
+// the pools' own choices from the flags (POOL=MODE=N) stay.
+func withClusterSharing(values []string, v string) []string {
+	var out []string
+	for _, s := range values {
+		if strings.Count(s, "=") == 2 {
+			out = append(out, s)
+		}
+	}
+	if v != "" {
+		out = append([]string{v}, out...)
+	}
+	return out
+}
+
 // initialChoices are the detected answers: the detected profile, the default release, taint unless
 // the flags said not to, the host driver where detection found one, the chart's MIG strategy.
 func initialChoices(base engine.InstallOptions, detected string, hostDriver bool, profiles []profile.Profile) choices {
-	c := choices{Profile: detected, Operator: bundle.Default().Version, Taint: taintChoice(base), MIG: chartMIGStrategy,
+	c := choices{Profile: detected, Operator: bundle.Default().Version, Taint: taintChoice(base), MIG: chartMIGStrategy, GPUs: gpusDevicePlugin,
 		NLSTokenFile: base.Licensing.NLSTokenFile, GriddConfFile: base.Licensing.GriddConfFile}
 	if base.Profile != "" {
 		c.Profile = base.Profile
@@ -320,6 +367,14 @@ func initialChoices(base engine.InstallOptions, detected string, hostDriver bool
 	if base.OperatorVersion != "" {
 		if b, err := bundle.Get(base.OperatorVersion); err == nil {
 			c.Operator = b.Version
+		}
+	}
+	if base.DRA {
+		c.GPUs = gpusDRA
+	}
+	for _, v := range base.Sharing {
+		if strings.Count(v, "=") == 1 {
+			c.Sharing = v // shown if the field offers it; kept either way unless changed
 		}
 	}
 	c.Driver = driverContainer

@@ -43,6 +43,18 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if len(o.Set) > 0 {
 		m["set"] = o.Set
 	}
+	if o.Monitoring {
+		m["monitoring"] = true
+	}
+	if len(o.Sharing) > 0 {
+		m["sharing"] = o.Sharing
+	}
+	if len(o.MIG) > 0 {
+		m["mig"] = o.MIG
+	}
+	if o.DRA {
+		m["dra"] = true
+	}
 	if len(o.SkipChecks) > 0 {
 		m["skip-check"] = o.SkipChecks
 	}

@@ -42,6 +42,12 @@ func (m *Model) frame(header, body string, p *pager, footer []string) string {
 	e := m.env
 	avail := e.height - 2 - 1 - len(footer)
 	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	if f := p.follow; f != nil {
+		if f[1] >= p.offset+avail {
+			p.offset = f[1] - avail + 1
+		}
+		p.offset = max(min(p.offset, f[0]), 0)
+	}
 	p.offset = min(p.offset, max(len(lines)-avail, 0))
 	shown := lines[p.offset:min(p.offset+avail, len(lines))]
 	out := []string{ansi.Truncate(header, e.width, "…"), e.st.rule.Render(strings.Repeat("─", e.width))}

@@ -260,10 +260,11 @@ func TestScreens(t *testing.T) {
 		for h.choices().fields[0].value() != "tkgs" {
 			h.keys("right")
 		}
-		h.expectView("NLS client token", "gridd.conf", "NGC API key", "vGPU guest driver container")
+		h.expectView("NLS client token", "gridd.conf", "vGPU guest driver container")
 		for h.choices().field().id != fieldNGC {
 			h.keys("down")
 		}
+		h.expectView("› NGC API key") // the screen scrolls to the selected question
 		h.typeText("nvapi-secret")
 		if strings.Contains(h.view(), "nvapi-secret") {
 			t.Error("the NGC key is echoed")

@@ -41,8 +41,13 @@ type scroller interface{ pager() *pager }
 // typist is a screen that sometimes takes every key as text (so ? is not help).
 type typist interface{ typing() bool }
 
-// pager is a screen's scroll position; the shell clamps it to the body it shows.
-type pager struct{ offset int }
+// pager is a screen's scroll position; the shell clamps it to the body it shows. A screen that moves
+// a cursor over its body (the choices) sets follow to the cursor's lines, which the shell then keeps
+// in view.
+type pager struct {
+	offset int
+	follow *[2]int
+}
 
 // key scrolls by a line or a page; it says whether the key was one of its.
 func (p *pager) key(e *env, msg tea.KeyPressMsg) bool {

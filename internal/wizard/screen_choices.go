@@ -21,6 +21,17 @@ type choicesScreen struct {
 	fields []field
 	sel    int
 	picker *filepicker.Model
+	pg     pager
+}
+
+// pager keeps the selected question and its help in view (View writes a heading and a blank line,
+// then two lines a question).
+func (c *choicesScreen) pager() *pager {
+	if c.picker != nil {
+		return &pager{}
+	}
+	c.pg.follow = &[2]int{2 + 2*c.sel, 3 + 2*c.sel}
+	return &c.pg
 }
 
 // newChoicesScreen asks the questions with the answers detection suggests.
