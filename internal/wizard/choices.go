@@ -219,7 +219,7 @@ func sharingField() field {
 func gpusField() field {
 	return field{id: fieldGPUs, label: "GPU allocation", kind: kindSelect,
 		options: []option{{gpusDevicePlugin, "device plugin: pods request nvidia.com/gpu"}, {gpusDRA, "DRA: pods claim GPUs (v26.7.0, Kubernetes 1.34+; --dra)"}},
-		help: "DRA replaces the device plugin and so excludes sharing and the MIG strategy; the review refuses what cannot work (docs/dra.md)"}
+		help:    "DRA replaces the device plugin and so excludes sharing and the MIG strategy; the review refuses what cannot work (docs/dra.md)"}
 }
 
 // licensingFields are the NVIDIA AI Enterprise inputs, keeping what was typed in them before.
