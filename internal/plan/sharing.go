@@ -187,7 +187,7 @@ func (b *builder) sharing() (*Layer, *Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.refuseConfigValues(); err != nil {
+	if err := b.refuseValuesAlso("--sharing writes devicePlugin.config", "devicePlugin", "config"); err != nil {
 		return nil, nil, err
 	}
 	gpuPools := map[string][]string{}
@@ -234,25 +234,6 @@ func (b *builder) sharing() (*Layer, *Step, error) {
 		step.Why = "no pool has a --sharing choice of its own: gpuctl's labels from an earlier choice, if any, go"
 	}
 	return layer, step, nil
-}
-
-// refuseConfigValues: --sharing chooses the device plugin's config; -f or --set values that choose it
-// too would contradict it, so they are refused rather than let one silently win.
-func (b *builder) refuseConfigValues() error {
-	var layers []Layer
-	for _, f := range b.o.Files {
-		layers = append(layers, Layer{Source: "file " + f.Source, Values: f.Values})
-	}
-	if len(b.o.Set) > 0 {
-		layers = append(layers, Layer{Source: "--set", Values: b.o.Set})
-	}
-	for _, l := range layers {
-		op, _ := split(l.Values)
-		if at(op, "devicePlugin", "config") != nil {
-			return fmt.Errorf("%w: --sharing writes devicePlugin.config, and %s sets it too: give one of them", ErrInput, l.Source)
-		}
-	}
-	return nil
 }
 
 func orNone(names []string) string {

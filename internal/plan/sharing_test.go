@@ -145,9 +145,9 @@ func TestSharingRefuses(t *testing.T) {
 		{"two choices for one pool", []string{"a100=mps=2", "a100=time-slicing=4"}, Options{}, "pool a100 has a choice already"},
 		{"none beside a choice", []string{"none", "mps=2"}, Options{}, "give it alone"},
 		{"--set that also chooses the config", []string{"mps=2"},
-			Options{Set: map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "mine"}}}}, "--set sets it too"},
+			Options{Set: map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "mine"}}}}, "--set sets devicePlugin.config too"},
 		{"a values file that also chooses the config", []string{"mps=2"},
-			Options{Files: []Layer{{Source: "v.yaml", Values: map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"default": "x"}}}}}}, "file v.yaml sets it too"},
+			Options{Files: []Layer{{Source: "v.yaml", Values: map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"default": "x"}}}}}}, "file v.yaml sets devicePlugin.config too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
