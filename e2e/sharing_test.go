@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -83,6 +84,26 @@ func TestSharing(t *testing.T) {
 	installJSON(t, c, "--sharing", sharedPool+"=time-slicing=4")
 	waitAdvertised(t, c, pools, 4)
 
+	t.Run("status shows the shared pool time-sliced 4 ways and the other unshared", func(t *testing.T) {
+		var pools map[string]engine.PoolStatus
+		// GPU feature discovery's labels follow the advertised GPUs: wait for them, then judge all.
+		waitUntil(t, 2*time.Minute, "status shows the shared pool's sharing", func(context.Context) (bool, error) {
+			pools = statusPools(t, c)
+			return pools[sharedPool].Sharing == plan.SharingTimeSlicing, nil
+		})
+		for _, name := range []string{sharedPool, unsharedPool} {
+			if got := pools[name].Nodes; len(got) != len(gpuPools(t, c)[name]) {
+				t.Errorf("status's pool %s has nodes %v, want %v", name, got, gpuPools(t, c)[name])
+			}
+		}
+		if p := pools[sharedPool]; p.Replicas != 4 || p.DevicePluginConfig != "time-slicing-4" || p.Advertised["nvidia.com/gpu"] != 4*poolGPUs(c, p.Nodes) {
+			t.Errorf("pool %s: %+v, want time-slicing with 4 replicas, config time-slicing-4, 4× its GPUs advertised", sharedPool, p)
+		}
+		if p := pools[unsharedPool]; p.Sharing != "none" || p.Replicas != 1 || p.DevicePluginConfig != "" || p.Advertised["nvidia.com/gpu"] != poolGPUs(c, p.Nodes) {
+			t.Errorf("pool %s: %+v, want no sharing and its GPUs advertised", unsharedPool, p)
+		}
+	})
+
 	t.Run("verify passes on the shared GPUs", func(t *testing.T) {
 		if code, _, stderr := gpuctl(t, c, "verify"); code != 0 {
 			t.Fatalf("verify exited %d:\n%s", code, stderr)
@@ -135,6 +156,30 @@ func gpuPools(t *testing.T, c *sandbox.Cluster) map[string][]string {
 		}
 	}
 	return out
+}
+
+// statusPools runs gpuctl status -o json and returns its GPU node pools by name.
+func statusPools(t *testing.T, c *sandbox.Cluster) map[string]engine.PoolStatus {
+	t.Helper()
+	_, stdout, stderr := gpuctl(t, c, "status", "-o", "json")
+	var res engine.StatusResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, stderr)
+	}
+	out := map[string]engine.PoolStatus{}
+	for _, p := range res.Pools {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// poolGPUs is how many GPUs the sandbox gave the nodes.
+func poolGPUs(c *sandbox.Cluster, nodes []string) int64 {
+	var n int64
+	for _, node := range nodes {
+		n += gpusOf(c, node)
+	}
+	return n
 }
 
 // gpusOf is how many GPUs the sandbox gave a node.

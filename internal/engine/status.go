@@ -59,7 +59,9 @@ type StatusCheck struct {
 
 // NodeStatus is one GPU node's row.
 type NodeStatus struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Pool is the node's pool as detection names it (PoolStatus).
+	Pool      string `json:"pool,omitempty"`
 	Validated bool   `json:"validated"`
 	// GPUs and Product are GPU feature discovery's labels (nvidia.com/gpu.count, nvidia.com/gpu.product).
 	GPUs    int    `json:"gpus"`
@@ -82,6 +84,10 @@ type NodeStatus struct {
 	Devices        int    `json:"devices,omitempty"`
 	// DriverUpgradeSkip is true when the node is labelled nvidia.com/gpu-driver-upgrade.skip=true.
 	DriverUpgradeSkip bool `json:"driverUpgradeSkip,omitempty"`
+	// MIGConfig and MIGConfigState are the node's nvidia.com/mig.config (the mig-parted config MIG
+	// manager applies) and nvidia.com/mig.config.state (pending, rebooting, success or failed).
+	MIGConfig      string `json:"migConfig,omitempty"`
+	MIGConfigState string `json:"migConfigState,omitempty"`
 }
 
 // StatusResult is what Status found.
@@ -93,6 +99,8 @@ type StatusResult struct {
 	Record  *record.Record `json:"record,omitempty"`
 	Checks  []StatusCheck  `json:"checks"`
 	Nodes   []NodeStatus   `json:"nodes"`
+	// Pools summarise the GPU nodes by pool: sharing, MIG, the DRA driver and what they advertise.
+	Pools []PoolStatus `json:"pools,omitempty"`
 	// Monitoring is what the monitoring check found (--monitoring).
 	Monitoring *MonitoringStatus `json:"monitoring,omitempty"`
 }
@@ -282,6 +290,7 @@ func evaluateStatus(in statusInputs) *StatusResult {
 	if in.dra {
 		addDRANodeState(res.Nodes, in.pods, in.slices)
 	}
+	res.Pools = poolRows(in.nodes, res.Nodes, in.dra)
 	res.Checks = []StatusCheck{recordCheck(in.record, in.owner), operatorCheck(in.operator, in.namespace)}
 	if in.nfdWanted {
 		res.Checks = append(res.Checks, nfdCheck(in.nfdRelease, in.namespace))
@@ -297,6 +306,9 @@ func evaluateStatus(in statusInputs) *StatusResult {
 		if len(res.Nodes) > 0 {
 			res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.namespace))
 		}
+	}
+	if hasMIGState(res.Nodes) {
+		res.Checks = append(res.Checks, migCheck(res.Nodes, in.namespace))
 	}
 	res.Checks = append(res.Checks, monitoringCheck(in.monitoring, in.namespace))
 	res.Healthy = !slices.ContainsFunc(res.Checks, func(c StatusCheck) bool { return c.State == CheckFailed })
@@ -470,7 +482,8 @@ func nodeRows(nodes []corev1.Node, pods []corev1.Pod) []NodeStatus {
 		}
 		row := NodeStatus{Name: n.Name, Product: n.Labels["nvidia.com/gpu.product"],
 			Driver: state(driverApp, n.Name), Toolkit: state(toolkitApp, n.Name), DevicePlugin: state(devicePluginApp, n.Name),
-			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel], DriverUpgradeSkip: n.Labels[driverUpgradeSkipLabel] == "true"}
+			DriverUpgradeState: n.Labels[health.DriverUpgradeStateLabel], DriverUpgradeSkip: n.Labels[driverUpgradeSkipLabel] == "true",
+			MIGConfig: n.Labels[plan.MIGLabel], MIGConfigState: n.Labels[plan.MIGStateLabel]}
 		row.GPUs, _ = strconv.Atoi(n.Labels["nvidia.com/gpu.count"])
 		if q, ok := n.Status.Allocatable["nvidia.com/gpu"]; ok {
 			row.Allocatable = q.Value()

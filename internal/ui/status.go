@@ -3,6 +3,9 @@ package ui
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -29,24 +32,57 @@ func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
 	if len(r.Nodes) > 0 {
 		b.WriteString("\n")
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		if r.Nodes[0].DRADriver != "" {
+		dra := r.Nodes[0].DRADriver != ""
+		if dra {
 			// A DRA stack (--dra): no device plugin and no allocatable nvidia.com/gpu; the DRA driver and
 			// the devices its ResourceSlices publish instead.
-			fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tDRIVER\tDRA DRIVER\tRESOURCESLICES\tDEVICES\tTAINTED\tDRIVER UPGRADE")
+			fmt.Fprintln(tw, "NODE\tPOOL\tVALIDATED\tGPUS\tPRODUCT\tDRIVER\tDRA DRIVER\tRESOURCESLICES\tDEVICES\tTAINTED\tDRIVER UPGRADE")
 			for _, n := range r.Nodes {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Name, OrNone(n.Pool, "-"), yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"),
 					n.Driver, n.DRADriver, n.ResourceSlices, n.Devices, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
 			}
-			return finishStatus(w, b, tw, r, style)
+		} else {
+			fmt.Fprintln(tw, "NODE\tPOOL\tVALIDATED\tGPUS\tPRODUCT\tALLOCATABLE\tDRIVER\tTOOLKIT\tDEVICE PLUGIN\tTAINTED\tDRIVER UPGRADE")
+			for _, n := range r.Nodes {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, OrNone(n.Pool, "-"), yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"), n.Allocatable,
+					n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
+			}
 		}
-		fmt.Fprintln(tw, "NODE\tVALIDATED\tGPUS\tPRODUCT\tALLOCATABLE\tDRIVER\tTOOLKIT\tDEVICE PLUGIN\tTAINTED\tDRIVER UPGRADE")
-		for _, n := range r.Nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Name, yesNo(n.Validated), n.GPUs, OrNone(n.Product, "-"), n.Allocatable,
-				n.Driver, n.Toolkit, n.DevicePlugin, yesNo(n.Tainted), OrNone(n.DriverUpgradeState, "-"))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(r.Pools) > 0 {
+			b.WriteString("\n")
+			printPoolStatus(tw, r.Pools, dra)
 		}
 		return finishStatus(w, b, tw, r, style)
 	}
 	return finishStatus(w, b, nil, r, style)
+}
+
+// printPoolStatus prints the GPU node pools' table: on a DRA stack the DRA driver's kubelet plugins and
+// what they publish, else the device plugin's sharing, MIG and what the nodes advertise.
+func printPoolStatus(tw *tabwriter.Writer, pools []engine.PoolStatus, dra bool) {
+	if dra {
+		fmt.Fprintln(tw, "POOL\tNODES\tDRA DRIVER\tRESOURCESLICES\tDEVICES")
+		for _, p := range pools {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", p.Name, len(p.Nodes), p.DRADriver, p.ResourceSlices, p.Devices)
+		}
+		return
+	}
+	fmt.Fprintln(tw, "POOL\tNODES\tPLUGIN CONFIG\tSHARING\tREPLICAS\tMIG STRATEGY\tMIG CONFIG\tMIG STATE\tADVERTISED")
+	for _, p := range pools {
+		replicas := "-"
+		if p.Replicas > 0 {
+			replicas = strconv.Itoa(p.Replicas)
+		}
+		var advertised []string
+		for _, res := range slices.Sorted(maps.Keys(p.Advertised)) {
+			advertised = append(advertised, res+"="+strconv.FormatInt(p.Advertised[res], 10))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, len(p.Nodes), OrNone(p.DevicePluginConfig, "-"), OrNone(p.Sharing, "-"), replicas,
+			OrNone(p.MIGStrategy, "-"), OrNone(p.MIGConfig, "-"), OrNone(p.MIGConfigState, "-"), OrNone(strings.Join(advertised, ", "), "-"))
+	}
 }
 
 // finishStatus flushes the nodes' table (tw, nil for none) and adds the verdict line.
