@@ -187,8 +187,11 @@ func TestDRA(t *testing.T) {
 			if l, err := c.Kube.ResourceV1().ResourceClaimTemplates(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
 				t.Errorf("verify left ResourceClaimTemplates: %v (%v)", l, err)
 			}
+			// The claims are Kubernetes' (the resourceclaim controller makes them from the template, with
+			// its labels, each owned by its pod): the garbage collector deletes them after the pods. Other
+			// claims in the namespace (the DRA validator's) are not verify's.
 			waitUntil(t, time.Minute, "the claims of verify's pods are gone", func(ctx context.Context) (bool, error) {
-				l, err := c.Kube.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+				l, err := c.Kube.ResourceV1().ResourceClaims(ns).List(ctx, sel)
 				return err == nil && len(l.Items) == 0, err
 			})
 		}},
