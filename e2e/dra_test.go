@@ -167,6 +167,35 @@ func TestDRA(t *testing.T) {
 			}
 		}},
 
+		step{"verify passes, each node's pod given a GPU through a ResourceClaim on gpu.nvidia.com, and leaves nothing", func(t *testing.T) {
+			code, stdout, stderr := gpuctl(t, c, "verify", "--timeout", "2m", "-o", "json")
+			if code != 0 {
+				t.Fatalf("verify exited %d, want 0:\n%s\n%s", code, stdout, stderr)
+			}
+			got := verifyRequests(t, stdout)
+			for _, n := range gpuNodes {
+				if want := "claim on " + plan.DRADriverName + " passed"; got[n] != want {
+					t.Errorf("node %s: %q, want %q", n, got[n], want)
+				}
+			}
+			if len(got) != len(gpuNodes) {
+				t.Errorf("verified %v, want the GPU nodes %v", got, gpuNodes)
+			}
+			assertNoVerifyPods(t, c)
+			ns := "gpu-operator"
+			sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=gpuctl-verify"}
+			if l, err := c.Kube.ResourceV1().ResourceClaimTemplates(ns).List(ctx, sel); err != nil || len(l.Items) > 0 {
+				t.Errorf("verify left ResourceClaimTemplates: %v (%v)", l, err)
+			}
+			// The claims are Kubernetes' (the resourceclaim controller makes them from the template, with
+			// its labels, each owned by its pod): the garbage collector deletes them after the pods. Other
+			// claims in the namespace (the DRA validator's) are not verify's.
+			waitUntil(t, time.Minute, "the claims of verify's pods are gone", func(ctx context.Context) (bool, error) {
+				l, err := c.Kube.ResourceV1().ResourceClaims(ns).List(ctx, sel)
+				return err == nil && len(l.Items) == 0, err
+			})
+		}},
+
 		step{"uninstall deletes the GPUCluster gpuctl created while the operator still runs", func(t *testing.T) {
 			if err := c.Kube.CoreV1().Pods("default").Delete(ctx, "dra-cuda", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 				t.Fatal(err)

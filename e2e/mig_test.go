@@ -87,6 +87,22 @@ func TestMIG(t *testing.T) {
 		t.Errorf("the install record keeps --mig as %v (%v)", rec, err)
 	}
 
+	t.Run("verify passes, through nvidia.com/mig-1g.5gb on the A100s and nvidia.com/gpu on the L4", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "verify", "--timeout", "2m", "-o", "json")
+		if code != 0 {
+			t.Fatalf("verify exited %d, want 0:\n%s\n%s", code, stdout, stderr)
+		}
+		got := verifyRequests(t, stdout)
+		for pool, want := range map[string]string{sharedPool: "nvidia.com/mig-1g.5gb", unsharedPool: "nvidia.com/gpu"} {
+			for _, n := range pools[pool] {
+				if got[n] != want+" passed" {
+					t.Errorf("node %s: %q, want %q", n, got[n], want+" passed")
+				}
+			}
+		}
+		assertNoVerifyPods(t, c)
+	})
+
 	t.Run("uninstall puts every node's labels back exactly", func(t *testing.T) {
 		if code, _, stderr := uninstallJSON(t, c, "--yes"); code != 0 {
 			t.Fatalf("uninstall exited %d:\n%s", code, stderr)

@@ -156,6 +156,33 @@ func decodeVerify(t *testing.T, stdout string) engine.VerifyResult {
 	return res
 }
 
+// verifyRequests reads verify -o json as "<what the node's pod asked for> <outcome>" per node: the
+// extended resource, or "claim on <device class>" for a pod given its GPU through a ResourceClaim.
+// It decodes the JSON itself, not engine.VerifyResult, so it reads what a script would.
+func verifyRequests(t *testing.T, stdout string) map[string]string {
+	t.Helper()
+	var doc struct {
+		Nodes []struct {
+			Node        string `json:"node"`
+			Outcome     string `json:"outcome"`
+			Resource    string `json:"resource"`
+			DeviceClass string `json:"deviceClass"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("verify -o json: %v\n%s", err, stdout)
+	}
+	out := map[string]string{}
+	for _, n := range doc.Nodes {
+		req := n.Resource
+		if n.DeviceClass != "" {
+			req = "claim on " + n.DeviceClass
+		}
+		out[n.Node] = req + " " + n.Outcome
+	}
+	return out
+}
+
 func verifyOutcomes(res engine.VerifyResult) map[string]engine.VerifyOutcome {
 	out := map[string]engine.VerifyOutcome{}
 	for _, n := range res.Nodes {

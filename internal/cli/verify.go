@@ -194,14 +194,29 @@ func printVerifyPlan(w io.Writer, p *plan.VerifyPlan) {
 	for _, d := range p.Delete {
 		fmt.Fprintf(w, "  delete pod %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
 	}
+	for _, d := range p.DeleteClaimTemplates {
+		fmt.Fprintf(w, "  delete resourceclaimtemplate %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
+	}
+	for _, ct := range p.ClaimTemplates {
+		fmt.Fprintf(w, "  create resourceclaimtemplate %s/%s (one device of DeviceClass %s)\n", ct.Namespace, ct.Name, ct.DeviceClass)
+	}
 	secrets := ""
 	if len(p.ImagePullSecrets) > 0 {
 		secrets = ", pulled with " + strings.Join(p.ImagePullSecrets, ", ")
 	}
 	for _, c := range p.Create {
-		fmt.Fprintf(w, "  create pod %s/%s on node %s (image %s%s)\n", c.Namespace, c.Name, c.Node, c.Image, secrets)
+		gpu := c.Resource
+		if c.ClaimTemplate != "" {
+			gpu = ", a ResourceClaim from " + c.ClaimTemplate
+		} else if gpu != "" {
+			gpu = ", one " + gpu
+		}
+		fmt.Fprintf(w, "  create pod %s/%s on node %s (image %s%s%s)\n", c.Namespace, c.Name, c.Node, c.Image, secrets, gpu)
 	}
 	for _, name := range p.DeleteAtEnd {
 		fmt.Fprintf(w, "  delete pod %s/%s when the run ends\n", p.Namespace, name)
+	}
+	for _, name := range p.DeleteClaimTemplatesAtEnd {
+		fmt.Fprintf(w, "  delete resourceclaimtemplate %s/%s when the run ends, after the pods\n", p.Namespace, name)
 	}
 }

@@ -80,9 +80,27 @@ func TestVerifyDryRunOutput(t *testing.T) {
 		for _, want := range []string{
 			"gpuctl verify would (run 1a2b3c):",
 			"  delete pod gpu-operator/gpuctl-verify-gpu-1-ffffff (uid 0b5e; left by an earlier verify run (ffffff))",
-			"  create pod gpu-operator/gpuctl-verify-gpu-1-1a2b3c on node gpu-1 (image " + engine.DefaultVerifyImage + ", pulled with mirror)",
+			"  create pod gpu-operator/gpuctl-verify-gpu-1-1a2b3c on node gpu-1 (image " + engine.DefaultVerifyImage + ", pulled with mirror, one nvidia.com/gpu)",
 			"  create pod gpu-operator/gpuctl-verify-gpu-2-1a2b3c on node gpu-2 (image ",
 			"  delete pod gpu-operator/gpuctl-verify-gpu-2-1a2b3c when the run ends",
+		} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("text lacks %q:\n%s", want, b.String())
+			}
+		}
+	})
+	t.Run("as text it names each pod's request and the ResourceClaimTemplate it creates and deletes", func(t *testing.T) {
+		p := plan.BuildVerify(plan.VerifyInput{Namespace: "gpu-operator", Image: "img", Nodes: []string{"a100", "dra"}, RunID: "1a2b3c",
+			Requests:              map[string]plan.VerifyRequest{"a100": {Resource: "nvidia.com/mig-1g.5gb"}, "dra": {DeviceClass: plan.DRADriverName}},
+			EarlierClaimTemplates: []plan.VerifyPodRef{{Namespace: "gpu-operator", Name: "gpuctl-verify-ffffff", UID: "0c6f", Run: "ffffff"}}})
+		var b bytes.Buffer
+		printVerifyPlan(&b, p)
+		for _, want := range []string{
+			"  delete resourceclaimtemplate gpu-operator/gpuctl-verify-ffffff (uid 0c6f; left by an earlier verify run (ffffff))",
+			"  create resourceclaimtemplate gpu-operator/gpuctl-verify-1a2b3c (one device of DeviceClass gpu.nvidia.com)",
+			"  create pod gpu-operator/gpuctl-verify-a100-1a2b3c on node a100 (image img, one nvidia.com/mig-1g.5gb)",
+			"  create pod gpu-operator/gpuctl-verify-dra-1a2b3c on node dra (image img, a ResourceClaim from gpuctl-verify-1a2b3c)",
+			"  delete resourceclaimtemplate gpu-operator/gpuctl-verify-1a2b3c when the run ends, after the pods",
 		} {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("text lacks %q:\n%s", want, b.String())

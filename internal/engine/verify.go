@@ -74,7 +74,8 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 
 // Verify runs one short CUDA workload on every GPU node and reports, per node, whether it ran. It
 // plans every write first (plan.VerifyPlan): the pods an earlier verify run left behind, deleted
-// first, and one pod per GPU node, removed on every way out, an interrupt included; the run carries
+// first, and one pod per GPU node asking for what the node offers (verify_request.go; on the DRA stack
+// through a ResourceClaimTemplate of the run's), removed on every way out, an interrupt included; the run carries
 // out exactly that, as steps of runner.Runner (verify_steps.go). It creates pods, so it runs under
 // gpuctl's install lock: the pods it removes first are never those of a verify still running, and no
 // install changes the stack under it.
@@ -101,6 +102,10 @@ type NodeVerification struct {
 	Node    string        `json:"node"`
 	Pod     string        `json:"pod"`
 	Outcome VerifyOutcome `json:"outcome"`
+	// Resource is the extended resource the pod asked one of (nvidia.com/gpu, nvidia.com/mig-1g.5gb);
+	// DeviceClass, instead, the class of the ResourceClaim it got its GPU through (gpu.nvidia.com).
+	Resource    string `json:"resource,omitempty"`
+	DeviceClass string `json:"deviceClass,omitempty"`
 	// Reason says why a node did not pass: the container's exit, the scheduler's message, the state
 	// the pod was last seen in.
 	Reason string `json:"reason,omitempty"`
@@ -110,6 +115,12 @@ type NodeVerification struct {
 	Events []string `json:"events,omitempty"`
 	// Duration is from the pod's creation to its verdict.
 	Duration plan.Duration `json:"duration"`
+}
+
+// Request names what the node's pod asked for: "nvidia.com/mig-1g.5gb", "a ResourceClaim on
+// gpu.nvidia.com" ("" in a result from before verify said).
+func (n NodeVerification) Request() string {
+	return plan.VerifyRequest{Resource: n.Resource, DeviceClass: n.DeviceClass}.String()
 }
 
 // VerifyResult is what gpuctl verify found.
@@ -133,6 +144,9 @@ type VerifyResult struct {
 	RemovedEarlier []string `json:"removedEarlier,omitempty"`
 	// Removed names the pods this run created and deleted (Done.DeleteAtEnd).
 	Removed []string `json:"removed,omitempty"`
+	// RemovedClaimTemplates names the ResourceClaimTemplates this run deleted: earlier runs' and its own
+	// (Done.DeleteClaimTemplates' and Done.DeleteClaimTemplatesAtEnd's names).
+	RemovedClaimTemplates []string `json:"removedClaimTemplates,omitempty"`
 	// Steps are the run's steps with their outcomes, the deletion of its pods last (none in a dry run).
 	Steps []runner.StepResult `json:"steps,omitempty"`
 	// Interrupted says how far an interrupted run got (nil when it was not interrupted).

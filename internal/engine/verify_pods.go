@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +21,33 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
+// verifyLabels are the labels of a run's objects: a later run finds what this one left by them.
+func verifyLabels(run string) map[string]string {
+	return map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: run}
+}
+
+// verifyClaimName is the name of a verify pod's claim, as its pod and container refer to it.
+const verifyClaimName = "gpu"
+
+// verifyClaimTemplate is a run's ResourceClaimTemplate: one request for exactly one device of the
+// class. Each pod naming it gets a claim of its own, which the scheduler allocates from the devices of
+// the node the pod is pinned to.
+func verifyClaimTemplate(p *plan.VerifyPlan, ct plan.VerifyClaimTemplate) *resourcev1.ResourceClaimTemplate {
+	return &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: ct.Name, Namespace: ct.Namespace, Labels: verifyLabels(p.RunID)},
+		Spec: resourcev1.ResourceClaimTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: verifyLabels(p.RunID)},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name:    verifyClaimName,
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: ct.DeviceClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+			}}}},
+		},
+	}
+}
+
 // verifyPod is the workload for one node: pinned to it by node affinity (so the scheduler, not the
-// pod, decides whether it fits, and says why when it does not), tolerating the GPU taint, one GPU.
+// pod, decides whether it fits, and says why when it does not), tolerating the GPU taint, one GPU: one
+// unit of the resource the plan chose for the node, or a claim from the run's ResourceClaimTemplate.
 func verifyPod(p *plan.VerifyPlan, pp plan.VerifyPod) *corev1.Pod {
 	no := false
 	grace := int64(5)
@@ -29,15 +55,23 @@ func verifyPod(p *plan.VerifyPlan, pp plan.VerifyPod) *corev1.Pod {
 	for _, s := range p.ImagePullSecrets {
 		secrets = append(secrets, corev1.LocalObjectReference{Name: s})
 	}
+	var claims []corev1.PodResourceClaim
+	res := corev1.ResourceRequirements{}
+	switch {
+	case pp.ClaimTemplate != "":
+		tmpl := pp.ClaimTemplate
+		claims = []corev1.PodResourceClaim{{Name: verifyClaimName, ResourceClaimTemplateName: &tmpl}}
+		res.Claims = []corev1.ResourceClaim{{Name: verifyClaimName}}
+	case pp.Resource != "":
+		res.Limits = corev1.ResourceList{corev1.ResourceName(pp.Resource): resource.MustParse("1")}
+	default:
+		res.Limits = corev1.ResourceList{plan.VerifyGPUResource: resource.MustParse("1")}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      pp.Name,
-			Namespace: pp.Namespace,
-			Labels: map[string]string{
-				VerifyNameLabel: VerifyName,
-				managedByLabel:  "gpuctl",
-				VerifyRunLabel:  p.RunID,
-			},
+			Name:        pp.Name,
+			Namespace:   pp.Namespace,
+			Labels:      verifyLabels(p.RunID),
 			Annotations: map[string]string{verifyNodeAnno: pp.Node},
 		},
 		Spec: corev1.PodSpec{
@@ -45,6 +79,7 @@ func verifyPod(p *plan.VerifyPlan, pp plan.VerifyPod) *corev1.Pod {
 			AutomountServiceAccountToken:  &no,
 			TerminationGracePeriodSeconds: &grace,
 			ImagePullSecrets:              secrets,
+			ResourceClaims:                claims,
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{pp.Node}}},
@@ -52,11 +87,9 @@ func verifyPod(p *plan.VerifyPlan, pp plan.VerifyPod) *corev1.Pod {
 			}},
 			Tolerations: []corev1.Toleration{{Key: plan.TaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffect(plan.TaintEffect)}},
 			Containers: []corev1.Container{{
-				Name:  verifyContainer,
-				Image: pp.Image,
-				Resources: corev1.ResourceRequirements{
-					Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-				},
+				Name:      verifyContainer,
+				Image:     pp.Image,
+				Resources: res,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +36,9 @@ type verifyRun struct {
 	o    VerifyOptions
 	p    *plan.VerifyPlan
 	pods typedcorev1.PodInterface
-	res  *VerifyResult
+	// templates are the run's ResourceClaimTemplates by name, with their UIDs.
+	templates map[string]types.UID
+	res       *VerifyResult
 	// created are the run's pods by name: their node's verdict, UID and creation time.
 	created map[string]*createdPod
 	// creating: the create step began, so pods of this run may exist.
@@ -52,7 +55,7 @@ type createdPod struct {
 
 func newVerifyRun(v *Verify, o VerifyOptions, p *plan.VerifyPlan) *verifyRun {
 	done := &plan.VerifyPlan{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, ImagePullSecrets: p.ImagePullSecrets}
-	return &verifyRun{v: v, o: o, p: p, pods: v.Clients.Kube.CoreV1().Pods(p.Namespace), created: map[string]*createdPod{},
+	return &verifyRun{v: v, o: o, p: p, pods: v.Clients.Kube.CoreV1().Pods(p.Namespace), created: map[string]*createdPod{}, templates: map[string]types.UID{},
 		res: &VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Plan: p, Done: done}}
 }
 
@@ -76,7 +79,7 @@ func (r *verifyRun) run(ctx context.Context) error {
 func (r *verifyRun) steps() []runner.Step {
 	earlier := runner.Step{ID: verifyStepDeleteEarlier, Title: "Delete the pods earlier verify runs left",
 		Do: r.deleteEarlier, State: r.earlierState}
-	if len(r.p.Delete) == 0 {
+	if len(r.p.Delete) == 0 && len(r.p.DeleteClaimTemplates) == 0 {
 		earlier.Skip = "no pod of an earlier run is left"
 	}
 	return []runner.Step{
@@ -104,11 +107,44 @@ func (r *verifyRun) deleteEarlier(ctx context.Context, _ func(health.Progress)) 
 	if err != nil {
 		return runner.Outcome{}, err
 	}
-	if len(deleted) == 0 {
-		return runner.Outcome{Skipped: true, Message: "each was gone, or another pod had its name"}, nil
+	// The templates after the pods: a pod being made needs its template.
+	var templates []string
+	for _, d := range r.p.DeleteClaimTemplates {
+		gone, err := r.deleteTemplate(ctx, d.Name, d.UID)
+		if err != nil {
+			return runner.Outcome{}, err
+		}
+		if gone {
+			r.res.Done.DeleteClaimTemplates = append(r.res.Done.DeleteClaimTemplates, d)
+			r.res.RemovedClaimTemplates = append(r.res.RemovedClaimTemplates, d.Name)
+			templates = append(templates, d.Name)
+		}
 	}
-	return runner.Outcome{Changed: true, Message: fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s",
-		len(deleted), strings.Join(r.res.RemovedEarlier, ", "))}, nil
+	if len(deleted) == 0 && len(templates) == 0 {
+		return runner.Outcome{Skipped: true, Message: "each was gone, or another object had its name"}, nil
+	}
+	msg := fmt.Sprintf("removed %d pod(s) an earlier verify run left behind: %s", len(deleted), strings.Join(r.res.RemovedEarlier, ", "))
+	if len(templates) > 0 {
+		msg += fmt.Sprintf("; and %d ResourceClaimTemplate(s): %s", len(templates), strings.Join(templates, ", "))
+	}
+	return runner.Outcome{Changed: true, Message: msg}, nil
+}
+
+// deleteTemplate deletes a ResourceClaimTemplate only while it has uid; false (with a warning) when it
+// was already gone or another has its name.
+func (r *verifyRun) deleteTemplate(ctx context.Context, name string, uid types.UID) (bool, error) {
+	err := r.v.Clients.Kube.ResourceV1().ResourceClaimTemplates(r.p.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case apierrors.IsNotFound(err):
+		r.skippedKind("ResourceClaimTemplate", name, "already gone")
+		return false, nil
+	case apierrors.IsConflict(err):
+		r.skippedKind("ResourceClaimTemplate", name, fmt.Sprintf("it is no longer the one planned (uid %s): another was made under its name", uid))
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("delete ResourceClaimTemplate %s/%s: %w", r.p.Namespace, name, err)
+	}
+	return true, nil
 }
 
 // earlierState says which of the planned earlier pods are still there.
@@ -129,23 +165,43 @@ func (r *verifyRun) earlierState(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d/%d still there: %s", len(left), len(r.p.Delete), strings.Join(left, ", ")), nil
 }
 
-// skipped says that a planned deletion did not happen, and why.
-func (r *verifyRun) skipped(name, why string) {
-	r.v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("left pod %s/%s alone: %s", r.p.Namespace, name, why)})
+// skipped says that a planned deletion of a pod did not happen, and why.
+func (r *verifyRun) skipped(name, why string) { r.skippedKind("pod", name, why) }
+
+func (r *verifyRun) skippedKind(kind, name, why string) {
+	r.v.emit(event.Event{Type: event.Warning, Message: fmt.Sprintf("left %s %s/%s alone: %s", kind, r.p.Namespace, name, why)})
 }
 
-// create creates the plan's pods.
+// create creates the plan's ResourceClaimTemplates, then its pods.
 func (r *verifyRun) create(ctx context.Context, _ func(health.Progress)) (runner.Outcome, error) {
 	r.creating = true
+	classes := map[string]string{}
+	for _, ct := range r.p.ClaimTemplates {
+		made, err := r.v.Clients.Kube.ResourceV1().ResourceClaimTemplates(ct.Namespace).Create(ctx, verifyClaimTemplate(r.p, ct), metav1.CreateOptions{})
+		if err != nil {
+			return runner.Outcome{}, fmt.Errorf("create ResourceClaimTemplate %s/%s: %w", ct.Namespace, ct.Name, err)
+		}
+		r.templates[ct.Name] = made.UID
+		classes[ct.Name] = ct.DeviceClass
+		r.res.Done.ClaimTemplates = append(r.res.Done.ClaimTemplates, ct)
+	}
 	for _, pp := range r.p.Create {
 		made, err := r.pods.Create(ctx, verifyPod(r.p, pp), metav1.CreateOptions{})
 		if err != nil {
 			return runner.Outcome{}, fmt.Errorf("create pod %s/%s: %w", pp.Namespace, pp.Name, err)
 		}
-		r.created[pp.Name] = &createdPod{nv: &NodeVerification{Node: pp.Node, Pod: pp.Name}, uid: made.UID, started: time.Now()}
+		nv := &NodeVerification{Node: pp.Node, Pod: pp.Name, Resource: pp.Resource, DeviceClass: classes[pp.ClaimTemplate]}
+		if nv.Resource == "" && nv.DeviceClass == "" {
+			nv.Resource = plan.VerifyGPUResource
+		}
+		r.created[pp.Name] = &createdPod{nv: nv, uid: made.UID, started: time.Now()}
 		r.res.Done.Create = append(r.res.Done.Create, pp)
 	}
-	return runner.Outcome{Changed: true, Message: fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)}, nil
+	msg := fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)
+	if len(r.templates) > 0 {
+		msg = fmt.Sprintf("created %d ResourceClaimTemplate(s) and %d pod(s) in %s", len(r.templates), len(r.created), r.p.Namespace)
+	}
+	return runner.Outcome{Changed: true, Message: msg}, nil
 }
 
 // createdState says which of the plan's pods exist (the run deletes them next).
@@ -213,8 +269,16 @@ func (r *verifyRun) deleteCreated(ctx context.Context) runner.StepResult {
 		sink.Event(e)
 	})}
 	_ = rn.Run(ctx, []runner.Step{{ID: verifyStepDelete, Title: "Delete this run's pods", Do: r.deleteRunPods,
-		Hint: fmt.Sprintf("kubectl delete pods -n %s -l %s (or the next gpuctl verify removes them)", r.p.Namespace, r.runSelector())}})
+		Hint: fmt.Sprintf("kubectl delete pods%s -n %s -l %s (or the next gpuctl verify removes them)", templatesKind(r.p), r.p.Namespace, r.runSelector())}})
 	return rn.Results[0]
+}
+
+// templatesKind is ",resourceclaimtemplates" for kubectl when the plan creates a template.
+func templatesKind(p *plan.VerifyPlan) string {
+	if len(p.ClaimTemplates) > 0 {
+		return ",resourceclaimtemplates"
+	}
+	return ""
 }
 
 // deleteRunPods deletes those of the plan's DeleteAtEnd that carry this run's label, by the UIDs they
@@ -237,11 +301,32 @@ func (r *verifyRun) deleteRunPods(ctx context.Context, _ func(health.Progress)) 
 		}
 	}
 	r.res.Removed = r.res.Done.DeleteAtEnd
-	switch {
-	case err != nil:
+	if err != nil {
 		return runner.Outcome{}, err
-	case len(deleted) == 0:
+	}
+	// The templates once the pods are gone (Kubernetes' resourceclaim controller deletes the claims
+	// it made from them for the pods); only those this run created, by the UIDs they had.
+	var templates []string
+	for _, name := range r.p.DeleteClaimTemplatesAtEnd {
+		uid, ok := r.templates[name]
+		if !ok {
+			continue
+		}
+		gone, err := r.deleteTemplate(ctx, name, uid)
+		if err != nil {
+			return runner.Outcome{}, err
+		}
+		if gone {
+			templates = append(templates, name)
+			r.res.Done.DeleteClaimTemplatesAtEnd = append(r.res.Done.DeleteClaimTemplatesAtEnd, name)
+			r.res.RemovedClaimTemplates = append(r.res.RemovedClaimTemplates, name)
+		}
+	}
+	switch {
+	case len(deleted) == 0 && len(templates) == 0:
 		return runner.Outcome{Skipped: true, Message: "none of the run's pods exists"}, nil
+	case len(templates) > 0:
+		return runner.Outcome{Changed: true, Message: fmt.Sprintf("removed %d verify pod(s) and %d ResourceClaimTemplate(s) from %s", len(deleted), len(templates), r.p.Namespace)}, nil
 	}
 	return runner.Outcome{Changed: true, Message: fmt.Sprintf("removed %d verify pod(s) from %s", len(deleted), r.p.Namespace)}, nil
 }

@@ -22,13 +22,37 @@ type VerifyInput struct {
 	ImagePullSecrets []string
 	// Nodes are the GPU nodes to verify (labelled a GPU node and selected by --nodes).
 	Nodes []string
+	// Requests say what each node's pod asks for (a node without one asks for one nvidia.com/gpu).
+	Requests map[string]VerifyRequest
 	// Earlier are the pods earlier verify runs left behind.
 	Earlier []VerifyPodRef
+	// EarlierClaimTemplates are the ResourceClaimTemplates earlier verify runs left behind.
+	EarlierClaimTemplates []VerifyPodRef
 	// RunID labels the run's pods and ends their names; VerifyRunID derives it from the rest.
 	RunID string
 }
 
-// VerifyPodRef is a verify pod found in the cluster.
+// VerifyGPUResource is the extended resource NVIDIA's device plugin advertises for whole GPUs (and, under
+// time-slicing or MPS with renameByDefault false, for their replicas).
+const VerifyGPUResource = "nvidia.com/gpu"
+
+// VerifyRequest is how one node's pod asks for a GPU: one unit of an extended resource the node
+// advertises (nvidia.com/gpu, or nvidia.com/mig-<profile> under the mixed MIG strategy), or, with
+// NVIDIA's DRA driver, a ResourceClaim from the run's ResourceClaimTemplate on DeviceClass.
+type VerifyRequest struct {
+	Resource    string `json:"resource,omitempty"`
+	DeviceClass string `json:"deviceClass,omitempty"`
+}
+
+// String is the request as verify names it: the resource, or "a ResourceClaim on <class>".
+func (r VerifyRequest) String() string {
+	if r.DeviceClass != "" {
+		return "a ResourceClaim on " + r.DeviceClass
+	}
+	return r.Resource
+}
+
+// VerifyPodRef is a verify pod (or ResourceClaimTemplate) found in the cluster.
 type VerifyPodRef struct {
 	Namespace string
 	Name      string
@@ -48,10 +72,26 @@ type VerifyPlan struct {
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 	// Delete are the pods deleted before any is created.
 	Delete []VerifyDeletion `json:"delete,omitempty"`
+	// DeleteClaimTemplates are the ResourceClaimTemplates earlier runs left, deleted with Delete.
+	DeleteClaimTemplates []VerifyDeletion `json:"deleteClaimTemplates,omitempty"`
+	// ClaimTemplates are the ResourceClaimTemplates created before the pods, one per device class the
+	// pods' claims come from.
+	ClaimTemplates []VerifyClaimTemplate `json:"claimTemplates,omitempty"`
 	// Create are the pods created, in node order.
 	Create []VerifyPod `json:"create,omitempty"`
 	// DeleteAtEnd names the pods of Create, deleted when the run ends.
 	DeleteAtEnd []string `json:"deleteAtEnd,omitempty"`
+	// DeleteClaimTemplatesAtEnd names the ClaimTemplates, deleted when the run ends, after its pods.
+	DeleteClaimTemplatesAtEnd []string `json:"deleteClaimTemplatesAtEnd,omitempty"`
+}
+
+// VerifyClaimTemplate is a ResourceClaimTemplate verify creates: one request for one device of
+// DeviceClass. The pods that name it get a ResourceClaim each, made and deleted with them by
+// Kubernetes' resourceclaim controller.
+type VerifyClaimTemplate struct {
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	DeviceClass string `json:"deviceClass"`
 }
 
 // VerifyDeletion is a pod verify deletes, and why it may.
@@ -68,6 +108,11 @@ type VerifyPod struct {
 	Name      string `json:"name"`
 	Node      string `json:"node"`
 	Image     string `json:"image"`
+	// Resource is the extended resource the pod asks one of (nvidia.com/gpu, nvidia.com/mig-1g.5gb).
+	Resource string `json:"resource,omitempty"`
+	// ClaimTemplate names the ResourceClaimTemplate (of ClaimTemplates) the pod's GPU claim comes from,
+	// instead of Resource.
+	ClaimTemplate string `json:"claimTemplate,omitempty"`
 }
 
 // BuildVerify makes a verify run's plan. It is pure: the same input gives the same plan.
@@ -80,14 +125,45 @@ func BuildVerify(in VerifyInput) *VerifyPlan {
 		}
 		p.Delete = append(p.Delete, VerifyDeletion{Namespace: e.Namespace, Name: e.Name, UID: e.UID, Why: why})
 	}
+	for _, e := range sortedRefs(in.EarlierClaimTemplates) {
+		why := "left by an earlier verify run"
+		if e.Run != "" {
+			why += " (" + e.Run + ")"
+		}
+		p.DeleteClaimTemplates = append(p.DeleteClaimTemplates, VerifyDeletion{Namespace: e.Namespace, Name: e.Name, UID: e.UID, Why: why})
+	}
 	taken := map[string]bool{}
+	templates := map[string]string{}
 	for _, n := range uniqueSorted(in.Nodes) {
 		name := verifyPodName(n, in.RunID, taken)
 		taken[name] = true
-		p.Create = append(p.Create, VerifyPod{Namespace: in.Namespace, Name: name, Node: n, Image: in.Image})
+		pod := VerifyPod{Namespace: in.Namespace, Name: name, Node: n, Image: in.Image}
+		switch r := in.Requests[n]; {
+		case r.DeviceClass != "":
+			if templates[r.DeviceClass] == "" {
+				templates[r.DeviceClass] = verifyTemplateName(in.RunID, len(templates))
+				p.ClaimTemplates = append(p.ClaimTemplates, VerifyClaimTemplate{Namespace: in.Namespace, Name: templates[r.DeviceClass], DeviceClass: r.DeviceClass})
+				p.DeleteClaimTemplatesAtEnd = append(p.DeleteClaimTemplatesAtEnd, templates[r.DeviceClass])
+			}
+			pod.ClaimTemplate = templates[r.DeviceClass]
+		case r.Resource != "":
+			pod.Resource = r.Resource
+		default:
+			pod.Resource = VerifyGPUResource
+		}
+		p.Create = append(p.Create, pod)
 		p.DeleteAtEnd = append(p.DeleteAtEnd, name)
 	}
 	return p
+}
+
+// verifyTemplateName is gpuctl-verify-<run> for the run's first device class, gpuctl-verify-<i>-<run>
+// for further ones (NVIDIA's DRA driver has one, gpu.nvidia.com, for GPUs).
+func verifyTemplateName(id string, i int) string {
+	if i == 0 {
+		return VerifyName + "-" + id
+	}
+	return fmt.Sprintf("%s-%d-%s", VerifyName, i+1, id)
 }
 
 // VerifyRunID is a run ID for in: a digest of everything the plan depends on but the ID itself, so a
@@ -98,9 +174,15 @@ func VerifyRunID(in VerifyInput) string {
 	fmt.Fprintf(h, "%q %q %q\n", in.Namespace, in.Image, in.ImagePullSecrets)
 	for _, n := range uniqueSorted(in.Nodes) {
 		fmt.Fprintf(h, "node %q\n", n)
+		if r, ok := in.Requests[n]; ok && r != (VerifyRequest{Resource: VerifyGPUResource}) && r != (VerifyRequest{}) {
+			fmt.Fprintf(h, "request %q %q\n", r.Resource, r.DeviceClass)
+		}
 	}
 	for _, e := range sortedRefs(in.Earlier) {
 		fmt.Fprintf(h, "earlier %q %q %q\n", e.Namespace, e.Name, e.UID)
+	}
+	for _, e := range sortedRefs(in.EarlierClaimTemplates) {
+		fmt.Fprintf(h, "earlier template %q %q %q\n", e.Namespace, e.Name, e.UID)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:6]
 }

@@ -21,7 +21,11 @@ func PrintVerify(w io.Writer, r *engine.VerifyResult, style Style) error {
 	for _, n := range r.Nodes {
 		if n.Outcome == engine.VerifyPassed {
 			passed++
-			fmt.Fprintf(b, "%s %-*s  passed in %s\n", style.ok(), width, n.Node, time.Duration(n.Duration).Round(100*time.Millisecond))
+			fmt.Fprintf(b, "%s %-*s  passed in %s", style.ok(), width, n.Node, time.Duration(n.Duration).Round(100*time.Millisecond))
+			if req := n.Request(); req != "" {
+				fmt.Fprintf(b, " with %s", req)
+			}
+			b.WriteString("\n")
 			continue
 		}
 		fmt.Fprintf(b, "%s %-*s  %s", style.fail(), width, n.Node, n.Outcome)
@@ -30,6 +34,9 @@ func PrintVerify(w io.Writer, r *engine.VerifyResult, style Style) error {
 		}
 		b.WriteString("\n")
 		fmt.Fprintf(b, "    pod:   %s/%s\n", r.Namespace, n.Pod)
+		if req := n.Request(); req != "" {
+			fmt.Fprintf(b, "    asked: %s\n", req)
+		}
 		for _, l := range n.Logs {
 			fmt.Fprintf(b, "    log:   %s\n", l)
 		}
@@ -48,6 +55,9 @@ func PrintVerify(w io.Writer, r *engine.VerifyResult, style Style) error {
 	}
 	if len(r.Removed) > 0 {
 		fmt.Fprintf(b, "Removed the %d verify pod(s) of run %s from %s.\n", len(r.Removed), r.RunID, r.Namespace)
+	}
+	if len(r.RemovedClaimTemplates) > 0 {
+		fmt.Fprintf(b, "Removed ResourceClaimTemplate(s) %s from %s.\n", strings.Join(r.RemovedClaimTemplates, ", "), r.Namespace)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

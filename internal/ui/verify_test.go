@@ -34,6 +34,15 @@ func TestPrintVerifyGolden(t *testing.T) {
 					Events: []string{"Warning FailedScheduling: 0/6 nodes are available: 1 node(s) were unschedulable."}}),
 			RemovedEarlier: []string{"gpuctl-verify-gpu-worker-1-ffffff"},
 			Removed:        []string{"a", "b", "c"}}},
+		{name: "each node says what its pod asked for", res: engine.VerifyResult{RunID: "a1b2c3", Namespace: "gpu-operator", Image: engine.DefaultVerifyImage,
+			Nodes: []engine.NodeVerification{
+				{Node: "a100-1", Pod: "gpuctl-verify-a100-1-a1b2c3", Outcome: engine.VerifyPassed, Resource: "nvidia.com/mig-1g.5gb", Duration: plan.Duration(2 * time.Second)},
+				{Node: "dra-1", Pod: "gpuctl-verify-dra-1-a1b2c3", Outcome: engine.VerifyPassed, DeviceClass: "gpu.nvidia.com", Duration: plan.Duration(2 * time.Second)},
+				{Node: "l4-1", Pod: "gpuctl-verify-l4-1-a1b2c3", Outcome: engine.VerifyUnschedulable, Resource: "nvidia.com/gpu",
+					Reason: "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."},
+			},
+			Removed:               []string{"gpuctl-verify-a100-1-a1b2c3", "gpuctl-verify-dra-1-a1b2c3", "gpuctl-verify-l4-1-a1b2c3"},
+			RemovedClaimTemplates: []string{"gpuctl-verify-a1b2c3"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -7,16 +7,24 @@ import (
 )
 
 // A simulated node has no GPU to run a CUDA program on, so kwok stands in for the container: a pod
-// that runs to completion (restartPolicy Never or OnFailure) and requests nvidia.com/gpu finishes at
-// once, exit code 0 on a healthy GPU node and 1 on a node the scenario marks broken
-// (Scenario.BrokenGPUNodes). Such a pod can only have been scheduled on a node that advertises
-// nvidia.com/gpu, so the stage needs no look at the node. Long-running GPU pods (restartPolicy
-// Always) and every other pod keep kwok's own stages (pod-ready, pod-complete for Jobs' pods).
+// that runs to completion (restartPolicy Never or OnFailure) and asks for a GPU finishes at once,
+// exit code 0 on a healthy GPU node and 1 on a node the scenario marks broken
+// (Scenario.BrokenGPUNodes). A pod asks for a GPU with a limit of nvidia.com/gpu or of a MIG
+// resource (nvidia.com/mig-<profile>, the mixed strategy), or with a ResourceClaim (the sandbox's
+// only DRA driver publishes GPUs). Such a pod can only have been scheduled on a node that advertises
+// the resource, or once the scheduler allocated its claim from the node's devices, so the stage needs
+// no look at the node. Long-running GPU pods (restartPolicy Always) and every other pod keep kwok's
+// own stages (pod-ready, pod-complete for Jobs' pods).
 //
 // kwok picks among the stages that match a pod at random, weighted by each stage's weight; a stage of
 // weight 0 is never picked while one of positive weight matches
 // (sigs.k8s.io/kwok pkg/utils/lifecycle/lifecycle.go@v0.8.0, Lifecycle.Match). kwok's pod-ready stage
 // has weight 0, so giving these stages weight 1 makes them win for the pods they select.
+
+// gpuRequestQuery is the jq query (kwok's selectors run gojq) that yields true for a pod asking for a
+// GPU, and nothing for any other pod (the selector's Exists then does not match).
+const gpuRequestQuery = `if ([.spec.containers[] | (.resources.limits // {}) | keys[] | select(. == "nvidia.com/gpu" or startswith("nvidia.com/mig-"))] | length) > 0 ` +
+	`or ((.spec.resourceClaims // []) | length) > 0 then true else empty end`
 
 // gpuWorkloadStages returns the kwok Stage documents for GPU workloads; broken names the nodes whose
 // GPU fails every workload.
@@ -70,7 +78,7 @@ spec:
       values:
       - 'Never'
       - 'OnFailure'
-    - key: '.spec.containers.[].resources.limits["nvidia.com/gpu"]'
+    - key: '%s'
       operator: 'Exists'
 %s  weight: 1
   next:
@@ -104,5 +112,5 @@ spec:
       {{ end }}
       phase: %s
       startTime: {{ $now | Quote }}
-`, name, nodeRequirement, exitCode, reason, msg, phase)
+`, name, gpuRequestQuery, nodeRequirement, exitCode, reason, msg, phase)
 }

@@ -54,7 +54,7 @@ func TestGPUWorkloadStages(t *testing.T) {
 						if strings.Join(e.Values, ",") != strings.Join(tc.broken, ",") {
 							t.Errorf("%s: nodes %v, want %v", st.Metadata.Name, e.Values, tc.broken)
 						}
-					case `.spec.containers.[].resources.limits["nvidia.com/gpu"]`:
+					case gpuRequestQuery:
 						gpu = e.Operator == "Exists"
 					case ".spec.restartPolicy":
 						if strings.Contains(strings.Join(e.Values, ","), "Always") {
