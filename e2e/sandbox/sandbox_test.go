@@ -301,7 +301,8 @@ func TestRealOperatorReconcilesClusterPolicy(t *testing.T) {
 				got, readErr = os.ReadFile(fmt.Sprintf("/proc/%d/root%s/%s", pid, operator.FilesPath, toolchain.ReleaseMarker))
 				_, statErr := os.Stat(fmt.Sprintf("/proc/%d/root%s/manifests/state-dra-driver", pid, operator.FilesPath))
 				hasDRA = statErr == nil
-				return slices.Equal(r.c.operator.PIDs(), pids), nil
+				// A process just (re)started may not have its private mounts yet: read again until it does.
+				return readErr == nil && slices.Equal(r.c.operator.PIDs(), pids), nil
 			})
 			if err != nil {
 				t.Fatalf("%s: no controller ran long enough to read its files (last pid %d, %v): %v", r.release, pid, readErr, err)
