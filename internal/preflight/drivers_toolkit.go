@@ -138,95 +138,120 @@ func checkToolkitContainerd(_ context.Context, env *Env) Result {
 	case !tk.enabled:
 		return skip("toolkit.enabled=false: the hosts' container runtime is set up without the toolkit")
 	}
-	// The containerd versions of the GPU nodes, lowest first.
-	versions := map[string][]string{}
-	lowMajor, lowMinor, some := 0, 0, false
 	nodes, _ := driverCandidates(env.Detection)
+	rt, some := nodesContainerd(nodes)
+	if !some {
+		return skip("no GPU node (or, before NFD has run, worker) runs containerd")
+	}
+	distro := env.Detection.Distribution.Name
+	layout, known := containerdLayouts[distro]
+	socket, config := tk.env["CONTAINERD_SOCKET"], tk.env["CONTAINERD_CONFIG"]
+	var f findings
+	if tk.nri && (rt.lowMajor < 2 || rt.lowMajor == 2 && rt.lowMinor < 1) {
+		f.fail("cdi.nriPluginEnabled=true needs containerd 2.1 or later, but the GPU nodes run "+rt.running,
+			"set cdi.nriPluginEnabled=false, or upgrade containerd (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html)")
+	}
+	if known {
+		f.againstLayout(tk, layout, distro, rt)
+	} else {
+		f.againstOtherLayouts(socket, distro)
+	}
+	sort.Strings(f.fails)
+	settings := fmt.Sprintf("socket %s, config %s", orDefault(socket, defaultContainerdSocket), orDefault(config, defaultContainerdConfig))
+	switch {
+	case len(f.fails) > 0:
+		return fail(strings.Join(append(f.fails, f.warns...), "\n"), strings.Join(f.hints, "; "))
+	case len(f.warns) > 0:
+		return warn(strings.Join(f.warns, "\n"), strings.Join(f.hints, "; "))
+	case !known:
+		return pass(fmt.Sprintf("%s (%s); gpuctl knows no other paths for %s", settings, rt.running, distro))
+	}
+	return pass(fmt.Sprintf("%s, as %s's containerd needs (%s)", settings, layout.name, rt.running))
+}
+
+// nodeRuntimes is what the GPU nodes' containerd is: each version with its nodes, as one phrase, and
+// the lowest version.
+type nodeRuntimes struct {
+	running            string
+	lowMajor, lowMinor int
+}
+
+// nodesContainerd reads the containerd versions of nodes; false when none runs containerd.
+func nodesContainerd(nodes []detect.GPUNode) (nodeRuntimes, bool) {
+	var rt nodeRuntimes
+	versions := map[string][]string{}
+	some := false
 	for _, n := range nodes {
 		major, minor, isContainerd := containerdMajor(n.Runtime)
 		if !isContainerd {
 			continue
 		}
-		versions[strings.TrimPrefix(n.Runtime, "containerd://")] = append(versions[strings.TrimPrefix(n.Runtime, "containerd://")], n.Name)
-		if !some || major < lowMajor || major == lowMajor && minor < lowMinor {
-			lowMajor, lowMinor, some = major, minor, true
+		v := strings.TrimPrefix(n.Runtime, "containerd://")
+		versions[v] = append(versions[v], n.Name)
+		if !some || major < rt.lowMajor || major == rt.lowMajor && minor < rt.lowMinor {
+			rt.lowMajor, rt.lowMinor, some = major, minor, true
 		}
-	}
-	if !some {
-		return skip("no GPU node (or, before NFD has run, worker) runs containerd")
 	}
 	var vs []string
 	for _, v := range sortedKeys(versions) {
 		vs = append(vs, fmt.Sprintf("containerd %s on %s", v, listNames(versions[v])))
 	}
-	running := strings.Join(vs, "; ")
+	rt.running = strings.Join(vs, "; ")
+	return rt, some
+}
 
-	distro := env.Detection.Distribution.Name
-	layout, known := containerdLayouts[distro]
+// findings are a check's failures and warnings, with a hint for each.
+type findings struct{ fails, warns, hints []string }
+
+func (f *findings) fail(msg, hint string) {
+	f.fails, f.hints = append(f.fails, msg), append(f.hints, hint)
+}
+func (f *findings) warn(msg, hint string) {
+	f.warns, f.hints = append(f.warns, msg), append(f.hints, hint)
+}
+
+// againstLayout judges the toolkit's settings against the containerd layout of the detected
+// distribution.
+func (f *findings) againstLayout(tk toolkitSettings, layout containerdLayout, distro string, rt nodeRuntimes) {
 	socket, config, source := tk.env["CONTAINERD_SOCKET"], tk.env["CONTAINERD_CONFIG"], tk.env["RUNTIME_CONFIG_SOURCE"]
-	var fails, warns, hints []string
-	if tk.nri && (lowMajor < 2 || lowMajor == 2 && lowMinor < 1) {
-		fails = append(fails, "cdi.nriPluginEnabled=true needs containerd 2.1 or later, but the GPU nodes run "+running)
-		hints = append(hints, "set cdi.nriPluginEnabled=false, or upgrade containerd (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/platform-support.html)")
-	}
-	if known {
-		effSocket := socket
-		if effSocket == "" {
-			effSocket = defaultContainerdSocket
-		}
-		switch {
-		case runPath(effSocket) == runPath(layout.socket):
-		case layout.usual:
-			warns = append(warns, fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but containerd usually listens on %s on %s: make sure the GPU nodes' containerd listens there", effSocket, layout.socket, layout.name))
-			hints = append(hints, fmt.Sprintf("the node's CRI socket is in the kubelet's --container-runtime-endpoint (%s)", layout.source))
-		default:
-			fails = append(fails, fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but %s's containerd listens on %s: the toolkit cannot configure the nvidia runtime", effSocket, layout.name, layout.socket))
-			hints = append(hints, fmt.Sprintf("set toolkit.env CONTAINERD_SOCKET=%s (%s), or leave toolkit.env to the %s profile", layout.socket, layout.source, distro))
-		}
-		switch {
-		case layout.config != "" && config != layout.config:
-			eff := config
-			if eff == "" {
-				eff = defaultContainerdConfig + " (NVIDIA's default)"
-			}
-			fails = append(fails, fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, but %s's containerd reads its settings from %s", eff, layout.name, layout.config))
-			hints = append(hints, fmt.Sprintf("set toolkit.env CONTAINERD_CONFIG=%s (%s)", layout.config, layout.source))
-		case layout.managed != "" && strings.HasPrefix(config, layout.managed):
-			warns = append(warns, fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, a file %s writes itself: the toolkit's edit is lost when %s restarts, or breaks its containerd after a reboot", config, layout.name, layout.name))
-			hints = append(hints, fmt.Sprintf("drop CONTAINERD_CONFIG from toolkit.env and set only CONTAINERD_SOCKET (%s)", layout.source))
-		}
-		if layout.fileSourceSince > 0 && lowMajor >= layout.fileSourceSince && !strings.HasPrefix(source, "file") {
-			eff := source
-			if eff == "" {
-				eff = "unset (command, then file)"
-			}
-			warns = append(warns, fmt.Sprintf("toolkit.env RUNTIME_CONFIG_SOURCE is %s: on %s with %s, `containerd config dump` gives the toolkit a config it must not write back", eff, layout.name, running))
-			hints = append(hints, fmt.Sprintf("set toolkit.env RUNTIME_CONFIG_SOURCE=file (%s)", layout.source))
-		}
-		if (distro == detect.RKE2 || distro == detect.K3s) && tk.cdi && lowMajor < 2 {
-			warns = append(warns, fmt.Sprintf("cdi.enabled=true, but %s's CDI support wants containerd 2.0 and the GPU nodes run %s", layout.name, running))
-			hints = append(hints, "upgrade "+layout.name+" to a release with containerd 2 (https://docs.rke2.io/add-ons/gpu_operators)")
-		}
-	} else {
-		for _, d := range sortedKeys(containerdLayouts) {
-			l := containerdLayouts[d]
-			if socket != "" && l.socket != defaultContainerdSocket && runPath(socket) == runPath(l.socket) {
-				warns = append(warns, fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, %s's socket, but the cluster looks like %s", socket, l.name, distro))
-				hints = append(hints, "check the detected distribution (gpuctl detect) and the profile; choose one with --profile "+d)
-			}
-		}
-	}
-	sort.Strings(fails)
-	settings := fmt.Sprintf("socket %s, config %s", orDefault(socket, defaultContainerdSocket), orDefault(config, defaultContainerdConfig))
+	effSocket := orDefault(socket, defaultContainerdSocket)
 	switch {
-	case len(fails) > 0:
-		return fail(strings.Join(append(fails, warns...), "\n"), strings.Join(hints, "; "))
-	case len(warns) > 0:
-		return warn(strings.Join(warns, "\n"), strings.Join(hints, "; "))
-	case !known:
-		return pass(fmt.Sprintf("%s (%s); gpuctl knows no other paths for %s", settings, running, distro))
+	case runPath(effSocket) == runPath(layout.socket):
+	case layout.usual:
+		f.warn(fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but containerd usually listens on %s on %s: make sure the GPU nodes' containerd listens there", effSocket, layout.socket, layout.name),
+			fmt.Sprintf("the node's CRI socket is in the kubelet's --container-runtime-endpoint (%s)", layout.source))
+	default:
+		f.fail(fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, but %s's containerd listens on %s: the toolkit cannot configure the nvidia runtime", effSocket, layout.name, layout.socket),
+			fmt.Sprintf("set toolkit.env CONTAINERD_SOCKET=%s (%s), or leave toolkit.env to the %s profile", layout.socket, layout.source, distro))
 	}
-	return pass(fmt.Sprintf("%s, as %s's containerd needs (%s)", settings, layout.name, running))
+	switch {
+	case layout.config != "" && config != layout.config:
+		f.fail(fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, but %s's containerd reads its settings from %s", orDefault(config, defaultContainerdConfig+" (NVIDIA's default)"), layout.name, layout.config),
+			fmt.Sprintf("set toolkit.env CONTAINERD_CONFIG=%s (%s)", layout.config, layout.source))
+	case layout.managed != "" && strings.HasPrefix(config, layout.managed):
+		f.warn(fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, a file %s writes itself: the toolkit's edit is lost when %s restarts, or breaks its containerd after a reboot", config, layout.name, layout.name),
+			fmt.Sprintf("drop CONTAINERD_CONFIG from toolkit.env and set only CONTAINERD_SOCKET (%s)", layout.source))
+	}
+	if layout.fileSourceSince > 0 && rt.lowMajor >= layout.fileSourceSince && !strings.HasPrefix(source, "file") {
+		f.warn(fmt.Sprintf("toolkit.env RUNTIME_CONFIG_SOURCE is %s: on %s with %s, `containerd config dump` gives the toolkit a config it must not write back", orDefault(source, "unset (command, then file)"), layout.name, rt.running),
+			fmt.Sprintf("set toolkit.env RUNTIME_CONFIG_SOURCE=file (%s)", layout.source))
+	}
+	if (distro == detect.RKE2 || distro == detect.K3s) && tk.cdi && rt.lowMajor < 2 {
+		f.warn(fmt.Sprintf("cdi.enabled=true, but %s's CDI support wants containerd 2.0 and the GPU nodes run %s", layout.name, rt.running),
+			"upgrade "+layout.name+" to a release with containerd 2 (https://docs.rke2.io/add-ons/gpu_operators)")
+	}
+}
+
+// againstOtherLayouts: on a distribution gpuctl knows no paths for, a socket that is another
+// distribution's says the detection or the profile may be wrong.
+func (f *findings) againstOtherLayouts(socket, distro string) {
+	for _, d := range sortedKeys(containerdLayouts) {
+		l := containerdLayouts[d]
+		if socket != "" && l.socket != defaultContainerdSocket && runPath(socket) == runPath(l.socket) {
+			f.warn(fmt.Sprintf("toolkit.env CONTAINERD_SOCKET is %s, %s's socket, but the cluster looks like %s", socket, l.name, distro),
+				"check the detected distribution (gpuctl detect) and the profile; choose one with --profile "+d)
+		}
+	}
 }
 
 func orDefault(s, def string) string {
