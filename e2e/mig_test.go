@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
@@ -24,12 +24,7 @@ import (
 // uninstall gives every node its labels back exactly.
 func TestMIG(t *testing.T) {
 	t.Parallel()
-	c := cleanSandbox(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, ExtraGPUNodes: 1, CPUNodes: 1}}).Cluster
-	before := nodesMetadata(t, c)
-	pools := gpuPools(t, c)
-	if len(pools[sharedPool]) != 2 || len(pools[unsharedPool]) != 1 {
-		t.Fatalf("GPU nodes by pool: %v, want 2 in %s and 1 in %s", pools, sharedPool, unsharedPool)
-	}
+	c, before, pools := twoGPUPools(t)
 
 	t.Run("MIG on the L4 pool is refused before any write", func(t *testing.T) {
 		code, _, stderr := gpuctl(t, c, "install", "--mig", "mixed", "--mig", unsharedPool+"=all-1g.10gb")
@@ -52,27 +47,26 @@ func TestMIG(t *testing.T) {
 		t.Error("install changed nothing")
 	}
 	waitUntil(t, 5*time.Minute, "the A100s advertise MIG devices, the L4 whole GPUs", func(ctx context.Context) (bool, error) {
-		for _, n := range pools[sharedPool] {
-			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			mig, gpu := node.Status.Allocatable["nvidia.com/mig-1g.5gb"], node.Status.Allocatable["nvidia.com/gpu"]
-			if node.Labels[plan.MIGLabel] != "all-1g.5gb" || node.Labels[plan.MIGStateLabel] != "success" ||
-				mig.Value() != 7*gpusOf(c, n) || gpu.Value() != 0 {
-				return false, nil
-			}
+		list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
 		}
-		for _, n := range pools[unsharedPool] {
-			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if _, ok := node.Labels[plan.MIGLabel]; ok && node.Labels[plan.MIGLabel] != before[n].Labels[plan.MIGLabel] {
-				return false, nil
-			}
-			if q := node.Status.Allocatable["nvidia.com/gpu"]; q.Value() != gpusOf(c, n) || hasMIGResource(node) {
-				return false, nil
+		for i := range list.Items {
+			node, n := &list.Items[i], list.Items[i].Name
+			switch {
+			case slices.Contains(pools[sharedPool], n):
+				mig, gpu := node.Status.Allocatable["nvidia.com/mig-1g.5gb"], node.Status.Allocatable["nvidia.com/gpu"]
+				if node.Labels[plan.MIGLabel] != "all-1g.5gb" || node.Labels[plan.MIGStateLabel] != "success" ||
+					mig.Value() != 7*gpusOf(c, n) || gpu.Value() != 0 {
+					return false, nil
+				}
+			case slices.Contains(pools[unsharedPool], n):
+				if _, ok := node.Labels[plan.MIGLabel]; ok && node.Labels[plan.MIGLabel] != before[n].Labels[plan.MIGLabel] {
+					return false, nil
+				}
+				if q := node.Status.Allocatable["nvidia.com/gpu"]; q.Value() != gpusOf(c, n) || hasMIGResource(node) {
+					return false, nil
+				}
 			}
 		}
 		return true, nil

@@ -29,12 +29,7 @@ const (
 // it; uninstall gives every node back its labels exactly.
 func TestSharing(t *testing.T) {
 	t.Parallel()
-	c := cleanSandbox(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, ExtraGPUNodes: 1, CPUNodes: 1}}).Cluster
-	before := nodesMetadata(t, c)
-	pools := gpuPools(t, c)
-	if len(pools[sharedPool]) != 2 || len(pools[unsharedPool]) != 1 {
-		t.Fatalf("GPU nodes by pool: %v, want 2 in %s and 1 in %s", pools, sharedPool, unsharedPool)
-	}
+	c, before, pools := twoGPUPools(t)
 
 	t.Run("an unknown pool is refused before any write, naming the pools", func(t *testing.T) {
 		code, _, stderr := gpuctl(t, c, "install", "--sharing", "no-such-pool=time-slicing=4")
@@ -143,6 +138,19 @@ func TestSharing(t *testing.T) {
 			}
 		}
 	})
+}
+
+// twoGPUPools is a clean GKE sandbox with two A100 nodes in sharedPool and an L4 node in
+// unsharedPool, its nodes' metadata before anything ran, and its GPU nodes by pool.
+func twoGPUPools(t *testing.T) (*sandbox.Cluster, map[string]nodeMetadata, map[string][]string) {
+	t.Helper()
+	c := cleanSandbox(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, ExtraGPUNodes: 1, CPUNodes: 1}}).Cluster
+	before := nodesMetadata(t, c)
+	pools := gpuPools(t, c)
+	if len(pools[sharedPool]) != 2 || len(pools[unsharedPool]) != 1 {
+		t.Fatalf("GPU nodes by pool: %v, want 2 in %s and 1 in %s", pools, sharedPool, unsharedPool)
+	}
+	return c, before, pools
 }
 
 // gpuPools maps each GKE node pool to its GPU nodes.

@@ -28,36 +28,26 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	put("profile", o.Profile)
 	put("operator-version", o.OperatorVersion)
 	put("channel", o.Channel)
-	if o.NoTaint {
-		m["no-taint"] = true
+	flag := func(k string, v bool) {
+		if v {
+			m[k] = true
+		}
 	}
-	if o.Taint {
-		m["taint"] = true
+	list := func(k string, v []string) {
+		if len(v) > 0 {
+			m[k] = v
+		}
 	}
-	if o.TolerateExistingTaints {
-		m["tolerate-existing-taints"] = true
-	}
-	if len(o.ValuesFiles) > 0 {
-		m["values"] = o.ValuesFiles
-	}
-	if len(o.Set) > 0 {
-		m["set"] = o.Set
-	}
-	if o.Monitoring {
-		m["monitoring"] = true
-	}
-	if len(o.Sharing) > 0 {
-		m["sharing"] = o.Sharing
-	}
-	if len(o.MIG) > 0 {
-		m["mig"] = o.MIG
-	}
-	if o.DRA {
-		m["dra"] = true
-	}
-	if len(o.SkipChecks) > 0 {
-		m["skip-check"] = o.SkipChecks
-	}
+	flag("no-taint", o.NoTaint)
+	flag("taint", o.Taint)
+	flag("tolerate-existing-taints", o.TolerateExistingTaints)
+	list("values", o.ValuesFiles)
+	list("set", o.Set)
+	flag("monitoring", o.Monitoring)
+	list("sharing", o.Sharing)
+	list("mig", o.MIG)
+	flag("dra", o.DRA)
+	list("skip-check", o.SkipChecks)
 	put("nls-token-file", o.Licensing.NLSTokenFile)
 	put("gridd-conf-file", o.Licensing.GriddConfFile)
 	put("ngc-api-key-file", o.Licensing.NGCAPIKeyFile)
