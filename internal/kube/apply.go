@@ -45,7 +45,9 @@ func (r ObjectResult) String() string {
 // for a change (k8s.io/apiserver pkg/registry/generic/registry/dryrun.go). The objects must be equal
 // but for their managed fields, of which only gpuctl's own entry counts (whether gpuctl would own
 // other fields): the server may add bookkeeping entries, such as before-first-apply, to an object
-// that had none.
+// that had none. The status does not count: an apply never writes it (gpuctl's objects have none, and
+// a status subresource ignores it), and a controller may write it between the read and the dry run
+// (the GPU operator's ClusterPolicy status while it reconciles), which would look like a change.
 func sameObject(have, trial *unstructured.Unstructured) bool {
 	ours := func(u *unstructured.Unstructured) (fields string) {
 		for _, m := range u.GetManagedFields() {
@@ -59,6 +61,7 @@ func sameObject(have, trial *unstructured.Unstructured) bool {
 		c := u.DeepCopy()
 		c.SetManagedFields(nil)
 		c.SetResourceVersion("")
+		delete(c.Object, "status")
 		return c.Object
 	}
 	return ours(have) == ours(trial) && equality.Semantic.DeepEqual(strip(have), strip(trial))

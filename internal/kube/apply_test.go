@@ -38,6 +38,8 @@ func TestSameObject(t *testing.T) {
 		{"a label the apply adds, with the stored resourceVersion (a dry run never writes)", namespace(nil, "kubectl"), namespace(privileged, "kubectl", "gpuctl"), false},
 		{"the same labels, which gpuctl would now own as well", namespace(privileged, "kubectl"), namespace(privileged, "kubectl", "gpuctl"), false},
 		{"another manager's bookkeeping entry the server adds", namespace(privileged, "gpuctl"), namespace(privileged, "before-first-apply", "gpuctl"), true},
+		{"a controller wrote the status between the read and the dry run", namespace(privileged, "gpuctl"), withStatus(namespace(privileged, "gpuctl"), "Active"), true},
+		{"the same status, a label the apply adds", withStatus(namespace(nil, "gpuctl"), "Active"), withStatus(namespace(privileged, "gpuctl"), "Active"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := sameObject(tc.have, tc.trial); got != tc.same {
@@ -45,4 +47,9 @@ func TestSameObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withStatus(u *unstructured.Unstructured, phase string) *unstructured.Unstructured {
+	u.Object["status"] = map[string]any{"phase": phase}
+	return u
 }
