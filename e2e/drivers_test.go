@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,32 +85,47 @@ func TestPrecompiledDriverPerKernel(t *testing.T) {
 	})
 
 	t.Run("a registry that never answers is a warning within the deadline", func(t *testing.T) {
-		// A listener that accepts and says nothing: an air-gapped proxy, a firewall that drops.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() {
-			for {
-				conn, err := l.Accept()
-				if err != nil {
-					return
-				}
-				defer conn.Close()
-			}
-		}()
+		silent := silentRegistry(t)
 		before := clusterState(t, c)
-		code, stdout, _ := gpuctl(t, c, "check", "--pre", "-o", "json", "--set", "driver.usePrecompiled=true", "--set", "driver.version=595", "--registry", l.Addr().String())
+		// --timeout bounds the checks: the registry gets half of it, so its silence is reported as
+		// a warning while the check still has time, not as an expired run.
+		code, stdout, _ := gpuctl(t, c, "check", "--pre", "-o", "json", "--timeout", "12s", "--set", "driver.usePrecompiled=true", "--set", "driver.version=595", "--registry", silent)
 		r := reportResult(t, stdout, "precompiled-driver")
-		if r.Status != preflight.StatusWarn || !strings.Contains(r.Message, "no answer within") {
-			t.Errorf("precompiled-driver %s: %s; want a warning that the registry did not answer", r.Status, r.Message)
+		if r.Status != preflight.StatusWarn || !regexp.MustCompile(`no answer within [1-6]s`).MatchString(r.Message) {
+			t.Errorf("precompiled-driver %s: %s; want a warning that the registry did not answer within half of --timeout", r.Status, r.Message)
 		}
 		if code != cli.ExitOK {
 			t.Errorf("exit %d, want 0: an unreachable registry is a warning", code)
 		}
 		assertUnchanged(t, before, clusterState(t, c))
 	})
+}
+
+// silentRegistry is a listener that accepts and says nothing (an air-gapped proxy, a firewall that
+// drops), as a --registry address.
+func silentRegistry(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, conn)
+		}
+	}()
+	return l.Addr().String()
 }
 
 // reportResult decodes check --pre -o json and returns the result of the check with the given ID.

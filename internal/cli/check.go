@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
@@ -24,7 +25,9 @@ every permission the install needs, the Kubernetes, OpenShift and containerd ver
 Operator release supports, no other GPU operator, ClusterPolicy or device plugin is in the way, the GPU
 nodes' drivers and OS fit the plan, the toolkit's containerd settings fit the distribution, with
 driver.usePrecompiled=true the registry the driver image comes from (NVIDIA's, or --registry) has an image
-for every GPU node's kernel, Pod Security admits the operands, and the GPU taint strands nothing.
+for every GPU node's kernel (with --precompiled auto, for the kernels the plan gives it to), Pod Security
+admits the operands, and the GPU taint strands nothing. --timeout bounds it all; a registry that does
+not answer in time is a warning.
 
 A failed check exits with code 5. Give the same flags as for install (--profile, -f, --set, the
 operator release, the channel, the licensing inputs): the checks judge the plan they make.`,
@@ -46,11 +49,14 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 			if err := validateInstallOptions(&o); err != nil {
 				return err
 			}
+			if err := validateTimeout(o.Timeout); err != nil {
+				return err
+			}
 			clients, err := g.clients()
 			if err != nil {
 				return err
 			}
-			res, err := (&engine.Check{Clients: clients, Options: o, Skip: skip}).Run(cmd.Context())
+			res, err := (&engine.Check{Clients: clients, Options: o, Skip: skip, Timeout: o.Timeout}).Run(cmd.Context())
 			if res != nil && len(res.Report.Results) > 0 {
 				var werr error
 				if output == "json" {
@@ -70,6 +76,7 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 	f.StringSliceVar(&skip, "skip-check", nil, "a check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	addInstallFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "check an install that tolerates the GPU nodes' own taints")
+	f.DurationVar(&o.Timeout, "timeout", engine.DefaultCheckTimeout, "how long the checks may take; a registry that does not answer within "+driverimage.DefaultTimeout.String()+" (or half of what is left) is a warning")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json")
 	return cmd
 }

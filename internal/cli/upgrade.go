@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -66,6 +67,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp+" (default: as recorded)")
 	f.StringArrayVar(&o.MIG, "mig", nil, migHelp+" (default: as recorded)")
 	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
+	f.StringVar(&o.Precompiled, "precompiled", "", precompiledHelp+"; none takes it off (default: as recorded)")
 	f.BoolVar(&u.dra, "dra", false, "switch to the DRA stack (GPUCluster), or back to the ClusterPolicy with --dra=false (default: as recorded at install)")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the whole upgrade may take, driver upgrades included")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
@@ -127,6 +129,11 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 	}
 	if cmd.Flags().Changed("dra") {
 		u.o.DRA = &u.dra
+	}
+	if u.o.Precompiled != engine.PrecompiledNone {
+		if err := plan.CheckPrecompiled(u.o.Precompiled); err != nil {
+			return usageError{err}
+		}
 	}
 	vo := engine.InstallOptions{ValuesFiles: u.o.ValuesFiles, Set: u.o.Set, OperatorVersion: u.o.OperatorVersion,
 		Registry: u.o.Registry, ImagePullSecrets: u.o.ImagePullSecrets}

@@ -64,3 +64,21 @@ func OSTagFromImage(osImage string) string {
 	}
 	return ""
 }
+
+// nfdForbidden is what NFD replaces with "_" in a kernel release to make it a label value.
+var nfdForbidden = regexp.MustCompile(`[^-A-Za-z0-9_.]`)
+
+// KernelLabel is a kernel release ("6.6.97+") as NFD's feature.node.kubernetes.io/kernel-version.full
+// label holds it ("6.6.97"): the characters a label value cannot hold become "_" and the ends are
+// trimmed (kubernetes-sigs/node-feature-discovery source/kernel/kernel.go). NVIDIA's controller
+// selects a precompiled driver's nodes by that label.
+func KernelLabel(kernel string) string {
+	return strings.Trim(nfdForbidden.ReplaceAllString(kernel, "_"), "-_.")
+}
+
+// Branch is the driver branch of a driver version ("580.95.05" → "580"): precompiled images are
+// tagged by branch (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/precompiled-drivers.html).
+func Branch(version string) string {
+	b, _, _ := strings.Cut(version, ".")
+	return b
+}

@@ -27,3 +27,24 @@ func TestOSTagFromImage(t *testing.T) {
 		})
 	}
 }
+
+func TestKernelLabel(t *testing.T) {
+	for _, tc := range []struct{ kernel, want string }{
+		{"6.8.0-60-generic", "6.8.0-60-generic"},
+		{"6.6.97+", "6.6.97"},
+		{"5.14.0-427.13.1.el9_4.x86_64", "5.14.0-427.13.1.el9_4.x86_64"},
+		{"6.1.0+debug~1", "6.1.0_debug_1"},
+	} {
+		if got := KernelLabel(tc.kernel); got != tc.want {
+			t.Errorf("KernelLabel(%q) = %q, want %q", tc.kernel, got, tc.want)
+		}
+	}
+}
+
+func TestBranch(t *testing.T) {
+	for version, want := range map[string]string{"580.95.05": "580", "595": "595", "": ""} {
+		if got := Branch(version); got != want {
+			t.Errorf("Branch(%q) = %q, want %q", version, got, want)
+		}
+	}
+}

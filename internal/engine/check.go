@@ -26,6 +26,8 @@ type Check struct {
 	Options InstallOptions
 	// Skip are the IDs of checks not to run.
 	Skip []string
+	// Timeout bounds the whole check (0: DefaultCheckTimeout).
+	Timeout time.Duration
 }
 
 // CheckResult is what Check found.
@@ -44,6 +46,12 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	if err := runner.Validate(); err != nil {
 		return nil, err
 	}
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	res := &CheckResult{}
 	det, detErr := detect.Run(ctx, detect.From(c.Clients))
 	if err := ctx.Err(); err != nil {
@@ -53,7 +61,7 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	var planErr error
 	if detErr == nil {
 		res.Detection = det
-		p, planErr = (&Install{Clients: c.Clients}).buildPlan(det, c.Options)
+		p, planErr = (&Install{Clients: c.Clients}).buildPlan(ctx, det, c.Options)
 		if errors.Is(planErr, ErrInput) {
 			// A mistake in the inputs (an unknown --operator-version, a values file that does not
 			// parse) is a usage error here as in install, not a failed check.
@@ -126,8 +134,19 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 	// Precompiled drivers: the registry the driver image comes from is asked for its tags, each
 	// repository within driverimage's deadline and all within the command's context (install's
 	// --timeout).
-	env.Tags = &driverimage.Registry{}
+	env.Tags = &driverimage.Registry{Timeout: registryTimeout(ctx)}
 	return (&preflight.Runner{Skip: skip}).Run(ctx, env)
+}
+
+// registryTimeout bounds one registry's answer: driverimage's deadline, or half of what is left of
+// ctx if that is less, so an air-gapped registry is a warning while the run still has time to report
+// it, not an expired run.
+func registryTimeout(ctx context.Context) time.Duration {
+	d := driverimage.DefaultTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		d = min(d, (time.Until(deadline) / 2).Truncate(time.Second))
+	}
+	return max(d, time.Second)
 }
 
 // preflightStep is the ID and title under which an install reports its preflight checks.

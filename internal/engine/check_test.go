@@ -149,7 +149,7 @@ func TestInstallPreflight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := (&Install{Clients: clients}).buildPlan(det, InstallOptions{})
+		p, err := (&Install{Clients: clients}).buildPlan(ctx, det, InstallOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestPlanObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := (&Install{Clients: clients}).buildPlan(det, InstallOptions{})
+	p, err := (&Install{Clients: clients}).buildPlan(context.Background(), det, InstallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ const (
 	DefaultFinalizerWait = 2 * time.Minute
 	// DefaultVerifyTimeout bounds the wait for verify's workloads.
 	DefaultVerifyTimeout = 5 * time.Minute
+	// DefaultCheckTimeout bounds `gpuctl check --pre`: detection, the plan, and the checks, registry
+	// lookups included.
+	DefaultCheckTimeout = 2 * time.Minute
 	// DefaultStatusWait bounds `gpuctl status --wait`.
 	DefaultStatusWait = 5 * time.Minute
 	// DefaultNamespace is where the stack is installed unless told otherwise.

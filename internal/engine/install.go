@@ -58,6 +58,9 @@ type InstallOptions struct {
 	MIG []string
 	// DRA installs the operator's DRA stack (the GPUCluster) instead of the ClusterPolicy (plan.Options.DRA).
 	DRA bool
+	// Precompiled is --precompiled: "auto" gives each GPU node's kernel the precompiled driver where
+	// the registry has its image, the compiled one elsewhere (plan.Options.Precompiled).
+	Precompiled string
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
@@ -93,6 +96,9 @@ type Install struct {
 	Reach func(context.Context) error
 	// Version is gpuctl's version, for the install record.
 	Version string
+	// Tags lists a driver image repository's tags (--precompiled auto); nil asks the registry
+	// through the OCI distribution API.
+	Tags preflight.TagLister
 	// command names the verb in the install record (install, or upgrade when Upgrade runs it).
 	command string
 	// files are the values files as read, for the record.
@@ -221,7 +227,7 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return nil, nil, nil, err
 	}
 	res := &InstallResult{Detection: det}
-	p, planErr := i.planWith(det, o, in)
+	p, planErr := i.planWith(ctx, det, o, in)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
 		return res, nil, nil, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
 	}
@@ -261,12 +267,12 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 }
 
 // buildPlan reads the inputs and plans for det (check --pre and template: they take no lock).
-func (i *Install) buildPlan(det *detect.Result, o InstallOptions) (*plan.Plan, error) {
+func (i *Install) buildPlan(ctx context.Context, det *detect.Result, o InstallOptions) (*plan.Plan, error) {
 	in, err := i.readInputs(o)
 	if err != nil {
 		return nil, err
 	}
-	return i.planWith(det, o, in)
+	return i.planWith(ctx, det, o, in)
 }
 
 // readInputs is readInputs, keeping the values files as read for the install record.
@@ -279,22 +285,39 @@ func (i *Install) readInputs(o InstallOptions) (*installInputs, error) {
 	return in, nil
 }
 
-// planWith builds the Plan for det from inputs already read.
-func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInputs) (*plan.Plan, error) {
+// planWith builds the Plan for det from inputs already read. With --precompiled auto it plans twice:
+// the first plan names the driver image, whose registry is then asked for the GPU nodes' kernels
+// (within ctx), and the second plans with the answer.
+func (i *Install) planWith(ctx context.Context, det *detect.Result, o InstallOptions, in *installInputs) (*plan.Plan, error) {
+	p, err := i.planFacts(det, o, in, nil)
+	if err != nil || o.Precompiled == "" {
+		return p, err
+	}
+	facts, err := i.precompiledFacts(ctx, det, p)
+	if err != nil {
+		return nil, err
+	}
+	return i.planFacts(det, o, in, facts)
+}
+
+// planFacts builds the Plan for det with the registry's precompiled facts, if asked.
+func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInputs, facts *plan.PrecompiledFacts) (*plan.Plan, error) {
 	var bv *plan.BundleValues
 	if b := in.bundle; !b.Default {
 		// The charts' defaults are the default bundle's; another bundle pins its images above them.
 		bv = &plan.BundleValues{Version: b.Version, Operator: b.Values(), NFD: b.NFDValues()}
 	}
 	p, err := plan.Build(plan.Input{
-		Detection: det,
-		Profile:   profile.Get,
-		Charts:    in.charts,
-		Bundle:    bv,
+		Detection:   det,
+		Profile:     profile.Get,
+		Charts:      in.charts,
+		Bundle:      bv,
+		Precompiled: facts,
 		Options: plan.Options{
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,
+			Precompiled: o.Precompiled,
 		},
 	})
 	if err != nil {
@@ -307,7 +330,7 @@ func (i *Install) planWith(det *detect.Result, o InstallOptions, in *installInpu
 func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
 	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
 		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
-		Sharing: recordedSharing(o.Sharing), MIG: recordedMIG(o.MIG)}
+		Sharing: recordedSharing(o.Sharing), MIG: recordedMIG(o.MIG), Precompiled: o.Precompiled}
 }
 
 // recordedSharing is --sharing as the record keeps it: "none" is no sharing, nothing to keep.

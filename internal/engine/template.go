@@ -50,7 +50,7 @@ func (t *Template) Plan(ctx context.Context) (*plan.Plan, error) {
 		ns = DefaultNamespace
 	}
 	o := t.Options
-	p, err := (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(det, o)
+	p, err := (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(ctx, det, o)
 	if !errors.Is(err, plan.ErrMissingLicense) {
 		return p, err
 	}
@@ -61,7 +61,7 @@ func (t *Template) Plan(ctx context.Context) (*plan.Plan, error) {
 			*f = "(read at install)"
 		}
 	}
-	return (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(det, o)
+	return (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(ctx, det, o)
 }
 
 // detection is what the plan is built for: the profile's distribution (no cluster needed), the

@@ -49,6 +49,8 @@ type UpgradeOptions struct {
 	MIG []string
 	// DRA, when set, replaces the recorded --dra (nil keeps it).
 	DRA *bool
+	// Precompiled, when given, replaces the recorded --precompiled ("none" takes it off).
+	Precompiled string
 	// DryRun plans and previews the upgrade (a Helm dry run of every release against its deployed
 	// revision) and returns: nothing is written, not even the lock.
 	DryRun bool
@@ -234,6 +236,11 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 	if _, err := plan.ParseMIG(o.MIG); err != nil {
 		return b, nil, err
 	}
+	if o.Precompiled != PrecompiledNone {
+		if err := plan.CheckPrecompiled(o.Precompiled); err != nil {
+			return b, nil, err
+		}
+	}
 	if u.Reach != nil {
 		err = u.Reach(ctx)
 	}
@@ -274,7 +281,14 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 		Set: append(slices.Clone(in.Set), o.Set...), NoTaint: in.NoTaint, Taint: in.Taint, TolerateExistingTaints: in.TolerateExistingTaints,
 		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
-		Sharing: slices.Clone(in.Sharing), MIG: slices.Clone(in.MIG),
+		Sharing: slices.Clone(in.Sharing), MIG: slices.Clone(in.MIG), Precompiled: in.Precompiled,
+	}
+	switch o.Precompiled {
+	case "":
+	case PrecompiledNone:
+		inst.Options.Precompiled = ""
+	default:
+		inst.Options.Precompiled = o.Precompiled
 	}
 	if len(o.Sharing) > 0 {
 		inst.Options.Sharing = slices.Clone(o.Sharing)

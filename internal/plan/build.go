@@ -93,6 +93,10 @@ type Options struct {
 	// DRA installs the operator's DRA stack, the GPUCluster (v26.7+, Kubernetes 1.34+), instead of the
 	// ClusterPolicy and its device plugin: a values layer above the detected facts, below -f and --set.
 	DRA bool
+	// Precompiled is --precompiled: "auto" gives each GPU node's kernel the precompiled driver where
+	// the registry has its image (Input.Precompiled) and the compiled one elsewhere, a values layer
+	// above --mig, below -f and --set.
+	Precompiled string
 }
 
 // Input is everything Build reads.
@@ -104,8 +108,10 @@ type Input struct {
 	Charts map[string]ChartInfo
 	// Bundle is the operator release to install when it is not the charts' own (--operator-version):
 	// its image pins become the lowest layer above the chart defaults.
-	Bundle  *BundleValues
-	Options Options
+	Bundle *BundleValues
+	// Precompiled is what the registry holds for the GPU nodes' kernels (--precompiled auto).
+	Precompiled *PrecompiledFacts
+	Options     Options
 }
 
 // BundleValues are an operator release's image pins (internal/bundle).
@@ -122,6 +128,9 @@ func Build(in Input) (*Plan, error) {
 		return nil, err
 	}
 	if err := b.refuseDRA(); err != nil {
+		return nil, err
+	}
+	if err := b.refusePrecompiled(); err != nil {
 		return nil, err
 	}
 	if b.p.Distribution == "openshift" {

@@ -37,7 +37,7 @@ func (l *releaseLayers) addSplit(source string, values map[string]any) {
 
 // helmReleases layers the NFD and operator releases' values, lowest precedence first: the operator
 // bundle's image pins, the profile, the detected facts, tolerations of the GPU nodes' own taints
-// (--tolerate-existing-taints), --monitoring, --sharing, --mig, the -f files, --set. It refuses a bundle the operator
+// (--tolerate-existing-taints), --monitoring, --sharing, --mig, --precompiled, the -f files, --set. It refuses a bundle the operator
 // chart is not loaded for, and plans the monitoring release where --monitoring can have one.
 func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	var l releaseLayers
@@ -72,6 +72,13 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 		l.op = append(l.op, *layer)
 	}
 	rels.mig = step
+	pre, err := b.precompiled()
+	if err != nil {
+		return helmReleases{}, err
+	}
+	if pre != nil {
+		l.op = append(l.op, *pre)
+	}
 	if b.o.DRA {
 		l.op = append(l.op, Layer{Source: DRASource, Values: draValues()})
 	}
@@ -85,6 +92,9 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 		if err := refuseDRAValues(flatten(l.op)); err != nil {
 			return helmReleases{}, err
 		}
+	}
+	if pre != nil && at(flatten(l.op), "driver", "enabled") == false {
+		return helmReleases{}, &PrecompiledError{"the operator installs no driver here (driver.enabled=false: the " + b.prof.Name + " profile, a host driver, or your values): drop --precompiled"}
 	}
 	rels.nfd = chartRelease(NFDRelease, b.o.Namespace, b.in.Charts[NFDRelease], l.nfd)
 	rels.operator = chartRelease(OperatorRelease, b.o.Namespace, b.in.Charts[OperatorRelease], l.op)

@@ -63,6 +63,8 @@ type Plan struct {
 	Namespace  string `json:"namespace"`
 	// GPUNodes are the GPU nodes known before NFD runs (NFD may find more; the engine uses what it finds).
 	GPUNodes []string `json:"gpuNodes"`
+	// Drivers are the driver each GPU node gets, where the plan chooses per node (--precompiled auto).
+	Drivers []NodeDriver `json:"drivers,omitempty"`
 	// Warnings are things to know before confirming.
 	Warnings []string `json:"warnings,omitempty"`
 	// Timeout bounds the whole run.

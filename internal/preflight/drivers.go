@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // TagLister lists an image repository's tags ("nvcr.io/nvidia/driver"); dockerConfigs are the
@@ -106,58 +106,6 @@ func orUnknown(s string) string {
 	return s
 }
 
-// driverSpec is one driver the install deploys: the ClusterPolicy's, or an NVIDIADriver's (with the
-// nodes its selector picks).
-type driverSpec struct {
-	// owner names the object: "ClusterPolicy", "NVIDIADriver default".
-	owner                      string
-	precompiled                bool
-	repository, image, version string
-	pullSecrets                []string
-	nodeSelector               map[string]string
-}
-
-// driverSpecs are the drivers among the objects the install writes: the ClusterPolicy's driver unless
-// it is off or handed to NVIDIADrivers (useNvidiaDriverCRD), and every NVIDIADriver.
-func driverSpecs(objs []*unstructured.Unstructured) []driverSpec {
-	var out []driverSpec
-	for _, u := range objs {
-		switch u.GetKind() {
-		case "ClusterPolicy":
-			d, _, _ := unstructured.NestedMap(u.Object, "spec", "driver")
-			if d == nil || d["enabled"] == false || d["useNvidiaDriverCRD"] == true {
-				continue
-			}
-			out = append(out, specOf("ClusterPolicy", d))
-		case "NVIDIADriver":
-			d, _, _ := unstructured.NestedMap(u.Object, "spec")
-			s := specOf("NVIDIADriver "+u.GetName(), d)
-			sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "nodeSelector")
-			s.nodeSelector = sel
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func specOf(owner string, d map[string]any) driverSpec {
-	s := driverSpec{owner: owner, precompiled: d["usePrecompiled"] == true}
-	s.repository, _ = d["repository"].(string)
-	s.image, _ = d["image"].(string)
-	s.version = fmt.Sprint(d["version"])
-	if d["version"] == nil {
-		s.version = ""
-	}
-	if ps, ok := d["imagePullSecrets"].([]any); ok {
-		for _, p := range ps {
-			if name, ok := p.(string); ok {
-				s.pullSecrets = append(s.pullSecrets, name)
-			}
-		}
-	}
-	return s
-}
-
 // checkPrecompiledDriver: with driver.usePrecompiled=true, the registry the driver image is pulled
 // from has the image for every GPU node's kernel. NVIDIA publishes precompiled images for some kernels
 // only, and a node whose kernel has none never gets a driver (NVIDIA/gpu-operator#910, #1203, #933).
@@ -170,9 +118,9 @@ func checkPrecompiledDriver(ctx context.Context, env *Env) Result {
 	if r, ok := needPlan(env); !ok {
 		return r
 	}
-	var specs []driverSpec
-	for _, s := range driverSpecs(env.Objects) {
-		if s.precompiled {
+	var specs []driverimage.Spec
+	for _, s := range driverimage.Specs(env.Objects) {
+		if s.Precompiled {
 			specs = append(specs, s)
 		}
 	}
@@ -219,15 +167,15 @@ type tagList struct {
 // judgePrecompiled looks up one driver's tags for the GPU nodes it serves: lines for the nodes
 // without an image (fails), the nodes it cannot tell about (warnings), the nodes with one (passes),
 // and the hints.
-func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[string]tagList) (fails, warns, passes, hints []string) {
-	nodes, err := selectedGPUNodes(ctx, env, s.nodeSelector)
+func judgePrecompiled(ctx context.Context, env *Env, s driverimage.Spec, lists map[string]tagList) (fails, warns, passes, hints []string) {
+	nodes, err := selectedGPUNodes(ctx, env, s.NodeSelector)
 	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: cannot list the nodes its nodeSelector picks: %v", s.owner, err)}, nil, nil
+		return nil, []string{fmt.Sprintf("%s: cannot list the nodes its nodeSelector picks: %v", s.Owner, err)}, nil, nil
 	}
 	if len(nodes) == 0 {
-		return nil, nil, []string{s.owner + ": selects no GPU node"}, nil
+		return nil, nil, []string{s.Owner + ": selects no GPU node"}, nil
 	}
-	repo := s.repository + "/" + s.image
+	repo := s.Repository + "/" + s.Image
 	// The tag each node needs, and the nodes whose OS gpuctl cannot tag.
 	byTag := map[string][]detect.GPUNode{}
 	var untagged []string
@@ -237,11 +185,11 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[str
 			untagged = append(untagged, n.Name)
 			continue
 		}
-		tag := driverimage.PrecompiledTag(s.version, n.Kernel, osTag)
+		tag := driverimage.PrecompiledTag(s.Version, n.Kernel, osTag)
 		byTag[tag] = append(byTag[tag], n)
 	}
 	if len(untagged) > 0 {
-		warns = append(warns, fmt.Sprintf("%s: cannot tell the precompiled image of %s (OS image or kernel not known to gpuctl)", s.owner, listNames(untagged)))
+		warns = append(warns, fmt.Sprintf("%s: cannot tell the precompiled image of %s (OS image or kernel not known to gpuctl)", s.Owner, listNames(untagged)))
 		hints = append(hints, "NVIDIA publishes precompiled drivers for Ubuntu only: "+precompiledDocs)
 	}
 	if len(byTag) == 0 {
@@ -249,7 +197,7 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[str
 	}
 	l, asked := lists[repo]
 	if !asked {
-		l.tags, l.err = env.Tags.Tags(ctx, repo, pullSecretConfigs(ctx, env, s.pullSecrets))
+		l.tags, l.err = env.Tags.Tags(ctx, repo, driverimage.PullSecretConfigs(ctx, env.Kube, env.Namespace, s.PullSecrets))
 		lists[repo] = l
 	}
 	tags, err := l.tags, l.err
@@ -258,7 +206,7 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[str
 			return fails, warns, passes, hints
 		}
 		warns = append(warns, fmt.Sprintf("%s: cannot list the tags of %s (%v): whether it has a precompiled driver for %s is not known",
-			s.owner, repo, err, listNames(sortedKeys(byTag))))
+			s.Owner, repo, err, listNames(sortedKeys(byTag))))
 		hints = append(hints, "offline or air-gapped: mirror the precompiled images for the GPU nodes' kernels (gpuctl images --registry, docs/air-gap.md) and install with --registry")
 		return fails, warns, passes, hints
 	}
@@ -279,8 +227,8 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverSpec, lists map[str
 		fails = append(fails, fmt.Sprintf("no precompiled driver %s:%s for kernel %s (%s) on %s", repo, tag, ns[0].Kernel, ns[0].OSImage, listNames(names)))
 	}
 	if len(fails) > 0 {
-		if strings.Contains(s.version, ".") {
-			hints = append(hints, fmt.Sprintf("precompiled images are tagged by driver branch, not full version: set driver.version to the branch (e.g. %s)", strings.SplitN(s.version, ".", 2)[0]))
+		if strings.Contains(s.Version, ".") {
+			hints = append(hints, fmt.Sprintf("precompiled images are tagged by driver branch, not full version: set driver.version to the branch (e.g. %s)", strings.SplitN(s.Version, ".", 2)[0]))
 		}
 		hints = append(hints, "set driver.usePrecompiled=false to build the driver on those nodes, or run them on a kernel NVIDIA publishes a precompiled driver for ("+precompiledDocs+")")
 	}
@@ -297,6 +245,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // selectedGPUNodes are the GPU nodes (driverCandidates) a driver's nodeSelector picks (all without one).
+// A node NFD has not labelled yet is matched on the kernel label NFD will give it: an NVIDIADriver
+// of --precompiled auto selects its kernel's nodes by that label.
 func selectedGPUNodes(ctx context.Context, env *Env, selector map[string]string) ([]detect.GPUNode, error) {
 	candidates, _ := driverCandidates(env.Detection)
 	if len(selector) == 0 {
@@ -305,39 +255,25 @@ func selectedGPUNodes(ctx context.Context, env *Env, selector map[string]string)
 	if env.Kube == nil {
 		return nil, errors.New("no cluster client")
 	}
-	list, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
+	list, err := env.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	picked := map[string]bool{}
+	nodeLabels := map[string]map[string]string{}
 	for _, n := range list.Items {
-		picked[n.Name] = true
+		nodeLabels[n.Name] = n.Labels
 	}
+	sel := labels.SelectorFromSet(selector)
 	var out []detect.GPUNode
 	for _, n := range candidates {
-		if picked[n.Name] {
+		set := labels.Set{}
+		maps.Copy(set, nodeLabels[n.Name])
+		if _, ok := set[plan.KernelLabel]; !ok && n.Kernel != "" {
+			set[plan.KernelLabel] = driverimage.KernelLabel(n.Kernel)
+		}
+		if sel.Matches(set) {
 			out = append(out, n)
 		}
 	}
 	return out, nil
-}
-
-// pullSecretConfigs are the .dockerconfigjson of the named pull secrets that exist in the install's
-// namespace; one not there yet (gpuctl may be about to create it) or not readable is left out, and the
-// registry is then asked without it.
-func pullSecretConfigs(ctx context.Context, env *Env, names []string) [][]byte {
-	if env.Kube == nil {
-		return nil
-	}
-	var out [][]byte
-	for _, name := range names {
-		s, err := env.Kube.CoreV1().Secrets(env.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			continue
-		}
-		if b := s.Data[corev1.DockerConfigJsonKey]; len(b) > 0 {
-			out = append(out, b)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 func TestDriverNodes(t *testing.T) {
@@ -205,5 +206,26 @@ func TestDriversBeforeNFD(t *testing.T) {
 	}
 	if r := checkToolkitContainerd(context.Background(), env); r.Status != StatusPass {
 		t.Errorf("toolkit-containerd %s %q: the workers' containerd is judged", r.Status, r.Message)
+	}
+}
+
+// TestPrecompiledDriverByKernelBeforeNFD: --precompiled auto's NVIDIADrivers select their nodes by
+// NFD's kernel label, which a fresh cluster's nodes do not have yet; the check matches them on the
+// kernel their Node objects report, as NFD will label it.
+func TestPrecompiledDriverByKernelBeforeNFD(t *testing.T) {
+	nodes := []detect.GPUNode{
+		nodeOn("gpu-1", "6.8.0-60-generic", "Ubuntu 24.04.2 LTS", "containerd://2.1.4"),
+		nodeOn("gpu-3", "6.8.0-1017-aws", "Ubuntu 24.04.2 LTS", "containerd://2.1.4"),
+	}
+	kernelDriver := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": map[string]any{"name": "kernel-6.8.0-1017-aws"},
+		"spec": map[string]any{"usePrecompiled": true, "repository": "nvcr.io/nvidia", "image": "driver", "version": "595",
+			"nodeSelector": map[string]any{plan.KernelLabel: "6.8.0-1017-aws"}}}}
+	policy := clusterPolicy(map[string]any{"enabled": true, "useNvidiaDriverCRD": true}, nil, nil)
+	env := driversEnv("kubeadm", nodes, policy, kernelDriver)
+	env.Kube = fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-3"}})
+	env.Tags = &fakeTags{repos: map[string][]string{"nvcr.io/nvidia/driver": {"595-6.8.0-60-generic-ubuntu24.04"}}}
+	r := checkPrecompiledDriver(context.Background(), env)
+	if r.Status != StatusFail || !strings.Contains(r.Message, "for kernel 6.8.0-1017-aws (Ubuntu 24.04.2 LTS) on gpu-3") || strings.Contains(r.Message, "gpu-1") {
+		t.Errorf("want gpu-3 named, selected by the kernel it reports: %s %q", r.Status, r.Message)
 	}
 }

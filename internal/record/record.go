@@ -103,6 +103,9 @@ type Inputs struct {
 	// MIG is --mig (or the config file's mig key), as given: upgrade keeps it unless given anew;
 	// "none" is recorded as nothing.
 	MIG []string `json:"mig,omitempty"`
+	// Precompiled is --precompiled ("auto"): upgrade keeps it, and asks the registry again for the
+	// GPU nodes' kernels then.
+	Precompiled string `json:"precompiled,omitempty"`
 	// Registry and ImagePullSecrets are --registry and --image-pull-secret: an air-gapped cluster's
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`

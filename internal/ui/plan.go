@@ -4,11 +4,30 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
+
+// printDrivers lists the driver each GPU node gets, where the plan chose per node (--precompiled auto).
+func printDrivers(b *strings.Builder, drivers []plan.NodeDriver, style Style) {
+	if len(drivers) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s\n", style.paint(ansiBold, "Drivers ("+plan.PrecompiledSource+"):"))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tKERNEL\tDRIVER\tFROM\tIMAGE, OR WHY COMPILED")
+	for _, d := range drivers {
+		kind, what := "compiled", d.Why
+		if d.Precompiled {
+			kind, what = "precompiled", d.Image
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Node, d.Kernel, kind, d.Driver, what)
+	}
+	tw.Flush()
+}
 
 // PrintPlan prints a Plan for people: what was detected, the steps in order, and the values each
 // release gets with where they came from.
@@ -25,6 +44,7 @@ func PrintPlan(w io.Writer, p *plan.Plan, style Style) error {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(b, "%s %s\n", style.warn(), w)
 	}
+	printDrivers(b, p.Drivers, style)
 	fmt.Fprintf(b, "\n%s\n", style.paint(ansiBold, "Steps:"))
 	for i, s := range p.Steps {
 		line := fmt.Sprintf("%2d. %s", i+1, s.Title)

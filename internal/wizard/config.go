@@ -47,6 +47,7 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	list("sharing", o.Sharing)
 	list("mig", o.MIG)
 	flag("dra", o.DRA)
+	put("precompiled", o.Precompiled)
 	list("skip-check", o.SkipChecks)
 	put("nls-token-file", o.Licensing.NLSTokenFile)
 	put("gridd-conf-file", o.Licensing.GriddConfFile)
