@@ -163,7 +163,7 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, err := ValueChanges(rec, b, files, o.Set)
+	values, err := ValueChanges(rec, b, files, o.Set, flagOptions(u.install(rec, b.Version, files, o, sink).Options))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -29,7 +30,19 @@ func (c *Check) upgradeValues(ctx context.Context) (preflight.Result, bool) {
 	if err != nil {
 		return preflight.Result{}, false
 	}
-	changes, err := ValueChanges(rec, b, files, c.Options.Set)
+	// The flags as upgrade would take them: given ones over the recorded ones.
+	in := rec.Inputs
+	flags := plan.Options{Monitoring: in.Monitoring || c.Options.Monitoring, Sharing: in.Sharing, MIG: in.MIG, DRA: in.DRA || c.Options.DRA, Precompiled: in.Precompiled}
+	if len(c.Options.Sharing) > 0 {
+		flags.Sharing = c.Options.Sharing
+	}
+	if len(c.Options.MIG) > 0 {
+		flags.MIG = c.Options.MIG
+	}
+	if c.Options.Precompiled != "" {
+		flags.Precompiled = c.Options.Precompiled
+	}
+	changes, err := ValueChanges(rec, b, files, c.Options.Set, flags)
 	if err != nil {
 		return preflight.Result{}, false
 	}

@@ -44,8 +44,10 @@ func userValues(in record.Inputs, files []plan.Layer, set []string) (map[string]
 // ValueChanges compares what the installed release and the target release read of the user's values
 // (NVIDIA's chart of each release, internal/bundle/values_facts.json): keys the user set that the target
 // does not read, and defaults that change for keys neither the user nor gpuctl (the target's image
-// pins, the recorded profile) sets. files and set are new inputs over the recorded ones.
-func ValueChanges(rec *record.Record, to bundle.Bundle, files []plan.Layer, set []string) (*bundle.ValueChanges, error) {
+// pins, the recorded profile, the layers of the upgrade's flags) sets. files and set are new inputs
+// over the recorded ones; flags are the upgrade's --monitoring, --sharing, --mig, --dra and
+// --precompiled (plan.FlagKeys).
+func ValueChanges(rec *record.Record, to bundle.Bundle, files []plan.Layer, set []string, flags plan.Options) (*bundle.ValueChanges, error) {
 	if rec == nil || rec.OperatorVersion == "" || rec.OperatorVersion == to.Version {
 		return &bundle.ValueChanges{To: to.Version}, nil
 	}
@@ -57,13 +59,18 @@ func ValueChanges(rec *record.Record, to bundle.Bundle, files []plan.Layer, set 
 	if err != nil {
 		return nil, err
 	}
-	gpuctl := []map[string]any{to.Values()}
+	gpuctl := []map[string]any{to.Values(), plan.FlagKeys(flags)}
 	if rec.Profile != "" {
 		if p, err := profile.Get(rec.Profile); err == nil {
 			gpuctl = append(gpuctl, p.Values)
 		}
 	}
 	return facts.Compare(rec.OperatorVersion, to.Version, user, gpuctl...)
+}
+
+// flagOptions are the flags of an install whose values layers FlagKeys names.
+func flagOptions(o InstallOptions) plan.Options {
+	return plan.Options{Monitoring: o.Monitoring, Sharing: o.Sharing, MIG: o.MIG, DRA: o.DRA, Precompiled: o.Precompiled}
 }
 
 // warnValueChanges reports each change as a warning event, so a CI log shows them.

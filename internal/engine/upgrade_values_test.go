@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestValueChangesMergesRecordedAndNewInputs(t *testing.T) {
 		{"--set key=null over it removes it, as Helm does", []string{"driver.useOpenKernelModules=null"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ValueChanges(rec, to, nil, tc.set)
+			c, err := ValueChanges(rec, to, nil, tc.set, plan.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,6 +140,37 @@ func TestCheckPreListsUpgradeValues(t *testing.T) {
 			}
 			if ok && !strings.Contains(r.Message, "driver.useOpenKernelModules: v26.7.0 does not read it; NVIDIA replaced it with driver.kernelModuleType") {
 				t.Errorf("message %q", r.Message)
+			}
+		})
+	}
+}
+
+// TestValueChangesLeaveOutWhatGpuctlsFlagsSet: v26.7 defaults dcgmExporter.serviceMonitor.enabled to
+// true where v25.10 defaulted it to false. Without --monitoring that changes behaviour and is listed;
+// with it, the flag sets the key and the release's default does not matter.
+func TestValueChangesLeaveOutWhatGpuctlsFlagsSet(t *testing.T) {
+	to, err := bundle.Get("v26.7.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "dcgmExporter.serviceMonitor.enabled"
+	for _, tc := range []struct {
+		name   string
+		flags  plan.Options
+		listed bool
+	}{
+		{"without --monitoring the new default is listed", plan.Options{}, true},
+		{"with --monitoring it is gpuctl's", plan.Options{Monitoring: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &record.Record{OperatorVersion: "v25.10.1", Profile: "kubeadm"}
+			c, err := ValueChanges(rec, to, nil, nil, tc.flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := slices.ContainsFunc(c.ChangedDefaults, func(d bundle.ChangedDefault) bool { return d.Key == key })
+			if listed != tc.listed {
+				t.Errorf("%s listed %v, want %v: %+v", key, listed, tc.listed, c.ChangedDefaults)
 			}
 		})
 	}
