@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
@@ -68,8 +69,10 @@ func (f *field) selectValue(v string) {
 // Driver choices.
 const (
 	driverContainer = "container"
-	driverHost      = "pre-installed"
-	driverPlatform  = "platform"
+	// driverPrecompiled is the driver container with --precompiled auto.
+	driverPrecompiled = "precompiled-auto"
+	driverHost        = "pre-installed"
+	driverPlatform    = "platform"
 )
 
 // The taint field's answers.
@@ -193,9 +196,15 @@ func driverField(chosen profile.Profile) field {
 	case profileDriver(chosen) == driverPlatform:
 		df.options = []option{{driverPlatform, "platform-managed"}}
 		df.help = "the " + chosen.Name + " platform installs the driver on its GPU nodes; the operator does not"
-	default:
+	case chosen.Name == "openshift":
+		// OpenShift builds the driver with the Driver Toolkit; NVIDIA publishes no precompiled RHCOS driver.
 		df.options = []option{{driverContainer, "driver container: the operator installs it"}, {driverHost, "pre-installed on the nodes"}}
 		df.help = "choose pre-installed only if every GPU node already runs an NVIDIA driver"
+	default:
+		df.options = []option{{driverContainer, "driver container: the operator installs it"},
+			{driverPrecompiled, "driver container, precompiled where the registry has the node's kernel (--precompiled auto)"},
+			{driverHost, "pre-installed on the nodes"}}
+		df.help = "precompiled images skip the build on the node; the plan shows each node's (docs/drivers.md); pre-installed only if every GPU node runs a driver"
 	}
 	return df
 }
@@ -324,6 +333,10 @@ func options(base engine.InstallOptions, detected string, profiles []profile.Pro
 	if c.Driver == driverHost && profileDriver(chosen) == driverContainer {
 		o.Set = append(o.Set, "driver.enabled=false")
 	}
+	o.Precompiled = ""
+	if c.Driver == driverPrecompiled && profileDriver(chosen) == driverContainer {
+		o.Precompiled = plan.PrecompiledAuto
+	}
 	if c.MIG != "" && c.MIG != chartMIGStrategy && len(base.MIG) == 0 {
 		o.Set = append(o.Set, "mig.strategy="+c.MIG)
 	}
@@ -385,6 +398,9 @@ func initialChoices(base engine.InstallOptions, detected string, hostDriver bool
 	}
 	if hostDriver && c.Driver == driverContainer {
 		c.Driver = driverHost
+	}
+	if base.Precompiled == plan.PrecompiledAuto && c.Driver == driverContainer {
+		c.Driver = driverPrecompiled
 	}
 	return c
 }

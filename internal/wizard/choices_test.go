@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
 // The sharing, MIG and allocation answers become the same options the flags would give, so the
@@ -63,5 +65,29 @@ func TestConfigFileKeepsTheGPUModes(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the config file lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// The driver answer "precompiled where the registry has the kernel's image" is --precompiled auto,
+// offered only where the operator installs the driver; a flag's --precompiled auto is the first answer.
+func TestPrecompiledDriverChoice(t *testing.T) {
+	kubeadm := profile.Profile{Name: "kubeadm", Values: map[string]any{"driver": map[string]any{"enabled": true}}}
+	gke := profile.Profile{Name: "gke", Values: map[string]any{"driver": map[string]any{"enabled": false}}}
+	openshift := profile.Profile{Name: "openshift", Values: map[string]any{}}
+	profiles := []profile.Profile{kubeadm, gke, openshift}
+	if o := options(engine.InstallOptions{}, "kubeadm", profiles, choices{Profile: "kubeadm", Driver: driverPrecompiled}); o.Precompiled != plan.PrecompiledAuto {
+		t.Errorf("precompiled answer: --precompiled %q, want auto", o.Precompiled)
+	}
+	if o := options(engine.InstallOptions{Precompiled: plan.PrecompiledAuto}, "kubeadm", profiles, choices{Profile: "kubeadm", Driver: driverContainer}); o.Precompiled != "" {
+		t.Errorf("the compiled answer keeps --precompiled %q from the flags", o.Precompiled)
+	}
+	offers := func(p profile.Profile) bool {
+		return slices.ContainsFunc(driverField(p).options, func(o option) bool { return o.value == driverPrecompiled })
+	}
+	if !offers(kubeadm) || offers(gke) || offers(openshift) {
+		t.Errorf("precompiled offered on kubeadm %v, gke %v, openshift %v; want kubeadm only", offers(kubeadm), offers(gke), offers(openshift))
+	}
+	if c := initialChoices(engine.InstallOptions{Precompiled: plan.PrecompiledAuto}, "kubeadm", false, profiles); c.Driver != driverPrecompiled {
+		t.Errorf("initial driver %q with --precompiled auto", c.Driver)
 	}
 }

@@ -190,6 +190,16 @@ func (r *reviewScreen) planLines(b *strings.Builder, p *plan.Plan) {
 			e.para(b, "  ", strings.Join(nodes, ", "))
 		}
 	}
+	if len(p.Drivers) > 0 {
+		b.WriteString("\n" + e.st.heading.Render("Drivers") + " (--precompiled auto)\n")
+		for _, d := range p.Drivers {
+			what := "compiled on the node, " + d.Driver + ": " + d.Why
+			if d.Precompiled {
+				what = "precompiled, " + d.Driver + ": " + d.Image
+			}
+			e.para(b, "  ", d.Node+" ("+d.Kernel+"): "+what)
+		}
+	}
 	for _, s := range p.Steps {
 		if s.Release == nil || s.Skip != "" {
 			continue
