@@ -21,12 +21,7 @@ import (
 // failed preflight and writes nothing; a registry that never answers is a warning, not a hang.
 func TestPrecompiledDriverPerKernel(t *testing.T) {
 	t.Parallel()
-	generic, aws := sandbox.Ubuntu("24.04.2", "6.8.0-60-generic"), sandbox.Ubuntu("24.04.2", "6.8.0-1017-aws")
-	c := sandbox.StartT(t, sandbox.Options{
-		Scenario:   sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, NFDLabels: true, GPUNodeOS: []sandbox.NodeOS{generic, generic, aws}},
-		NoOperator: true,
-		Registry:   true,
-	})
+	c, generic, aws := twoKernels(t, true)
 	// The mirror keeps NVIDIA's path: nvcr.io/nvidia/driver → MIRROR/nvidia/driver. It holds the
 	// precompiled image for the generic kernel, another kernel's, and a compiled driver's tag.
 	published := []string{
@@ -99,6 +94,20 @@ func TestPrecompiledDriverPerKernel(t *testing.T) {
 		}
 		assertUnchanged(t, before, clusterState(t, c))
 	})
+}
+
+// twoKernels starts a kubeadm sandbox with the sandbox's OCI registry and three GPU nodes that show
+// their GPUs (an NFD has labelled them): gpu-worker-1 and -2 on Ubuntu's generic kernel, gpu-worker-3
+// on its AWS kernel; noOperator leaves NVIDIA's controller out.
+func twoKernels(t *testing.T, noOperator bool) (c *sandbox.Cluster, generic, aws sandbox.NodeOS) {
+	t.Helper()
+	generic, aws = sandbox.Ubuntu("24.04.2", "6.8.0-60-generic"), sandbox.Ubuntu("24.04.2", "6.8.0-1017-aws")
+	c = sandbox.StartT(t, sandbox.Options{
+		Scenario:   sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, NFDLabels: true, GPUNodeOS: []sandbox.NodeOS{generic, generic, aws}},
+		NoOperator: noOperator,
+		Registry:   true,
+	})
+	return c, generic, aws
 }
 
 // silentRegistry is a listener that accepts and says nothing (an air-gapped proxy, a firewall that

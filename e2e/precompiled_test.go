@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -30,11 +29,7 @@ import (
 // the nodes back as they were.
 func TestPrecompiledAuto(t *testing.T) {
 	t.Parallel()
-	generic, aws := sandbox.Ubuntu("24.04.2", "6.8.0-60-generic"), sandbox.Ubuntu("24.04.2", "6.8.0-1017-aws")
-	c := sandbox.StartT(t, sandbox.Options{
-		Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 3, CPUNodes: 1, NFDLabels: true, GPUNodeOS: []sandbox.NodeOS{generic, generic, aws}},
-		Registry: true,
-	})
+	c, generic, aws := twoKernels(t, false)
 	if err := c.PushImage(context.Background(), "nvidia/driver", driverimage.PrecompiledTag("595", generic.Kernel, "ubuntu24.04")); err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,16 @@ func build(t *testing.T, det *detect.Result, o Options) *Plan {
 	return p
 }
 
+// operatorLayer is the values layer source adds to the operator release, nil if none.
+func operatorLayer(p *Plan, source string) map[string]any {
+	for _, l := range p.Step("release-" + OperatorRelease).Release.Layers {
+		if l.Source == source {
+			return l.Values
+		}
+	}
+	return nil
+}
+
 func stepIDs(p *Plan) []string {
 	var ids []string
 	for _, s := range p.Steps {

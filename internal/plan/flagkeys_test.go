@@ -65,12 +65,7 @@ func TestFlagKeysCoverTheLayers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var layer map[string]any
-			for _, l := range p.Step("release-" + OperatorRelease).Release.Layers {
-				if l.Source == tc.source {
-					layer = l.Values
-				}
-			}
+			layer := operatorLayer(p, tc.source)
 			if len(layer) == 0 {
 				t.Fatalf("the plan has no %s layer", tc.source)
 			}

@@ -21,15 +21,6 @@ func migPools(r *detect.Result) {
 	}
 }
 
-func migLayer(p *Plan) map[string]any {
-	for _, l := range p.Step("release-" + OperatorRelease).Release.Layers {
-		if l.Source == MIGSource {
-			return l.Values
-		}
-	}
-	return nil
-}
-
 func TestMIG(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -55,7 +46,7 @@ func TestMIG(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := build(t, detection(tt.distro, migPools), Options{MIG: tt.mig})
-			layer := migLayer(p)
+			layer := operatorLayer(p, MIGSource)
 			if at(layer, "mig", "strategy") != tt.wantStrategy || at(layer, "migManager", "enabled") != true {
 				t.Errorf("layer %v: want mig.strategy %s and MIG manager on", layer, tt.wantStrategy)
 			}
@@ -92,7 +83,7 @@ func TestMIG(t *testing.T) {
 
 func TestMIGNoneTakesGpuctlsLabelsOff(t *testing.T) {
 	p := build(t, detection("kubeadm", migPools), Options{MIG: []string{"none"}})
-	if migLayer(p) != nil {
+	if operatorLayer(p, MIGSource) != nil {
 		t.Error("--mig none adds a values layer")
 	}
 	if s := p.Step(migStepID); s == nil || len(s.Labels.Nodes) != 0 {

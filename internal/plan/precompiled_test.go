@@ -17,15 +17,6 @@ func threeNodes() *PrecompiledFacts {
 	}}
 }
 
-func precompiledLayer(p *Plan) map[string]any {
-	for _, l := range p.Step("release-" + OperatorRelease).Release.Layers {
-		if l.Source == PrecompiledSource {
-			return l.Values
-		}
-	}
-	return nil
-}
-
 func TestPrecompiledAuto(t *testing.T) {
 	v2633 := map[string]ChartInfo{NFDRelease: testCharts[NFDRelease], OperatorRelease: {Name: "gpu-operator", Version: "26.3.3", AppVersion: "v26.3.3"}}
 	tests := []struct {
@@ -69,7 +60,7 @@ func TestPrecompiledAuto(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			layer := precompiledLayer(p)
+			layer := operatorLayer(p, PrecompiledSource)
 			if at(layer, "driver", "usePrecompiled") != false || at(layer, "driver", "nvidiaDriverCRD", "enabled") != true {
 				t.Errorf("layer %v: want the driver compiled by default and handed to NVIDIADrivers", layer)
 			}

@@ -18,15 +18,6 @@ func twoPools(r *detect.Result) {
 	r.GPUNodes = []detect.GPUNode{{Name: "a-1", Pool: "a100"}, {Name: "a-2", Pool: "a100"}, {Name: "l-1", Pool: "l4"}}
 }
 
-func sharingLayer(p *Plan) map[string]any {
-	for _, l := range p.Step("release-" + OperatorRelease).Release.Layers {
-		if l.Source == SharingSource {
-			return l.Values
-		}
-	}
-	return nil
-}
-
 func TestSharing(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -47,7 +38,7 @@ func TestSharing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := build(t, detection("gke", twoPools), Options{Sharing: tt.sharing})
-			layer := sharingLayer(p)
+			layer := operatorLayer(p, SharingSource)
 			cfg, _ := at(layer, "devicePlugin", "config").(map[string]any)
 			if cfg["create"] != true || cfg["name"] != SharingConfigMap || cfg["default"] != tt.wantDefault {
 				t.Fatalf("devicePlugin.config = %v, want a ConfigMap %s created with default %q", cfg, SharingConfigMap, tt.wantDefault)
@@ -79,7 +70,7 @@ func TestSharing(t *testing.T) {
 
 	t.Run("none plans no config and a step that takes gpuctl's labels off", func(t *testing.T) {
 		p := build(t, detection("gke", twoPools), Options{Sharing: []string{"none"}})
-		if l := sharingLayer(p); l != nil {
+		if l := operatorLayer(p, SharingSource); l != nil {
 			t.Errorf("--sharing none adds values %v", l)
 		}
 		if s := p.Step("node-labels"); s == nil || len(s.Labels.Nodes) != 0 || s.Skip != "" {
@@ -89,7 +80,7 @@ func TestSharing(t *testing.T) {
 
 	t.Run("without --sharing nothing changes", func(t *testing.T) {
 		p := build(t, detection("gke", twoPools), Options{})
-		if sharingLayer(p) != nil || p.Step("node-labels") != nil {
+		if operatorLayer(p, SharingSource) != nil || p.Step("node-labels") != nil {
 			t.Errorf("steps %v", stepIDs(p))
 		}
 	})
