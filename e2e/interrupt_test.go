@@ -128,6 +128,9 @@ func onlyWaitsFrom(steps []plan.Step, i int) bool {
 // two deployed revisions or lost its history, and a last run converges to every GPU node validated.
 func TestInterruptAtEveryStep(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts sandboxes (a real control plane); -short skips them, and the gpuctl binary's build with them")
+	}
 	bin, err := gpuctlBinary()
 	if err != nil {
 		t.Fatal(err)
