@@ -97,6 +97,37 @@ func TestMIG(t *testing.T) {
 		assertNoVerifyPods(t, c)
 	})
 
+	t.Run("upgrade to another config names the nodes it repartitions, then repartitions them", func(t *testing.T) {
+		newMIG := []string{"--mig", "mixed", "--mig", sharedPool + "=all-3g.20gb"}
+		before := clusterState(t, c)
+		dry := upgradeJSON(t, c, append([]string{"--dry-run"}, newMIG...)...)
+		m := dry.Preview.MIG
+		if m == nil || strings.Join(m.From, " ") != "mixed "+sharedPool+"=all-1g.5gb" || strings.Join(m.To, " ") != "mixed "+sharedPool+"=all-3g.20gb" ||
+			!slices.Equal(m.Repartition, pools[sharedPool]) || !dry.Preview.Changed() {
+			t.Fatalf("preview MIG %+v: want all-1g.5gb → all-3g.20gb repartitioning %v", m, pools[sharedPool])
+		}
+		assertUnchanged(t, before, clusterState(t, c))
+		upgradeJSON(t, c, append([]string{"--yes"}, newMIG...)...)
+		waitUntil(t, 5*time.Minute, "the A100s advertise 3g.20gb devices", func(ctx context.Context) (bool, error) {
+			for _, n := range pools[sharedPool] {
+				node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				q := node.Status.Allocatable["nvidia.com/mig-3g.20gb"]
+				if node.Labels[plan.MIGStateLabel] != "success" || q.Value() != 2*gpusOf(c, n) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		for _, n := range pools[sharedPool] {
+			if l := c.MIGLayout(n); l.Config != "all-3g.20gb" {
+				t.Errorf("node %s: the GPUs' MIG layout is %q, want all-3g.20gb", n, l.Config)
+			}
+		}
+	})
+
 	t.Run("uninstall puts every node's labels back exactly", func(t *testing.T) {
 		if code, _, stderr := uninstallJSON(t, c, "--yes"); code != 0 {
 			t.Fatalf("uninstall exited %d:\n%s", code, stderr)

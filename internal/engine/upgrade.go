@@ -98,6 +98,19 @@ type UpgradePreview struct {
 	Values *bundle.ValueChanges `json:"values,omitempty"`
 	// Sharing is --sharing's move, where the upgrade has a choice or had one (nil otherwise).
 	Sharing *SharingChange `json:"sharing,omitempty"`
+	// MIG is --mig's move, where the upgrade has a choice or had one (nil otherwise).
+	MIG *MIGChange `json:"mig,omitempty"`
+}
+
+// MIGChange is --mig's move: the recorded choice, the new one, the node labels the upgrade sets, and
+// the nodes whose mig-parted config changes. MIG manager repartitions those nodes' GPUs, which stops
+// the GPU pods on them (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html).
+type MIGChange struct {
+	From   []string         `json:"from,omitempty"`
+	To     []string         `json:"to,omitempty"`
+	Labels *plan.NodeLabels `json:"labels,omitempty"`
+	// Repartition are the nodes whose nvidia.com/mig.config the upgrade changes, sorted.
+	Repartition []string `json:"repartition,omitempty"`
 }
 
 // SharingChange is --sharing's move: the recorded choice, the new one, and the node labels the
@@ -129,6 +142,9 @@ func (p *UpgradePreview) Changed() bool {
 		if r.Outcome != release.Unchanged {
 			return true
 		}
+	}
+	if p.MIG != nil && (!slices.Equal(p.MIG.From, p.MIG.To) || len(p.MIG.Repartition) > 0) {
+		return true
 	}
 	return p.Sharing != nil && !slices.Equal(p.Sharing.From, p.Sharing.To)
 }
@@ -415,6 +431,12 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 			pv.Sharing.To = recordedSharing(u.Options.Sharing)
 		}
 	}
+	if s := p.Step(plan.MIGStepID); s != nil {
+		var err error
+		if pv.MIG, err = u.migChange(ctx, rec, s.Labels); err != nil {
+			return nil, err
+		}
+	}
 	if p.Distribution == "openshift" {
 		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and
 		// the ClusterPolicy follows the CSV OLM installs.
@@ -424,6 +446,29 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 			"(https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/operators/administrator-tasks#olm-upgrading-operators)")
 	}
 	return pv, nil
+}
+
+// migChange is --mig's move for the preview: the recorded and new choices, and the nodes whose
+// config label the step changes (read from the cluster now).
+func (u *Upgrade) migChange(ctx context.Context, rec *record.Record, labels *plan.NodeLabels) (*MIGChange, error) {
+	c := &MIGChange{From: rec.Inputs.MIG, To: rec.Inputs.MIG, Labels: labels}
+	if len(u.Options.MIG) > 0 {
+		c.To = recordedMIG(u.Options.MIG)
+	}
+	if labels == nil {
+		return c, nil
+	}
+	nodes, err := u.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read the nodes' MIG configs: %w", err)
+	}
+	for _, n := range nodes.Items {
+		if want, ok := labels.Nodes[n.Name]; ok && n.Labels[labels.Key] != want {
+			c.Repartition = append(c.Repartition, n.Name)
+		}
+	}
+	slices.Sort(c.Repartition)
+	return c, nil
 }
 
 // previewRelease renders release r as the run will apply it (a Helm dry run: nothing is written)

@@ -205,8 +205,8 @@ func configProfile(config string) string {
 	return p
 }
 
-// migStep is the node-labels step of --mig.
-const migStepID = "mig-labels"
+// MIGStepID is the ID of --mig's node-labels step.
+const MIGStepID = "mig-labels"
 
 // mig plans --mig: the values layer (mig.strategy, MIG manager on, WITH_REBOOT on GKE) and the step that
 // labels each chosen pool's nodes with their config. It refuses, before anything is written, a pool
@@ -237,7 +237,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 	}
 	slices.Sort(poolNames)
 	labels := &NodeLabels{Key: MIGLabel, Rule: strings.Replace(sharingRule, "a node that joins", "a MIG-capable node that joins", 1)}
-	step := &Step{ID: migStepID, Kind: KindNodeLabels, Title: "Label the MIG pools' nodes " + MIGLabel,
+	step := &Step{ID: MIGStepID, Kind: KindNodeLabels, Title: "Label the MIG pools' nodes " + MIGLabel,
 		Why:    "NVIDIA's MIG manager partitions a node's GPUs as the mig-parted config its " + MIGLabel + " label names, and reports in " + MIGStateLabel,
 		Labels: labels}
 	if choice == nil {

@@ -60,14 +60,14 @@ func TestMIG(t *testing.T) {
 			}); reboot != tt.wantReboot {
 				t.Errorf("migManager.env %v: WITH_REBOOT %v, want %v", env, reboot, tt.wantReboot)
 			}
-			s := p.Step(migStepID)
+			s := p.Step(MIGStepID)
 			if s == nil || s.Kind != KindNodeLabels || s.Labels == nil || s.Labels.Key != MIGLabel {
-				t.Fatalf("step %s = %+v, want labels of %s", migStepID, s, MIGLabel)
+				t.Fatalf("step %s = %+v, want labels of %s", MIGStepID, s, MIGLabel)
 			}
 			if !maps.Equal(s.Labels.Nodes, tt.wantNodes) {
 				t.Errorf("labelled %v, want %v", s.Labels.Nodes, tt.wantNodes)
 			}
-			if ids := stepIDs(p); slices.Index(ids, migStepID) < slices.Index(ids, "release-"+OperatorRelease) {
+			if ids := stepIDs(p); slices.Index(ids, MIGStepID) < slices.Index(ids, "release-"+OperatorRelease) {
 				t.Errorf("steps %v: the labels come before the operator release enables MIG manager", ids)
 			}
 			warned := false
@@ -86,7 +86,7 @@ func TestMIGNoneTakesGpuctlsLabelsOff(t *testing.T) {
 	if operatorLayer(p, MIGSource) != nil {
 		t.Error("--mig none adds a values layer")
 	}
-	if s := p.Step(migStepID); s == nil || len(s.Labels.Nodes) != 0 {
+	if s := p.Step(MIGStepID); s == nil || len(s.Labels.Nodes) != 0 {
 		t.Errorf("step %+v, want one that labels nothing (and takes gpuctl's labels off)", s)
 	}
 }

@@ -48,6 +48,18 @@ func PrintUpgradePreview(w io.Writer, p *engine.UpgradePreview, style Style) err
 			}
 		}
 	}
+	if m := p.MIG; m != nil {
+		fmt.Fprintf(b, "\nMIG: %s → %s\n", sharingText(m.From), sharingText(m.To))
+		if m.Labels != nil {
+			for _, n := range slices.Sorted(maps.Keys(m.Labels.Nodes)) {
+				line := fmt.Sprintf("  %s: %s=%s", n, m.Labels.Key, m.Labels.Nodes[n])
+				if slices.Contains(m.Repartition, n) {
+					line += "  (new config: MIG manager repartitions its GPUs and stops the GPU pods on it)"
+				}
+				b.WriteString(line + "\n")
+			}
+		}
+	}
 	if !p.Values.Empty() {
 		fmt.Fprintf(b, "\nValues (%s; docs/troubleshooting.md#upgrades):\n", p.Values.Summary())
 		for _, l := range p.Values.Lines() {
