@@ -38,15 +38,19 @@ func TestFollowRSSIsTheChildsOwn(t *testing.T) {
 	for i := range ballast {
 		ballast[i] = 1
 	}
-	cmd := exec.Command("sleep", "0.5")
+	// The child lives until the sampler has read it: on a loaded machine a short-lived child could
+	// exit (and be reaped) before the sampler's first read.
+	cmd := exec.Command("sleep", "120")
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
 	}
 	p, stop := followRSS(cmd.Process.Pid, 20*time.Millisecond)
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(60 * time.Second); p.Peak() == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 	runtime.KeepAlive(ballast)
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if got := ru.Maxrss << 10; got < 256<<20 {
