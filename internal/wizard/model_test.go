@@ -179,6 +179,20 @@ func (h *harness) expectScreen(s step) {
 	}
 }
 
+// settleUntil settles until the view shows every part (a run that blocks keeps commands in flight, so
+// one settle ends at its patience, which a loaded machine may spend before the events arrive), for at
+// most 30 seconds; expectView then says what is missing.
+func (h *harness) settleUntil(parts ...string) {
+	h.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		h.settle()
+		v := ansi.Strip(h.view())
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(v, p) }) {
+			return
+		}
+	}
+}
+
 func (h *harness) expectView(parts ...string) {
 	h.t.Helper()
 	v := ansi.Strip(h.view())
@@ -287,7 +301,7 @@ func TestScreens(t *testing.T) {
 		h.keys("enter")
 		<-f.blocked
 		h.patience = 300 * time.Millisecond
-		h.settle()
+		h.settleUntil("✔ Install NVIDIA GPU Operator v26.7.0 2s", "✔ gke-gpu-0 done", "gke-gpu-1 waiting")
 		h.expectView("✔ Install NVIDIA GPU Operator v26.7.0 2s", "✔ gke-gpu-0 done", "gke-gpu-1 waiting")
 		h.golden()
 	})
@@ -549,7 +563,7 @@ func TestCtrlC(t *testing.T) {
 		h.keys("enter")
 		<-f.blocked
 		h.patience = 300 * time.Millisecond
-		h.settle()
+		h.settleUntil("✔ gke-gpu-0 done", "gke-gpu-1 waiting")
 		h.keys("ctrl+c")
 		h.expectView("Stop the install?")
 		h.golden()
