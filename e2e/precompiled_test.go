@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuctl/gpuctl/internal/driverimage"
+	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -137,6 +138,21 @@ func TestPrecompiledAuto(t *testing.T) {
 		wantImages := []string{repo + ":595-6.8.0-60-generic-ubuntu24.04", repo + ":595.91.07-ubuntu24.04"}
 		if !slices.Equal(images, wantImages) {
 			t.Errorf("the NVIDIADrivers' DaemonSets pull %v, want %v", images, wantImages)
+		}
+	})
+
+	t.Run("status names each NVIDIADriver with its nodes", func(t *testing.T) {
+		code, st := statusJSON(t, c)
+		var check *engine.StatusCheck
+		for i := range st.Checks {
+			if st.Checks[i].Name == "nvidia-drivers" {
+				check = &st.Checks[i]
+			}
+		}
+		if code != 0 || check == nil || check.State != engine.CheckOK ||
+			!strings.Contains(check.Message, "NVIDIADriver "+compiledDriver+": ready (gpu-worker-3)") ||
+			!strings.Contains(check.Message, "NVIDIADriver "+precompiledDriver+": ready (gpu-worker-1, gpu-worker-2)") {
+			t.Errorf("status exit %d, nvidia-drivers check %+v", code, check)
 		}
 	})
 

@@ -212,6 +212,8 @@ type statusInputs struct {
 	dra        bool
 	gpuCluster *unstructured.Unstructured
 	slices     []resourcev1.ResourceSlice
+	// drivers are the NVIDIADrivers, judged where the ClusterPolicy (or the DRA stack) hands them the driver.
+	drivers []unstructured.Unstructured
 }
 
 // read reads what the checks look at and evaluates them. An object that is not there is a verdict,
@@ -235,6 +237,9 @@ func (s *Status) read(ctx context.Context, rec *record.Record, ns, policyName st
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	in.nodes = nodes.Items
+	if in.drivers, err = s.readNVIDIADrivers(ctx); err != nil {
+		return nil, err
+	}
 	pods, err := s.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app in (" + strings.Join([]string{driverApp, toolkitApp, devicePluginApp, validatorApp, draKubeletPluginApp}, ",") + ")"})
 	if err != nil {
 		return nil, fmt.Errorf("list operand pods in %s: %w", ns, err)
@@ -306,6 +311,9 @@ func evaluateStatus(in statusInputs) *StatusResult {
 		if len(res.Nodes) > 0 {
 			res.Checks = append(res.Checks, allocatableCheck(res.Nodes), driverUpgradeCheck(res.Nodes, in.namespace))
 		}
+	}
+	if len(in.drivers) > 0 && len(res.Nodes) > 0 && driversHandedOver(in.policy, in.dra) {
+		res.Checks = append(res.Checks, nvidiaDriversCheck(in.drivers, in.nodes, res.Nodes, in.namespace))
 	}
 	if hasMIGState(res.Nodes) {
 		res.Checks = append(res.Checks, migCheck(res.Nodes, in.namespace))
