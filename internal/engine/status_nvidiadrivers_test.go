@@ -25,8 +25,12 @@ func TestNVIDIADriversCheck(t *testing.T) {
 	node := func(name, kernel string, labels map[string]string) corev1.Node {
 		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: kernel}}}
 	}
-	kernelSel := func(k string) map[string]any { return map[string]any{"feature.node.kubernetes.io/kernel-version.full": k} }
-	kl := func(k string) map[string]string { return map[string]string{"feature.node.kubernetes.io/kernel-version.full": k} }
+	kernelSel := func(k string) map[string]any {
+		return map[string]any{"feature.node.kubernetes.io/kernel-version.full": k}
+	}
+	kl := func(k string) map[string]string {
+		return map[string]string{"feature.node.kubernetes.io/kernel-version.full": k}
+	}
 	rows := []NodeStatus{{Name: "gpu-1"}, {Name: "gpu-2"}, {Name: "gpu-3"}}
 	nodes := []corev1.Node{node("gpu-1", "6.8.0-60-generic", kl("6.8.0-60-generic")), node("gpu-2", "6.8.0-60-generic", kl("6.8.0-60-generic")),
 		node("gpu-3", "6.8.0-1017-aws", kl("6.8.0-1017-aws")), node("cpu-1", "6.8.0-1017-aws", kl("6.8.0-1017-aws"))}
