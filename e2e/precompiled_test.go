@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -207,4 +208,66 @@ func driverImage(ds appsv1.DaemonSet) string {
 		}
 	}
 	return ds.Name + ": no nvidia-driver-ctr"
+}
+
+// TestPrecompiledAutoBeforeTheDefaultDriver: GPU Operator v26.3.3 has no default NVIDIADriver, so
+// --precompiled auto gives each kernel its own, precompiled where the registry has the image (the
+// generic kernel) and compiled elsewhere (the AWS kernel); NVIDIA's real v26.3.3 controller reconciles
+// both. A GPU node that joins later on a third kernel is selected by neither: status fails naming it.
+func TestPrecompiledAutoBeforeTheDefaultDriver(t *testing.T) {
+	t.Parallel()
+	c, generic, _ := twoKernels(t, false)
+	if err := c.PushImage(context.Background(), "nvidia/driver", driverimage.PrecompiledTag("580", generic.Kernel, "ubuntu24.04")); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := installJSON(t, c, "--operator-version", "v26.3.3", "--precompiled", "auto", "--registry", c.RegistryHost, "--set", "driver.version=580.126.20")
+	if !slices.ContainsFunc(res.Plan.Warnings, func(w string) bool { return strings.Contains(w, "has no default NVIDIADriver") }) {
+		t.Errorf("warnings %q: want the one about nodes that join later", res.Plan.Warnings)
+	}
+	assertRealController(t, c, "v26.3.3")
+	dyn := dynamicClient(t, c)
+	names := []string{"kernel-6.8.0-1017-aws", "kernel-6.8.0-60-generic"}
+	waitUntil(t, 5*time.Minute, "both kernels' NVIDIADrivers are ready", func(ctx context.Context) (bool, error) {
+		list, err := dyn.Resource(nvidiaDrivers).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var ready []string
+		for _, d := range list.Items {
+			if state, _, _ := unstructured.NestedString(d.Object, "status", "state"); state == "ready" {
+				ready = append(ready, d.GetName())
+			}
+		}
+		slices.Sort(ready)
+		return slices.Equal(ready, names), nil
+	})
+
+	// A GPU node on a kernel no NVIDIADriver selects: a copy of gpu-worker-3 with a newer kernel, as
+	// NFD labels it.
+	const joined, kernel = "gpu-joined-1", "6.8.0-1020-aws"
+	src, err := c.Kube.CoreV1().Nodes().Get(t.Context(), "gpu-worker-3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: joined, Labels: map[string]string{}, Annotations: maps.Clone(src.Annotations)}, Status: src.Status}
+	for k, v := range src.Labels {
+		if !strings.HasPrefix(k, "nvidia.com/") {
+			n.Labels[k] = v
+		}
+	}
+	n.Labels["kubernetes.io/hostname"] = joined
+	n.Labels[plan.KernelLabel] = kernel
+	n.Status.NodeInfo.KernelVersion = kernel
+	if _, err := c.Kube.CoreV1().Nodes().Create(t.Context(), n, metav1.CreateOptions{FieldManager: "kubelet"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 3*time.Minute, "status names the joined node as driven by no NVIDIADriver", func(ctx context.Context) (bool, error) {
+		code, st := statusJSON(t, c)
+		for _, ch := range st.Checks {
+			if ch.Name == "nvidia-drivers" {
+				return code == 4 && ch.State == engine.CheckFailed && strings.Contains(ch.Message, "no NVIDIADriver selects "+joined+" (kernel "+kernel+")"), nil
+			}
+		}
+		return false, nil
+	})
 }
