@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/render"
 )
 
 // TestPrecompiledAuto: three GPU nodes on two kernels, and the sandbox's real OCI registry as the
@@ -62,6 +63,26 @@ func TestPrecompiledAuto(t *testing.T) {
 			}
 		}
 		assertUnchanged(t, before, clusterState(t, c))
+	})
+
+	t.Run("images lists the precompiled image of each kernel that has one, and the compiled driver", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, append([]string{"images", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var list render.ImageList
+		if err := json.Unmarshal([]byte(stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		var drivers []string
+		for _, im := range list.Images {
+			if strings.Contains(im.Image, "/nvidia/driver:") {
+				drivers = append(drivers, im.Image)
+			}
+		}
+		if want := []string{repo + ":595-6.8.0-60-generic-ubuntu24.04", repo + ":595.91.07-ubuntu24.04"}; !slices.Equal(drivers, want) {
+			t.Errorf("driver images %v, want %v", drivers, want)
+		}
 	})
 
 	t.Run("a registry that does not answer: a warning, and the driver built everywhere", func(t *testing.T) {

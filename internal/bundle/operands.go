@@ -2,9 +2,11 @@ package bundle
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"slices"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // OperandImage is one image the operator of a release deploys for a ClusterPolicy.
@@ -80,17 +82,28 @@ func operands(version string) []operand {
 	return ops
 }
 
+// Node is a GPU node as the image list needs it: its kernel (status.nodeInfo.kernelVersion) and the
+// operator's OS tag for it ("ubuntu24.04"; "" when gpuctl cannot tell).
+type Node struct {
+	Name, Kernel, OSTag string
+}
+
 // OperandImages returns every image the operator of release version deploys for a ClusterPolicy
 // spec, with the controller's own rules: an image is <repository>/<image>:<version> (…@<version> for
 // a sha256: digest), the image alone when repository and version are both empty (ImagePath in
 // api/nvidia/v1/clusterpolicy_types.go), and the driver's, GDS's, GDRCopy's and the vGPU manager's
 // tags get "-<os tag>" of the GPU nodes appended unless they are digests (resolveDriverTag). osTags are
-// the node OS tags to list those images for ("ubuntu22.04", "rhel9", "rhcos4.18"). notes say what
-// cannot be listed: an image left empty (the operator would take it from its environment, as under OLM)
-// and precompiled drivers, whose tag carries each node's kernel version.
-func OperandImages(version string, spec map[string]any, osTags []string) ([]OperandImage, []string) {
+// the node OS tags to list those images for ("ubuntu22.04", "rhel9", "rhcos4.18"). A precompiled
+// driver's tag carries each node's kernel as well: it is listed for nodes, the GPU nodes when known.
+// A driver handed to NVIDIADriver objects (useNvidiaDriverCRD) is theirs, not the ClusterPolicy's: the
+// controller skips its driver and vGPU manager states then (ClusterPolicyController.step in
+// controllers/state_manager.go at v26.7.0), and NVIDIADriverImages lists each NVIDIADriver's. notes say
+// what cannot be listed: an image left empty (the operator would take it from its environment, as under
+// OLM), and precompiled drivers when no node is known.
+func OperandImages(version string, spec map[string]any, osTags []string, nodes []Node) ([]OperandImage, []string) {
 	var out []OperandImage
 	var notes []string
+	handedOver, _ := specAt(spec, "driver", "useNvidiaDriverCRD").(bool)
 	sandbox := isOn(spec, false, "sandboxWorkloads")
 	mode, _ := specAt(spec, "sandboxWorkloads", "mode").(string)
 	if mode == "" {
@@ -116,6 +129,9 @@ func OperandImages(version string, spec map[string]any, osTags []string) ([]Oper
 			}
 		}
 		name := strings.Join(op.path, ".")
+		if handedOver && (op.path[0] == "driver" || slices.Equal(op.parent, []string{"driver"}) || op.path[0] == "vgpuManager") {
+			continue
+		}
 		m, _ := specAt(spec, op.path...).(map[string]any)
 		repo, _ := m["repository"].(string)
 		img, _ := m["image"].(string)
@@ -130,7 +146,11 @@ func OperandImages(version string, spec map[string]any, osTags []string) ([]Oper
 			continue
 		}
 		if pre, _ := m["usePrecompiled"].(bool); name == "driver" && pre {
-			notes = append(notes, "driver.usePrecompiled: the driver image tag is "+ver+"-<kernel version>-<os tag> per node; list those tags from your nodes' kernels")
+			imgs, note := precompiledImages(ref, ver, name, nodes)
+			out = append(out, imgs...)
+			if note != "" {
+				notes = append(notes, note)
+			}
 			continue
 		}
 		if !op.osTag || strings.HasPrefix(ver, "sha256:") {
@@ -142,6 +162,81 @@ func OperandImages(version string, spec map[string]any, osTags []string) ([]Oper
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Image < out[j].Image })
+	return out, notes
+}
+
+// precompiledImages are a precompiled driver's images for nodes: ref-<kernel>-<os tag> for each
+// kernel and OS (GetPrecompiledImagePath in api/nvidia/v1alpha1/nvidiadriver_types.go at v26.7.0); a
+// note instead when no node is known, and for nodes whose OS gpuctl cannot tag.
+func precompiledImages(ref, ver, component string, nodes []Node) ([]OperandImage, string) {
+	if len(nodes) == 0 {
+		return nil, component + ": precompiled, the driver image tag is " + ver + "-<kernel version>-<os tag> per node; list those tags from your nodes' kernels (or run gpuctl images against the cluster)"
+	}
+	var out []OperandImage
+	var untagged []string
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n.OSTag == "" || n.Kernel == "" {
+			untagged = append(untagged, n.Name)
+			continue
+		}
+		img := ref + "-" + n.Kernel + "-" + n.OSTag
+		if !seen[img] {
+			seen[img] = true
+			out = append(out, OperandImage{Image: img, Component: component + " (precompiled, kernel " + n.Kernel + ")", OS: n.OSTag})
+		}
+	}
+	if len(untagged) > 0 {
+		return out, component + ": precompiled, and gpuctl cannot tell the image of " + strings.Join(untagged, ", ") + " (OS image or kernel not known)"
+	}
+	return out, ""
+}
+
+// NVIDIADriverImages returns the images NVIDIA's NVIDIADriver controller deploys for one NVIDIADriver
+// spec: the driver (precompiled for each of nodes, the GPU nodes it selects; else for each OS tag), its
+// driver manager, and GDS and GDRCopy where enabled (their images suffixed with the OS tag, as the
+// driver's) (internal/state/driver.go and api/nvidia/v1alpha1/nvidiadriver_types.go at v26.7.0).
+func NVIDIADriverImages(spec map[string]any, osTags []string, nodes []Node) ([]OperandImage, []string) {
+	var out []OperandImage
+	var notes []string
+	for _, part := range []struct {
+		path   []string
+		osTag  bool
+		always bool
+	}{{nil, true, true}, {[]string{"manager"}, false, true}, {[]string{"gds"}, true, false}, {[]string{"gdrcopy"}, true, false}} {
+		m := spec
+		name := "driver"
+		if part.path != nil {
+			m, _ = specAt(spec, part.path...).(map[string]any)
+			name = "driver." + strings.Join(part.path, ".")
+		}
+		if m == nil || (!part.always && m["enabled"] != true) {
+			continue
+		}
+		repo, _ := m["repository"].(string)
+		img, _ := m["image"].(string)
+		ver := fmt.Sprint(orEmpty(m["version"]))
+		ref, err := imagePath(repo, img, ver)
+		if err != nil || ref == "" {
+			notes = append(notes, fmt.Sprintf("%s: no complete image (repository %q, image %q, version %q); the operator would not deploy it", name, repo, img, ver))
+			continue
+		}
+		if pre, _ := spec["usePrecompiled"].(bool); part.path == nil && pre {
+			imgs, note := precompiledImages(ref, ver, name, nodes)
+			out = append(out, imgs...)
+			if note != "" {
+				notes = append(notes, note)
+			}
+			continue
+		}
+		if !part.osTag || strings.HasPrefix(ver, "sha256:") {
+			out = append(out, OperandImage{Image: ref, Component: name})
+			continue
+		}
+		for _, os := range osTags {
+			out = append(out, OperandImage{Image: ref + "-" + os, Component: name, OS: os})
+		}
+	}
 	return out, notes
 }
 

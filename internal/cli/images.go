@@ -36,6 +36,9 @@ it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
 			if err := validateValuesOptions(&o); err != nil {
 				return err
 			}
+			if err := plan.CheckPrecompiled(o.Precompiled); err != nil {
+				return usageError{err}
+			}
 			if err := validateNodeOS(nodeOS); err != nil {
 				return err
 			}
@@ -59,6 +62,7 @@ it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
 	f.BoolVar(&o.NoTaint, "no-taint", false, "list as for an install without the taint")
 	f.BoolVar(&o.Taint, "taint", false, "list as for an install with --taint")
 	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release: v26.7.0 (default), v26.3.3 or v25.10.1")
+	f.StringVar(&o.Precompiled, "precompiled", "", "list as for an install with --precompiled auto: the precompiled images of the GPU nodes' kernels the registry has, the compiled driver for the rest")
 	f.StringSliceVar(&nodeOS, "node-os", nil, "node OS tags to list the driver images for, as the operator tags them (ubuntu22.04, ubuntu24.04, rhel9, rhcos4.18); default: the GPU nodes' own, or ubuntu22.04,ubuntu24.04 with --profile")
 	f.StringVar(&kubeVersion, "kube-version", "", "Kubernetes version for the charts' capabilities (offline)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json, yaml")

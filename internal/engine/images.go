@@ -29,6 +29,7 @@ type Images struct {
 func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 	t := &Template{Clients: im.Clients, Namespace: im.Namespace, Options: im.Options, KubeVersion: im.KubeVersion}
 	nodeOS, from := im.NodeOS, "--node-os"
+	var gpuNodes []detect.GPUNode
 	if im.Options.Profile == "" {
 		if im.Clients == nil {
 			return nil, fmt.Errorf("without --profile, images detects the cluster: no cluster configured")
@@ -46,6 +47,7 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 		if len(nodeOS) == 0 {
 			nodeOS, from = render.NodeOSTags(det.GPUNodes)
 		}
+		gpuNodes = det.GPUNodes
 	}
 	if len(nodeOS) == 0 {
 		nodeOS, from = render.DefaultNodeOS(), "default (no cluster; choose with --node-os)"
@@ -70,7 +72,7 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 		// ClusterPolicy is the CSV's alm-example, read at install time.
 		list.Notes = append(list.Notes, "OpenShift: NVIDIA's certified operator and its operand images come from OLM (the CSV's relatedImages of gpu-operator-certified "+version+"); mirror them with oc-mirror and an ImageDigestMirrorSet, not with --registry. Only the images gpuctl's own charts render are listed.")
 	}
-	found, err := render.ManifestImages(manifest, version, nodeOS)
+	found, err := render.ManifestImages(manifest, version, nodeOS, gpuNodes)
 	if err != nil {
 		return nil, err
 	}

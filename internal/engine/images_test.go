@@ -40,7 +40,7 @@ func renderedImages(t *testing.T, o InstallOptions, nodeOS []string) (want []str
 			continue
 		}
 		spec, _ := u.Object["spec"].(map[string]any)
-		ops, _ := bundle.OperandImages(b.Version, spec, nodeOS)
+		ops, _ := bundle.OperandImages(b.Version, spec, nodeOS, nil)
 		for _, op := range ops {
 			set[op.Image] = true
 		}

@@ -7,8 +7,12 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/driverimage"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // DefaultNodeOS returns the node OS tags the driver images are listed for when neither a cluster nor
@@ -42,14 +46,17 @@ type ListedImage struct {
 
 // ManifestImages lists the images of a rendered manifest: every container and init container of its
 // workloads (Pods, Deployments, DaemonSets, StatefulSets, ReplicaSets, Jobs, CronJobs), and the
-// operands the operator of release version deploys for each ClusterPolicy in it, OS-specific ones
-// for each of nodeOS. Images a pod never pulls (imagePullPolicy Never: preloaded on the node) are left
-// out with a note.
-func ManifestImages(manifest, version string, nodeOS []string) (*ImageList, error) {
+// operands the operator of release version deploys for each ClusterPolicy and NVIDIADriver in it,
+// OS-specific ones for each of nodeOS, precompiled drivers for the kernels of gpuNodes (the GPU nodes
+// when a cluster is detected). Images a pod never pulls (imagePullPolicy Never: preloaded on the node)
+// are left out with a note.
+func ManifestImages(manifest, version string, nodeOS []string, gpuNodes []detect.GPUNode) (*ImageList, error) {
 	objs, err := DecodeManifest(manifest)
 	if err != nil {
 		return nil, fmt.Errorf("read rendered manifest: %w", err)
 	}
+	nodes := imageNodes(gpuNodes)
+	drivers := driversByNode(objs, nodes)
 	used := map[string][]string{}
 	var notes []string
 	add := func(img, by string) {
@@ -65,16 +72,23 @@ func ManifestImages(manifest, version string, nodeOS []string) (*ImageList, erro
 		ns, _ := md["namespace"].(string)
 		if kind == "ClusterPolicy" {
 			spec, _ := o["spec"].(map[string]any)
-			ops, n := bundle.OperandImages(version, spec, nodeOS)
+			ops, n := bundle.OperandImages(version, spec, nodeOS, nodes)
 			for _, op := range ops {
-				by := "ClusterPolicy " + name + ": " + op.Component
-				if op.OS != "" {
-					by += " (" + op.OS + ")"
-				}
-				add(op.Image, by)
+				add(op.Image, operandUser("ClusterPolicy "+name, op))
 			}
 			for _, s := range n {
 				notes = append(notes, "ClusterPolicy "+name+": "+s)
+			}
+			continue
+		}
+		if kind == "NVIDIADriver" {
+			spec, _ := o["spec"].(map[string]any)
+			ops, n := bundle.NVIDIADriverImages(spec, nodeOS, drivers[name])
+			for _, op := range ops {
+				add(op.Image, operandUser("NVIDIADriver "+name, op))
+			}
+			for _, s := range n {
+				notes = append(notes, "NVIDIADriver "+name+": "+s)
 			}
 			continue
 		}
@@ -110,6 +124,59 @@ func ManifestImages(manifest, version string, nodeOS []string) (*ImageList, erro
 	}
 	sort.Slice(out.Images, func(i, j int) bool { return out.Images[i].Image < out.Images[j].Image })
 	return out, nil
+}
+
+// operandUser is what pulls an operand image: the object and the component, with its OS tag.
+func operandUser(object string, op bundle.OperandImage) string {
+	by := object + ": " + op.Component
+	if op.OS != "" && !strings.Contains(op.Component, "precompiled") {
+		by += " (" + op.OS + ")"
+	}
+	return by
+}
+
+// imageNodes are the GPU nodes with their OS tags.
+func imageNodes(gpuNodes []detect.GPUNode) []bundle.Node {
+	var out []bundle.Node
+	for _, n := range gpuNodes {
+		out = append(out, bundle.Node{Name: n.Name, Kernel: n.Kernel, OSTag: OSTag(n.OSImage)})
+	}
+	return out
+}
+
+// driversByNode gives each NVIDIADriver the GPU nodes it drives, as NVIDIA's controller routes them
+// (v26.7): the nodes its nodeSelector on NFD's kernel label picks, every node for one without a
+// selector that is not the default, and the nodes no other picks for the default. A selector on other
+// labels picks nodes gpuctl cannot tell from here: none are listed (its precompiled images get a note).
+func driversByNode(objs []*unstructured.Unstructured, nodes []bundle.Node) map[string][]bundle.Node {
+	out := map[string][]bundle.Node{}
+	picked := map[string]bool{}
+	var defaults []string
+	for _, u := range objs {
+		if u.GetKind() != "NVIDIADriver" {
+			continue
+		}
+		if isDefault, _, _ := unstructured.NestedBool(u.Object, "spec", "default"); isDefault {
+			defaults = append(defaults, u.GetName())
+			continue
+		}
+		sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "nodeSelector")
+		kernel, byKernel := sel[plan.KernelLabel]
+		for _, n := range nodes {
+			if len(sel) == 0 || (len(sel) == 1 && byKernel && driverimage.KernelLabel(n.Kernel) == kernel) {
+				out[u.GetName()] = append(out[u.GetName()], n)
+				picked[n.Name] = true
+			}
+		}
+	}
+	for _, d := range defaults {
+		for _, n := range nodes {
+			if !picked[n.Name] {
+				out[d] = append(out[d], n)
+			}
+		}
+	}
+	return out
 }
 
 // PodSpecOf returns the pod template's spec of a workload, or nil for anything else.
