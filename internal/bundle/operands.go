@@ -145,24 +145,31 @@ func OperandImages(version string, spec map[string]any, osTags []string, nodes [
 			notes = append(notes, name+": no image in the ClusterPolicy; the operator takes it from its own environment (as under OLM), so it is not listed")
 			continue
 		}
-		if pre, _ := m["usePrecompiled"].(bool); name == "driver" && pre {
-			imgs, note := precompiledImages(ref, ver, name, nodes)
-			out = append(out, imgs...)
-			if note != "" {
-				notes = append(notes, note)
-			}
-			continue
-		}
-		if !op.osTag || strings.HasPrefix(ver, "sha256:") {
-			out = append(out, OperandImage{Image: ref, Component: name})
-			continue
-		}
-		for _, os := range osTags {
-			out = append(out, OperandImage{Image: ref + "-" + os, Component: name, OS: os})
+		pre, _ := m["usePrecompiled"].(bool)
+		imgs, note := imagesOf(ref, ver, name, name == "driver" && pre, op.osTag, osTags, nodes)
+		out = append(out, imgs...)
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Image < out[j].Image })
 	return out, notes
+}
+
+// imagesOf are the images of one operand's image ref: a precompiled driver's for each node's kernel,
+// ref suffixed with each OS tag where the operator suffixes it (osTag; not for a digest), else ref.
+func imagesOf(ref, ver, component string, precompiled, osTag bool, osTags []string, nodes []Node) ([]OperandImage, string) {
+	switch {
+	case precompiled:
+		return precompiledImages(ref, ver, component, nodes)
+	case !osTag || strings.HasPrefix(ver, "sha256:"):
+		return []OperandImage{{Image: ref, Component: component}}, ""
+	}
+	var out []OperandImage
+	for _, os := range osTags {
+		out = append(out, OperandImage{Image: ref + "-" + os, Component: component, OS: os})
+	}
+	return out, ""
 }
 
 // precompiledImages are a precompiled driver's images for nodes: ref-<kernel>-<os tag> for each
@@ -221,20 +228,11 @@ func NVIDIADriverImages(spec map[string]any, osTags []string, nodes []Node) ([]O
 			notes = append(notes, fmt.Sprintf("%s: no complete image (repository %q, image %q, version %q); the operator would not deploy it", name, repo, img, ver))
 			continue
 		}
-		if pre, _ := spec["usePrecompiled"].(bool); part.path == nil && pre {
-			imgs, note := precompiledImages(ref, ver, name, nodes)
-			out = append(out, imgs...)
-			if note != "" {
-				notes = append(notes, note)
-			}
-			continue
-		}
-		if !part.osTag || strings.HasPrefix(ver, "sha256:") {
-			out = append(out, OperandImage{Image: ref, Component: name})
-			continue
-		}
-		for _, os := range osTags {
-			out = append(out, OperandImage{Image: ref + "-" + os, Component: name, OS: os})
+		pre, _ := spec["usePrecompiled"].(bool)
+		imgs, note := imagesOf(ref, ver, name, part.path == nil && pre, part.osTag, osTags, nodes)
+		out = append(out, imgs...)
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
 	return out, notes
