@@ -109,13 +109,13 @@ func TestMIG(t *testing.T) {
 		assertUnchanged(t, before, clusterState(t, c))
 		upgradeJSON(t, c, append([]string{"--yes"}, newMIG...)...)
 		waitUntil(t, 5*time.Minute, "the A100s advertise 3g.20gb devices", func(ctx context.Context) (bool, error) {
-			for _, n := range pools[sharedPool] {
-				node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
+			list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, node := range list.Items {
 				q := node.Status.Allocatable["nvidia.com/mig-3g.20gb"]
-				if node.Labels[plan.MIGStateLabel] != "success" || q.Value() != 2*gpusOf(c, n) {
+				if slices.Contains(pools[sharedPool], node.Name) && (node.Labels[plan.MIGStateLabel] != "success" || q.Value() != 2*gpusOf(c, node.Name)) {
 					return false, nil
 				}
 			}

@@ -211,20 +211,19 @@ func waitAdvertised(t *testing.T, c *sandbox.Cluster, pools map[string][]string,
 	for _, n := range pools[unsharedPool] {
 		want[n] = gpusOf(c, n)
 	}
-	got := map[string]int64{}
 	waitUntil(t, 5*time.Minute, "the nodes advertise the shared GPUs", func(ctx context.Context) (bool, error) {
-		for n, w := range want {
-			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			q := node.Status.Allocatable["nvidia.com/gpu"]
-			got[n] = q.Value()
-			if got[n] != w {
-				return false, nil
+		list, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := map[string]int64{}
+		for _, node := range list.Items {
+			if _, ok := want[node.Name]; ok {
+				q := node.Status.Allocatable["nvidia.com/gpu"]
+				got[node.Name] = q.Value()
 			}
 		}
-		return true, nil
+		return maps.Equal(got, want), nil
 	})
 }
 

@@ -59,9 +59,12 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 	}
 	var p *plan.Plan
 	var planErr error
+	var tags *tagCache
 	if detErr == nil {
 		res.Detection = det
-		p, planErr = (&Install{Clients: c.Clients}).buildPlan(ctx, det, c.Options)
+		inst := &Install{Clients: c.Clients}
+		p, planErr = inst.buildPlan(ctx, det, c.Options)
+		tags = inst.registry()
 		if errors.Is(planErr, ErrInput) {
 			// A mistake in the inputs (an unknown --operator-version, a values file that does not
 			// parse) is a usage error here as in install, not a failed check.
@@ -69,7 +72,7 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 		}
 		res.Plan = p
 	}
-	rep, err := runPreflight(ctx, c.Clients, c.Options, c.Skip, preflightInput{detection: det, detectErr: detErr, plan: p, planErr: planErr})
+	rep, err := runPreflight(ctx, c.Clients, c.Options, c.Skip, preflightInput{detection: det, detectErr: detErr, plan: p, planErr: planErr, tags: tags})
 	res.Report = rep
 	if err != nil {
 		return res, err
@@ -96,6 +99,8 @@ type preflightInput struct {
 	detectErr error
 	plan      *plan.Plan
 	planErr   error
+	// tags is the run's registry client (nil: a new one).
+	tags *tagCache
 }
 
 // runPreflight renders what the Plan would write and runs the checks on it. Install.Run calls it with
@@ -134,7 +139,10 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 	// Precompiled drivers: the registry the driver image comes from is asked for its tags, each
 	// repository within driverimage's deadline and all within the command's context (install's
 	// --timeout).
-	env.Tags = &driverimage.Registry{Timeout: registryTimeout(ctx)}
+	if in.tags == nil {
+		in.tags = &tagCache{}
+	}
+	env.Tags = in.tags
 	return (&preflight.Runner{Skip: skip}).Run(ctx, env)
 }
 
@@ -161,13 +169,13 @@ const (
 // plan.ErrUnsupported (those stop the install as they are): it becomes the failed "plan" check, beside
 // the checks that say why (existing-operator for another operator, …). The error wraps
 // ErrPreflightFailed when a check failed.
-func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, det *detect.Result, p *plan.Plan, planErr error, sink event.Sink) (preflight.Report, error) {
+func installPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, skip []string, det *detect.Result, p *plan.Plan, planErr error, sink event.Sink, tags *tagCache) (preflight.Report, error) {
 	emit := func(e event.Event) {
 		e.Time, e.Step, e.Title = time.Now(), preflightStep, preflightTitle
 		sink.Event(e)
 	}
 	emit(event.Event{Type: event.StepStarted})
-	rep, err := runPreflight(ctx, clients, o, skip, preflightInput{detection: det, plan: p, planErr: planErr})
+	rep, err := runPreflight(ctx, clients, o, skip, preflightInput{detection: det, plan: p, planErr: planErr, tags: tags})
 	if err != nil {
 		emit(event.Event{Type: event.StepFailed, Err: err.Error()})
 		return rep, err

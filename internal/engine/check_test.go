@@ -163,7 +163,7 @@ func TestInstallPreflight(t *testing.T) {
 		clients := checkCluster(nil)
 		det, p := prepare(t, clients)
 		var events []event.Event
-		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events))
+		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events), nil)
 		if err != nil || rep.Failed {
 			t.Fatalf("err %v, failed %v", err, rep.Failed)
 		}
@@ -185,7 +185,7 @@ func TestInstallPreflight(t *testing.T) {
 		})
 		det, p := prepare(t, clients)
 		var events []event.Event
-		_, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events))
+		_, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, p, nil, record(&events), nil)
 		if !errors.Is(err, preflight.ErrFailed) {
 			t.Fatalf("err %v", err)
 		}
@@ -200,11 +200,11 @@ func TestInstallPreflight(t *testing.T) {
 		clients := checkCluster(nil)
 		det, _ := prepare(t, clients)
 		var events []event.Event
-		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, nil, errors.New("a GPU operator is already installed"), record(&events))
+		rep, err := installPreflight(ctx, clients, InstallOptions{}, nil, det, nil, errors.New("a GPU operator is already installed"), record(&events), nil)
 		if !errors.Is(err, preflight.ErrFailed) || rep.Get("plan").Status != preflight.StatusFail {
 			t.Errorf("err %v: %+v", err, rep.Get("plan"))
 		}
-		_, err = installPreflight(ctx, clients, InstallOptions{}, []string{"plan"}, det, nil, errors.New("a GPU operator is already installed"), record(&events))
+		_, err = installPreflight(ctx, clients, InstallOptions{}, []string{"plan"}, det, nil, errors.New("a GPU operator is already installed"), record(&events), nil)
 		if !errors.Is(err, preflight.ErrFailed) {
 			t.Errorf("with the plan check skipped: err %v", err)
 		}

@@ -96,9 +96,9 @@ type Install struct {
 	Reach func(context.Context) error
 	// Version is gpuctl's version, for the install record.
 	Version string
-	// Tags lists a driver image repository's tags (--precompiled auto); nil asks the registry
-	// through the OCI distribution API.
-	Tags preflight.TagLister
+	// tags is the run's registry client: each repository's tag list is read once (--precompiled
+	// auto's lookup, then preflight's check).
+	tags *tagCache
 	// command names the verb in the install record (install, or upgrade when Upgrade runs it).
 	command string
 	// files are the values files as read, for the record.
@@ -246,7 +246,7 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		p.Writes, err = installWrites(ctx, i.Clients, p)
 		return res, p, nil, err
 	}
-	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink)
+	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink, i.registry())
 	res.Preflight = &rep
 	if err != nil {
 		return res, nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
@@ -60,7 +61,7 @@ func (i *Install) precompiledFacts(ctx context.Context, det *detect.Result, firs
 		}
 		f.Kernels = append(f.Kernels, *g)
 	}
-	tags, err := i.tagLister(ctx).Tags(ctx, f.Repository, driverimage.PullSecretConfigs(ctx, i.Clients.Kube, first.Namespace, spec.PullSecrets))
+	tags, err := i.registry().Tags(ctx, f.Repository, driverimage.PullSecretConfigs(ctx, i.Clients.Kube, first.Namespace, spec.PullSecrets))
 	switch {
 	case errors.Is(err, driverimage.ErrNoRepository):
 		// No such repository holds no precompiled image: every kernel is judged, none published.
@@ -76,12 +77,40 @@ func (i *Install) precompiledFacts(ctx context.Context, det *detect.Result, firs
 	return f, nil
 }
 
-// tagLister is the registry client: Tags in tests, else the OCI distribution API.
-func (i *Install) tagLister(ctx context.Context) interface {
-	Tags(ctx context.Context, repository string, dockerConfigs [][]byte) ([]string, error)
-} {
-	if i.Tags != nil {
-		return i.Tags
+// registry is the run's registry client (tagCache), made on first use.
+func (i *Install) registry() *tagCache {
+	if i.tags == nil {
+		i.tags = &tagCache{}
 	}
-	return &driverimage.Registry{Timeout: registryTimeout(ctx)}
+	return i.tags
+}
+
+// tagCache lists each repository's tags once per run, through the OCI distribution API: the lookup
+// before --precompiled auto's plan and preflight's precompiled-driver check after it ask the same
+// registry for the same repository. An answer cut short by the run's own context is not kept.
+type tagCache struct {
+	mu    sync.Mutex
+	lists map[string]tagAnswer
+}
+
+type tagAnswer struct {
+	tags []string
+	err  error
+}
+
+// Tags is driverimage.Registry's, each repository asked once; the deadline is registryTimeout's.
+func (c *tagCache) Tags(ctx context.Context, repository string, dockerConfigs [][]byte) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.lists[repository]; ok {
+		return a.tags, a.err
+	}
+	tags, err := (&driverimage.Registry{Timeout: registryTimeout(ctx)}).Tags(ctx, repository, dockerConfigs)
+	if ctx.Err() == nil {
+		if c.lists == nil {
+			c.lists = map[string]tagAnswer{}
+		}
+		c.lists[repository] = tagAnswer{tags, err}
+	}
+	return tags, err
 }
