@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
-	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -30,18 +29,15 @@ func (c *Check) upgradeValues(ctx context.Context) (preflight.Result, bool) {
 	if err != nil {
 		return preflight.Result{}, false
 	}
-	// The flags as upgrade would take them: given ones over the recorded ones.
-	in := rec.Inputs
-	flags := plan.Options{Monitoring: in.Monitoring || c.Options.Monitoring, Sharing: in.Sharing, MIG: in.MIG, DRA: in.DRA || c.Options.DRA, Precompiled: in.Precompiled}
-	if len(c.Options.Sharing) > 0 {
-		flags.Sharing = c.Options.Sharing
+	// The flags as upgrade would take them (Upgrade.install): the ones given over the recorded ones.
+	uo := UpgradeOptions{Sharing: c.Options.Sharing, MIG: c.Options.MIG, Precompiled: c.Options.Precompiled}
+	if c.Options.Monitoring {
+		uo.Monitoring = &c.Options.Monitoring
 	}
-	if len(c.Options.MIG) > 0 {
-		flags.MIG = c.Options.MIG
+	if c.Options.DRA {
+		uo.DRA = &c.Options.DRA
 	}
-	if c.Options.Precompiled != "" {
-		flags.Precompiled = c.Options.Precompiled
-	}
+	flags := flagOptions((&Upgrade{Clients: c.Clients}).install(rec, b.Version, files, uo, nil).Options)
 	changes, err := ValueChanges(rec, b, files, c.Options.Set, flags)
 	if err != nil {
 		return preflight.Result{}, false
