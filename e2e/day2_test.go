@@ -244,7 +244,7 @@ func TestDay2Upgrade(t *testing.T) {
 		if len(runs) < 2 || runs[0].Release != "v25.10.1" || runs[len(runs)-1].Release != "v26.7.0" || !runs[len(runs)-1].Exited.IsZero() {
 			t.Errorf("controller runs %v: want v25.10.1's, then v26.7.0's still running", releases)
 		}
-		if code, st := statusJSON(t, c); code != 0 || st.Record.OperatorVersion != "v26.7.0" || st.Record.Command != "upgrade" {
+		if code, st := statusJSON(t, c, healthyWait()...); code != 0 || st.Record.OperatorVersion != "v26.7.0" || st.Record.Command != "upgrade" {
 			t.Errorf("status after the upgrade: exit %d, record %+v", code, st.Record)
 		}
 	})

@@ -142,7 +142,7 @@ func TestDRA(t *testing.T) {
 		}},
 
 		step{"status judges the GPUCluster and shows the DRA driver and its ResourceSlices per node", func(t *testing.T) {
-			code, st := statusJSON(t, c)
+			code, st := statusJSON(t, c, healthyWait()...)
 			if code != 0 || !st.Healthy {
 				t.Fatalf("status exit %d, healthy %v: %+v", code, st.Healthy, st.Checks)
 			}

@@ -139,6 +139,11 @@ func uninstallJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engin
 }
 
 // statusJSON runs gpuctl status -o json and returns its exit code and decoded result.
+// healthyWait are status's flags for a test that expects a healthy stack right after a write: status
+// --wait, as a pipeline gates on health, so a moment in which NVIDIA's controller retries a reconcile
+// (assertReconciled says when) is not read as the stack's state.
+func healthyWait() []string { return []string{"--wait", "--timeout", "2m"} }
+
 func statusJSON(t *testing.T, c *sandbox.Cluster, args ...string) (int, engine.StatusResult) {
 	t.Helper()
 	code, stdout, _ := gpuctl(t, c, append([]string{"status", "-o", "json"}, args...)...)

@@ -100,7 +100,7 @@ func TestMonitoring(t *testing.T) {
 					t.Errorf("operator values got a --monitoring layer %v without the CRDs", l.Values)
 				}
 			}
-			code, st := statusJSON(t, c)
+			code, st := statusJSON(t, c, healthyWait()...)
 			if code != 0 || st.Monitoring == nil || !st.Monitoring.On || st.Monitoring.Problem == "" {
 				t.Errorf("status exit %d, monitoring %+v; want 0, on with a problem named", code, st.Monitoring)
 			}
@@ -168,7 +168,7 @@ func TestMonitoring(t *testing.T) {
 		}},
 
 		step{"status says monitoring is on and which Prometheus scrapes it", func(t *testing.T) {
-			code, st := statusJSON(t, c)
+			code, st := statusJSON(t, c, healthyWait()...)
 			m := st.Monitoring
 			if code != 0 || m == nil || !m.On || !m.Dashboard || m.Problem != "" || m.Scraped != engine.ScrapedUnknown {
 				t.Fatalf("exit %d, monitoring %+v; want on, dashboard, no problem, scraped unknown (no Prometheus yet)", code, m)

@@ -164,7 +164,7 @@ func TestPrecompiledAuto(t *testing.T) {
 	})
 
 	t.Run("status names each NVIDIADriver with its nodes", func(t *testing.T) {
-		code, st := statusJSON(t, c)
+		code, st := statusJSON(t, c, healthyWait()...)
 		var check *engine.StatusCheck
 		for i := range st.Checks {
 			if st.Checks[i].Name == "nvidia-drivers" {
