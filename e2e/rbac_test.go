@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/cli"
 )
 
 // TestInstallWithTheDocumentedLeastPrivilege installs as a user bound only to docs/rbac.yaml's
@@ -31,20 +33,7 @@ func TestInstallWithTheDocumentedLeastPrivilege(t *testing.T) {
 	}
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}})
 	ctx := t.Context()
-	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, _, err := c.NewUser("alice", "gpu-platform")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-installer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "alice", APIGroup: "rbac.authorization.k8s.io"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := bindUser(t, c, "alice", role)
 
 	t.Run("the role is less than cluster-admin", func(t *testing.T) {
 		code, stdout, stderr := gpuctl(t, c, "--kubeconfig", kubeconfig, "check", "--pre")
@@ -79,4 +68,51 @@ func TestInstallWithTheDocumentedLeastPrivilege(t *testing.T) {
 		res, _ := installJSON(t, c, "--kubeconfig", kubeconfig)
 		assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 	})
+	t.Run("verify as a role that may create pods but not delete them is refused before it creates one", func(t *testing.T) {
+		// The role without delete on pods: verify would make pods that hold a GPU and could not
+		// remove them.
+		partial := role.DeepCopy()
+		partial.Name = "gpuctl-installer-without-pod-delete"
+		for i, r := range partial.Rules {
+			if slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"pods"}) {
+				partial.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "delete" || v == "deletecollection" })
+			}
+		}
+		bob := bindUser(t, c, "bob", partial)
+		code, stdout, stderr := gpuctl(t, c, "--kubeconfig", bob, "verify", "--timeout", "2m")
+		if code != cli.ExitPreflight || !strings.Contains(stderr, "delete pods") || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
+			t.Errorf("verify as bob exited %d, want %d naming the missing delete on pods in a line:\n%s%s", code, cli.ExitPreflight, stdout, stderr)
+		}
+		if pods := verifyPodNames(t, c); len(pods) != 0 {
+			t.Errorf("verify as bob left pods %v", pods)
+		}
+	})
+	t.Run("verify as the documented role runs and removes its pods", func(t *testing.T) {
+		code, stdout, stderr := gpuctl(t, c, "--kubeconfig", kubeconfig, "verify", "--timeout", "2m")
+		if code != 0 {
+			t.Errorf("verify as alice exited %d:\n%s%s", code, stdout, stderr)
+		}
+		assertNoVerifyPods(t, c)
+	})
+}
+
+// bindUser makes a user of the sandbox bound to a copy of role and returns its kubeconfig.
+func bindUser(t *testing.T, c *sandbox.Cluster, user string, role *rbacv1.ClusterRole) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, _, err := c.NewUser(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user, APIGroup: "rbac.authorization.k8s.io"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }

@@ -37,8 +37,11 @@ and first removes pods an earlier verify run left behind (by UID: a pod made mea
 name stays). Every write is planned before the first; --dry-run prints the plan and writes nothing,
 and -o json reports what the run did in the plan's shape. It runs under gpuctl's install lock, as
 install does: while another gpuctl run writes, verify waits (--wait-for-lock) or exits 6 naming it.
-Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 6 another gpuctl
-run holds the lock, 7 nothing installed.
+Before the first write it asks the API server whether you may create, watch and delete its pods, and
+refuses to start (exit 5) without one of them: it never makes pods it could not remove.
+Exit codes: 0 every node passed, 8 a node did not pass, 4 no GPU node is labelled yet, 5 a permission
+is missing, 6 another gpuctl run holds the lock, 7 nothing installed, 1 the run's pods could not be
+removed.
 
 With --contexts a,b,c or --all-contexts it verifies many clusters of the kubeconfig at once (at most
 --max-parallel), and prints one table with a row per context (or one document with -o json). It exits
@@ -113,7 +116,7 @@ func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error
 		}
 		return err
 	}
-	if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed)) {
+	if res == nil || (err != nil && !errors.Is(err, engine.ErrVerifyFailed) && !errors.Is(err, engine.ErrPodsLeft)) {
 		return verifyError(err)
 	}
 	if werr := writeResult(w, output, res, func() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -51,6 +53,9 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"nothing installed", notInstalledError{engine.ErrNotInstalled}, ExitNotInstalled},
 		{"a selector that matches no GPU node", fmt.Errorf("%w: --nodes matches none", engine.ErrInput), ExitUsage},
 		{"an interrupt", fmt.Errorf("verify: %w", context.Canceled), ExitInterrupted},
+		{"a permission missing", fmt.Errorf("%w: you may not delete pods in gpu-operator", preflight.ErrFailed), ExitPreflight},
+		{"the run's pods left", fmt.Errorf("%w: forbidden", engine.ErrPodsLeft), ExitError},
+		{"the run's pods left, and a node that did not pass", verifyError(errors.Join(fmt.Errorf("%w: 1 of 3", engine.ErrVerifyFailed), engine.ErrPodsLeft)), ExitVerifyFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
@@ -193,5 +198,20 @@ func TestVerifyInterruptedOutput(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// A run whose pods could not be removed still prints its verdicts, and fails.
+func TestVerifyPodsLeftOutput(t *testing.T) {
+	p := verifyPlanFixture()
+	res := &engine.VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, Passed: true, Plan: p, Done: &plan.VerifyPlan{},
+		Nodes: []engine.NodeVerification{{Node: "gpu-1", Pod: p.Create[0].Name, Outcome: engine.VerifyPassed}, {Node: "gpu-2", Pod: p.Create[1].Name, Outcome: engine.VerifyPassed}}}
+	left := fmt.Errorf("%w: forbidden; they may hold GPUs", engine.ErrPodsLeft)
+	var b bytes.Buffer
+	if err := writeVerify(&b, "text", res, left, ui.Style{}); !errors.Is(err, engine.ErrPodsLeft) {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(b.String(), "gpu-1") || !strings.Contains(b.String(), "gpu-2") {
+		t.Errorf("the verdicts are not printed:\n%s", b.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
@@ -37,6 +38,10 @@ var ErrNoGPUNodes = errors.New("no GPU nodes")
 
 // ErrVerifyFailed: at least one GPU node did not pass verification.
 var ErrVerifyFailed = errors.New("GPU verification failed")
+
+// ErrPodsLeft: a verify run could not delete its pods (or ResourceClaimTemplates) when it ended. The
+// nodes' verdicts stand; the run fails all the same, naming how to remove what it left.
+var ErrPodsLeft = errors.New("verify could not remove its pods")
 
 // VerifyResume is what an interrupted verify tells the user to do.
 const VerifyResume = "run gpuctl verify again: every run starts over, and first removes the pods an earlier one left"
@@ -179,6 +184,11 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		if err != nil {
 			return err
 		}
+		// A run that could create its pods but not delete them would leave them holding GPUs.
+		if err := preflight.Require(ctx, v.Clients.Kube, "gpuctl verify creates a pod per GPU node in "+p.Namespace+" and deletes it when done",
+			verifyPermissions(p)); err != nil {
+			return err
+		}
 		r := newVerifyRun(v, o, p)
 		res = r.res
 		return r.run(ctx)
@@ -188,6 +198,22 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		res.Interrupted = ie
 	}
 	return res, err
+}
+
+// verifyPermissions are the requests a verify run makes in its namespace: its pods created, watched
+// and deleted (earlier runs' too), and its ResourceClaimTemplates created and deleted. Reading the
+// pods' logs and events only adds to a failed node's verdict, so a run goes ahead without them.
+func verifyPermissions(p *plan.VerifyPlan) []preflight.Permission {
+	var perms []preflight.Permission
+	for _, verb := range []string{"create", "delete", "get", "list", "watch"} {
+		perms = append(perms, preflight.Permission{Verb: verb, Resource: "pods", Namespace: p.Namespace})
+	}
+	if len(p.ClaimTemplates) > 0 || len(p.DeleteClaimTemplates) > 0 {
+		for _, verb := range []string{"create", "delete"} {
+			perms = append(perms, preflight.Permission{Verb: verb, Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: p.Namespace})
+		}
+	}
+	return perms
 }
 
 // interrupted is err, or, when the user interrupted the run (ctx) before its runner began (while it

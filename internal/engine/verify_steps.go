@@ -66,11 +66,19 @@ func (r *verifyRun) run(ctx context.Context) error {
 	rn := &runner.Runner{Sink: r.v.Sink, Resume: VerifyResume}
 	err := rn.Run(ctx, r.steps())
 	r.res.Steps = rn.Results
+	var leftErr error
 	if r.creating {
-		r.res.Steps = append(r.res.Steps, r.deleteCreated(ctx))
+		var del runner.StepResult
+		del, leftErr = r.deleteCreated(ctx)
+		r.res.Steps = append(r.res.Steps, del)
 	}
 	if r.verdict != nil && errors.Is(err, ErrVerifyFailed) {
-		return r.verdict
+		err = r.verdict
+	}
+	// Pods left behind may hold a GPU: whatever the verdict, the run failed to clean up, and says so
+	// (an interrupt stays an interrupt, with the pods named in its steps).
+	if leftErr != nil && !runner.Interrupted(ctx) {
+		return errors.Join(err, leftErr)
 	}
 	return err
 }
@@ -260,7 +268,7 @@ func (r *verifyRun) runSelector() string { return labels.Set{VerifyRunLabel: r.p
 // deleteCreated deletes the run's pods as a step of its own, after the plan's steps however they
 // ended, and returns its result. It has its own bounded context (the run's may be cancelled), and its
 // events carry no place in the plan: it is not one of the steps an interrupt counts.
-func (r *verifyRun) deleteCreated(ctx context.Context) runner.StepResult {
+func (r *verifyRun) deleteCreated(ctx context.Context) (runner.StepResult, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	sink := event.Or(r.v.Sink)
@@ -268,9 +276,12 @@ func (r *verifyRun) deleteCreated(ctx context.Context) runner.StepResult {
 		e.Index, e.Count = 0, 0
 		sink.Event(e)
 	})}
-	_ = rn.Run(ctx, []runner.Step{{ID: verifyStepDelete, Title: "Delete this run's pods", Do: r.deleteRunPods,
-		Hint: fmt.Sprintf("kubectl delete pods%s -n %s -l %s (or the next gpuctl verify removes them)", templatesKind(r.p), r.p.Namespace, r.runSelector())}})
-	return rn.Results[0]
+	cleanup := fmt.Sprintf("kubectl delete pods%s -n %s -l %s (or the next gpuctl verify removes them)", templatesKind(r.p), r.p.Namespace, r.runSelector())
+	err := rn.Run(ctx, []runner.Step{{ID: verifyStepDelete, Title: "Delete this run's pods", Do: r.deleteRunPods, Hint: cleanup}})
+	if err != nil {
+		err = fmt.Errorf("%w: %w; they may hold GPUs: remove them with %s", ErrPodsLeft, err, cleanup)
+	}
+	return rn.Results[0], err
 }
 
 // templatesKind is ",resourceclaimtemplates" for kubectl when the plan creates a template.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
@@ -86,6 +88,12 @@ func verifyCluster(t *testing.T, behaviour map[string]kubelet, objs ...runtime.O
 		}
 		return false, nil, nil
 	})
+	// The caller may do anything (denyAccess takes permissions away).
+	kc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = true
+		return true, r, nil
+	})
 	// The fake's tracker ignores preconditions; the API server refuses a delete whose UID differs.
 	kc.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		d := a.(k8stesting.DeleteAction)
@@ -103,6 +111,21 @@ func verifyCluster(t *testing.T, behaviour map[string]kubelet, objs ...runtime.O
 		return false, nil, nil
 	})
 	return kc
+}
+
+// denyAccess makes the API server's authorizer refuse verb on resource (in any namespace), as RBAC
+// would: the SelfSubjectAccessReview says no, and so does the request.
+func denyAccess(kc *fake.Clientset, verb, resource string) {
+	kc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		if ra := r.Spec.ResourceAttributes; ra != nil && ra.Verb == verb && ra.Resource == resource {
+			return true, r, nil
+		}
+		return false, nil, nil
+	})
+	kc.PrependReactor(verb, resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", fmt.Errorf("the user may not %s %s", verb, resource))
+	})
 }
 
 func verifyPodsLeft(t *testing.T, kc *fake.Clientset) []string {
@@ -414,5 +437,64 @@ func TestVerifyInterruptedBeforeTheFirstWrite(t *testing.T) {
 		if a.GetResource().Resource == "pods" && a.GetVerb() == "create" {
 			t.Errorf("created a pod")
 		}
+	}
+}
+
+// A caller who may create pods but not delete them (or not make DRA's ResourceClaimTemplates) is
+// refused before the first pod: the run could not remove pods that hold GPUs.
+func TestVerifyRefusesACallerWhoCouldNotCleanUp(t *testing.T) {
+	for _, tc := range []struct {
+		name, verb, resource string
+		dra                  bool
+		want                 string
+	}{
+		{"no delete on pods", "delete", "pods", false, "you may not delete pods in gpu-operator"},
+		{"no watch on pods", "watch", "pods", false, "you may not watch pods in gpu-operator"},
+		{"no ResourceClaimTemplates on the DRA stack", "create", "resourceclaimtemplates", true, "you may not create resource.k8s.io/resourceclaimtemplates in gpu-operator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil))
+			if tc.dra {
+				if err := record.Write(t.Context(), kc, &record.Record{Namespace: "gpu-operator", Inputs: record.Inputs{DRA: true}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			denyAccess(kc, tc.verb, tc.resource)
+			kc.ClearActions()
+			res, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}}).Run(t.Context())
+			if !errors.Is(err, preflight.ErrFailed) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want a failed preflight on one line naming %q", err, tc.want)
+			}
+			if res != nil {
+				t.Errorf("a refused run returned a result: %+v", res)
+			}
+			for _, a := range kc.Actions() {
+				if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" && a.GetResource().Resource != "leases" {
+					t.Errorf("a refused run created a %s", a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+// A run whose pods cannot be deleted at its end (an admission webhook refuses, the API server goes
+// away) keeps its verdicts but fails, naming how to remove the pods.
+func TestVerifyFailsWhenItsPodsAreLeft(t *testing.T) {
+	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil))
+	kc.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), a.(k8stesting.DeleteAction).GetName(), errors.New("denied by an admission webhook"))
+	})
+	res, err := (&Verify{Clients: &kube.Clients{Kube: kc, Namespace: "gpu-operator"}}).Run(t.Context())
+	if !errors.Is(err, ErrPodsLeft) || errors.Is(err, ErrVerifyFailed) || !strings.Contains(err.Error(), "kubectl delete pods -n gpu-operator -l "+VerifyRunLabel+"=") {
+		t.Fatalf("err = %v, want ErrPodsLeft with the way to remove them", err)
+	}
+	if res == nil || !res.Passed || len(res.Nodes) != 1 || res.Nodes[0].Outcome != VerifyPassed {
+		t.Fatalf("result %+v: want the node's verdict kept", res)
+	}
+	if last := res.Steps[len(res.Steps)-1]; last.ID != verifyStepDelete || last.Outcome != event.StepFailed {
+		t.Errorf("last step %+v, want the deletion failed", last)
+	}
+	if len(res.Removed) != 0 {
+		t.Errorf("removed %v", res.Removed)
 	}
 }
