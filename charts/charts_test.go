@@ -20,6 +20,8 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -1110,4 +1112,47 @@ func TestGKEDriverInstallerRunsWhereGKEInstallsNoDriver(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Our chart names a kernelDrivers entry's NVIDIADriver as gpuctl's plan does (plan.KernelDriverName),
+// which names it in the plan's Drivers and finds it in status: the same for every kernel shape,
+// awkward ones included (capitals, underscores and other characters, non-ASCII, names past 63
+// characters, a cut that ends on "-" or ".").
+func TestKernelDriverNamesAreThePlans(t *testing.T) {
+	kernels := []string{
+		"6.8.0-60-generic",
+		"5.14.0-427.13.1.el9_4.x86_64",
+		"6.1.0_DEBUG__1",
+		"6.6.87+rpt-rpi-v8",
+		"6.1.0-ÜBER~custom",
+		"6.10.0-" + strings.Repeat("x", 48) + ".-tail",
+		"6.10.0-" + strings.Repeat("y", 49) + "-.-tail",
+		"6.10.0-" + strings.Repeat("z", 47) + "-.tail",
+		strings.Repeat("9", 80),
+	}
+	var entries []any
+	for _, k := range kernels {
+		entries = append(entries, map[string]any{"kernel": k, "usePrecompiled": true, "version": "595"})
+	}
+	vals := map[string]any{"driver": map[string]any{"nvidiaDriverCRD": map[string]any{"enabled": true, "deployDefaultCR": false, "kernelDrivers": entries}}}
+	objs := objects(t, mustRender(t, "gpu-operator", vals, capabilities(t)))
+	byKernel := map[string]string{}
+	for _, o := range objs {
+		if o["kind"] == "NVIDIADriver" {
+			byKernel[field[string](o, "spec", "nodeSelector", "feature.node.kubernetes.io/kernel-version.full")] = field[string](o, "metadata", "name")
+		}
+	}
+	for _, k := range kernels {
+		got, ok := byKernel[k]
+		if !ok {
+			t.Errorf("no NVIDIADriver selects kernel %q", k)
+			continue
+		}
+		if want := plan.KernelDriverName(k); got != want {
+			t.Errorf("kernel %q: the chart names its NVIDIADriver %q, the plan %q", k, got, want)
+		}
+		if len(got) > 63 || strings.HasSuffix(got, "-") || strings.HasSuffix(got, ".") {
+			t.Errorf("kernel %q: NVIDIADriver name %q is no valid name", k, got)
+		}
+	}
 }

@@ -85,8 +85,11 @@ func CheckPrecompiled(v string) error {
 	return nil
 }
 
-// kernelDriverName is the name our chart gives a kernelDrivers entry's NVIDIADriver (templates/nvidiadriver.yaml).
-func kernelDriverName(label string) string {
+// KernelDriverName is the name our chart gives a kernelDrivers entry's NVIDIADriver
+// (templates/nvidiadriver.yaml): "kernel-" and the kernel lowercased, each run of characters a name
+// may not hold made one "-", cut at 63 characters, without trailing "-" and "." (a name ends with a
+// letter or digit).
+func KernelDriverName(label string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(label) {
@@ -102,7 +105,7 @@ func kernelDriverName(label string) string {
 	if len(name) > 63 {
 		name = name[:63]
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(name, "-"), ".")
+	return strings.TrimRight(name, "-.")
 }
 
 // refusePrecompiled judges --precompiled before anything is planned: its value, and the OLM path.
@@ -205,7 +208,7 @@ func nodeDrivers(f *PrecompiledFacts, kernels []kernelGroup, deployDefault bool)
 	for _, g := range kernels {
 		for _, k := range g.images {
 			for _, n := range k.Nodes {
-				d := NodeDriver{Node: n, Kernel: k.Kernel, Driver: "NVIDIADriver " + kernelDriverName(g.label)}
+				d := NodeDriver{Node: n, Kernel: k.Kernel, Driver: "NVIDIADriver " + KernelDriverName(g.label)}
 				switch {
 				case g.published:
 					d.Precompiled, d.Image = true, f.Repository+":"+k.Tag

@@ -119,17 +119,16 @@ func TestPrecompiledAutoRefusals(t *testing.T) {
 	}
 }
 
-func TestKernelDriverNameMatchesTheChart(t *testing.T) {
-	// templates/nvidiadriver.yaml: "kernel-" + the label lowercased, runs of other characters "-",
-	// at most 63 characters, without a trailing "-" or ".".
+func TestKernelDriverName(t *testing.T) {
+	// charts/charts_test.go's TestKernelDriverNamesAreThePlans renders our chart for these shapes.
 	for label, want := range map[string]string{
 		"6.8.0-60-generic":             "kernel-6.8.0-60-generic",
 		"5.14.0-427.13.1.el9_4.x86_64": "kernel-5.14.0-427.13.1.el9-4.x86-64",
 		"6.1.0_DEBUG__1":               "kernel-6.1.0-debug-1",
 		strings.Repeat("a", 60):        "kernel-" + strings.Repeat("a", 56),
 	} {
-		if got := kernelDriverName(label); got != want {
-			t.Errorf("kernelDriverName(%q) = %q, want %q", label, got, want)
+		if got := KernelDriverName(label); got != want {
+			t.Errorf("KernelDriverName(%q) = %q, want %q", label, got, want)
 		}
 	}
 }
