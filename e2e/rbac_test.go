@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -93,6 +94,46 @@ func TestInstallWithTheDocumentedLeastPrivilege(t *testing.T) {
 			t.Errorf("verify as alice exited %d:\n%s%s", code, stdout, stderr)
 		}
 		assertNoVerifyPods(t, c)
+	})
+	t.Run("uninstall as a role that may not delete DaemonSets is refused before its first write", func(t *testing.T) {
+		partial := role.DeepCopy()
+		partial.Name = "gpuctl-installer-without-workload-delete"
+		for i, r := range partial.Rules {
+			if slices.Equal(r.APIGroups, []string{"apps"}) && slices.Contains(r.Resources, "daemonsets") {
+				partial.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "delete" })
+			}
+		}
+		carol := bindUser(t, c, "carol", partial)
+		// The stack's controllers keep writing its objects' status, so what must not move is named:
+		// each release's revisions, the ClusterPolicy, the taints.
+		stack := func() string {
+			var s []string
+			for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
+				for _, r := range releaseHistory(t, c, name) {
+					s = append(s, fmt.Sprintf("%s %d %s", r.Name, r.Revision, r.Status))
+				}
+			}
+			return fmt.Sprint(s, clusterPolicyUID(t, c), taintsByNode(t, c))
+		}
+		before := stack()
+		for _, args := range [][]string{{"uninstall", "--dry-run"}, {"uninstall", "--yes"}} {
+			code, stdout, stderr := gpuctl(t, c, append([]string{"--kubeconfig", carol}, args...)...)
+			if code != cli.ExitPreflight || !strings.Contains(stderr, "delete apps/daemonsets in gpu-operator") {
+				t.Errorf("%v as carol exited %d, want %d naming the missing delete on DaemonSets:\n%s%s", args, code, cli.ExitPreflight, stdout, stderr)
+			}
+		}
+		if after := stack(); after != before {
+			t.Errorf("carol's uninstall changed the stack:\nbefore %s\nafter  %s", before, after)
+		}
+	})
+	t.Run("uninstall as the documented role removes the stack", func(t *testing.T) {
+		code, res, stderr := uninstallJSON(t, c, "--kubeconfig", kubeconfig, "--yes")
+		if code != 0 {
+			t.Fatalf("uninstall as alice exited %d: %+v\n%s", code, res.Steps, stderr)
+		}
+		if rels := releaseHistory(t, c, "gpu-operator"); len(rels) != 0 {
+			t.Errorf("release gpu-operator is still there: %d revisions", len(rels))
+		}
 	})
 }
 

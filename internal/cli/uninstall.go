@@ -36,6 +36,9 @@ Subscriptions and CSVs), removes exactly the taints gpuctl added, and gives ever
 feature.node.kubernetes.io/*, nfd.node.kubernetes.io/* and nvidia.com/* labels it had before the
 install: a label NFD, the operator or its operands wrote goes, one anyone else wrote (kubectl label
 nvidia.com/mig.config=…) stays. Every decision is made before the first write; --dry-run prints them.
+Before the first write it also asks the API server whether you may delete everything the plan removes
+(each release's objects, the custom resources, the taints and labels) and stops (exit 5, naming what
+you may not do) rather than leave half a stack.
 --purge also deletes the CRDs, namespaces and objects gpuctl created (never ones it found); a CRD with
 custom resources gpuctl did not create stops it before anything is deleted (exit 5), unless --force.
 A second uninstall does nothing.`,

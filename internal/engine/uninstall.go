@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
@@ -74,6 +75,9 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		if err == nil {
 			err = refuseOwned(ctx, u.Clients, uninstallTargets(p), sink)
 		}
+		if err == nil {
+			err = requireUninstall(ctx, u.Clients, un, p)
+		}
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
 	res = &UninstallResult{}
@@ -91,6 +95,9 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		if err := refuseOwned(ctx, u.Clients, uninstallTargets(res.Plan), sink); err != nil {
 			return err
 		}
+		if err := requireUninstall(ctx, u.Clients, un, res.Plan); err != nil {
+			return err
+		}
 		r, err := un.Run(ctx, res.Plan)
 		res.Steps, res.Changed = r.Results, r.Changed
 		return err
@@ -103,6 +110,17 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		purgeLease(rctx, u.Clients)
 	}
 	return res, err
+}
+
+// requireUninstall refuses (a failed preflight, exit 5) an uninstall whose caller may not make every
+// request that removes the stack (runner.Uninstaller.Permissions): it would stop half way, the
+// operator gone and its operands, taints or labels left.
+func requireUninstall(ctx context.Context, clients *kube.Clients, un *runner.Uninstaller, p *runner.UninstallPlan) error {
+	perms, err := un.Permissions(ctx, p)
+	if err != nil {
+		return err
+	}
+	return preflight.Require(ctx, clients.Kube, "gpuctl uninstall removes the releases, objects, taints and labels its plan names", perms)
 }
 
 // purgeLease deletes the lock's Lease when no run holds it.

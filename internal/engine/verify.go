@@ -174,6 +174,9 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := requireVerify(ctx, v.Clients, p); err != nil {
+			return nil, err
+		}
 		return &VerifyResult{RunID: p.RunID, Namespace: p.Namespace, Image: p.Image, DryRun: true, Plan: p}, nil
 	}
 	var res *VerifyResult
@@ -184,9 +187,7 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		if err != nil {
 			return err
 		}
-		// A run that could create its pods but not delete them would leave them holding GPUs.
-		if err := preflight.Require(ctx, v.Clients.Kube, "gpuctl verify creates a pod per GPU node in "+p.Namespace+" and deletes it when done",
-			verifyPermissions(p)); err != nil {
+		if err := requireVerify(ctx, v.Clients, p); err != nil {
 			return err
 		}
 		r := newVerifyRun(v, o, p)
@@ -198,6 +199,12 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 		res.Interrupted = ie
 	}
 	return res, err
+}
+
+// requireVerify refuses (a failed preflight, exit 5) a run whose caller may not make its requests: one
+// that could create its pods but not delete them would leave them holding GPUs.
+func requireVerify(ctx context.Context, clients *kube.Clients, p *plan.VerifyPlan) error {
+	return preflight.Require(ctx, clients.Kube, "gpuctl verify creates a pod per GPU node in "+p.Namespace+" and deletes it when done", verifyPermissions(p))
 }
 
 // verifyPermissions are the requests a verify run makes in its namespace: its pods created, watched

@@ -122,6 +122,16 @@ func (c *Client) Last(name string) (*Release, error) {
 	return fromHelm(r), nil
 }
 
+// Manifest is the manifest of a release's newest revision in any state: the objects `helm uninstall`
+// deletes. Empty when there is no such release.
+func (c *Client) Manifest(name string) (string, error) {
+	r, err := c.last(name)
+	if err != nil || r == nil {
+		return "", err
+	}
+	return r.Manifest, nil
+}
+
 func (c *Client) last(name string) (*releasev1.Release, error) {
 	r, err := c.cfg.Releases.Last(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {

@@ -204,6 +204,16 @@ func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
 	return namespaced, cluster
 }
 
+// served says whether the cluster serves gvr, as its RESTMapper (discovery) knows; without a mapper
+// every kind counts as served.
+func (u *Uninstaller) served(gvr schema.GroupVersionResource) bool {
+	if u.Clients.Mapper == nil {
+		return true
+	}
+	_, err := u.Clients.Mapper.KindFor(gvr)
+	return err == nil
+}
+
 // trackOwner adds uid to the owners whose dependents uninstall waits for, with the DaemonSets it
 // owns now.
 func (u *Uninstaller) trackOwner(ctx context.Context, uid types.UID) error {
@@ -233,7 +243,9 @@ func (u *Uninstaller) scanDependents(ctx context.Context, owners map[types.UID]b
 	var out []string
 	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
 		list, err := ri.List(ctx, metav1.ListOptions{})
-		if kube.Absent(err) {
+		// The API server authorizes before it looks the resource up: a caller without RBAC on a kind
+		// the cluster does not serve (SecurityContextConstraints off OpenShift) is told 403, not 404.
+		if kube.Absent(err) || apierrors.IsForbidden(err) && !u.served(gvr) {
 			return nil
 		}
 		if err != nil {

@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,5 +91,40 @@ func TestDeletingTheClusterPolicyLeavesItsOperandsToTheGarbageCollector(t *testi
 	}
 	if out, err := u.waitDependents(t.Context(), func(string) {}); err != nil || out.Message != "none left" {
 		t.Errorf("all gone: %+v, %v", out, err)
+	}
+}
+
+// The API server answers 403, not 404, to a caller without RBAC on a kind it does not serve: such a
+// kind has no dependents to wait for. One it serves and the caller may not list stops the scan.
+func TestDependentsOfAKindTheClusterDoesNotServe(t *testing.T) {
+	scc := schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
+	for _, tc := range []struct {
+		name    string
+		serves  bool
+		wantErr bool
+	}{
+		{"not served: nothing to wait for", false, false},
+		{"served: the caller must be able to list it", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listKinds := map[schema.GroupVersionResource]string{}
+			namespaced, cluster := dependentResources()
+			mapper := meta.NewDefaultRESTMapper(nil)
+			for _, gvr := range append(namespaced, cluster...) {
+				listKinds[gvr] = "List"
+				if gvr != scc || tc.serves {
+					mapper.AddSpecific(gvr.GroupVersion().WithKind(gvr.Resource), gvr, gvr, meta.RESTScopeNamespace)
+				}
+			}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+			dyn.PrependReactor("list", "securitycontextconstraints", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(scc.GroupResource(), "", errors.New("alice may not list it"))
+			})
+			u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper, Namespace: "gpu-operator"}}
+			_, err := u.dependentsOf(t.Context(), "cp-1")
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+		})
 	}
 }
