@@ -20,7 +20,15 @@ type Permission struct {
 // the run ("gpuctl verify") and why it needs them. An API server that cannot answer is no refusal:
 // Require returns nil, and the first request the caller may not make fails as it would have.
 func Require(ctx context.Context, kube kubernetes.Interface, what string, perms []Permission) error {
+	if len(perms) == 0 {
+		return nil
+	}
 	rv := newReviewer(kube)
+	// One question settles it for cluster-admin and its equivalents.
+	everything := access{Verb: "*", Group: "*", Resource: "*"}
+	if ans, err := rv.allowed(ctx, []access{everything}); err != nil || ans[everything] {
+		return nil
+	}
 	qs := make([]access, 0, len(perms))
 	for _, p := range perms {
 		qs = append(qs, access{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace})

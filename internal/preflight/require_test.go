@@ -20,8 +20,10 @@ func TestRequire(t *testing.T) {
 		allow   authorizer
 		unsure  bool
 		wantErr string
+		asks    int64 // 0: not counted
 	}{
 		{name: "every permission granted", allow: allowExcept()},
+		{name: "cluster-admin is asked one question", allow: allowAll, asks: 1},
 		{name: "one missing is named", allow: allowExcept("delete pods in gpu-operator"),
 			wantErr: "preflight checks failed: verify needs them, and you may not delete pods in gpu-operator (docs/rbac.yaml grants what gpuctl needs)"},
 		{name: "each missing one is named once, in the order asked", allow: allowExcept("delete pods in gpu-operator", "create resource.k8s.io/resourceclaimtemplates in gpu-operator"),
@@ -40,13 +42,16 @@ func TestRequire(t *testing.T) {
 				if err != nil {
 					t.Fatalf("err = %v", err)
 				}
+				if n := asked.Load(); tc.asks > 0 && n != tc.asks {
+					t.Errorf("asked %d questions, want %d", n, tc.asks)
+				}
 				return
 			}
 			if !errors.Is(err, ErrFailed) || err.Error() != tc.wantErr {
 				t.Errorf("err = %v\nwant %s", err, tc.wantErr)
 			}
-			if n := asked.Load(); n != 3 {
-				t.Errorf("asked %d questions, want 3", n)
+			if n := asked.Load(); n != 4 {
+				t.Errorf("asked %d questions, want 4 (may I do anything, then the 3 distinct ones)", n)
 			}
 		})
 	}
