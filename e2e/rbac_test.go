@@ -20,8 +20,9 @@ import (
 
 // TestInstallWithTheDocumentedLeastPrivilege installs as a user bound only to docs/rbac.yaml's
 // ClusterRole, not cluster-admin: the role the documentation gives is enough for preflight (which
-// checks every permission, RBAC escalation included) and for the install itself, and the user can
-// do nothing the role does not allow.
+// checks every permission, RBAC escalation included), the install, verify and uninstall, and the user
+// can do nothing the role does not allow. Users with less (no delete on pods, on DaemonSets) are
+// refused by verify and uninstall before their first write.
 func TestInstallWithTheDocumentedLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../docs/rbac.yaml")
