@@ -13,9 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
@@ -183,23 +181,7 @@ func TestInstallWithNoFlags(t *testing.T) {
 			})
 
 			t.Run("the real operator reports the ClusterPolicy ready and Reconciled", func(t *testing.T) {
-				dyn := dynamic.NewForConfigOrDie(c.Config)
-				cp, err := dyn.Resource(clusterPolicies).Get(ctx, res.Plan.Step("wait-clusterpolicy").Target, metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if state, _, _ := unstructured.NestedString(cp.Object, "status", "state"); state != "ready" {
-					t.Errorf("state %q", state)
-				}
-				conds, _, _ := unstructured.NestedSlice(cp.Object, "status", "conditions")
-				found := false
-				for _, cnd := range conds {
-					m := cnd.(map[string]any)
-					found = found || (m["type"] == "Ready" && m["reason"] == "Reconciled" && m["status"] == "True")
-				}
-				if !found {
-					t.Errorf("no Ready/Reconciled condition: %v", conds)
-				}
+				assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 			})
 
 			t.Run("the controller that reconciled it is NVIDIA's of the default release, and it never exited", func(t *testing.T) {
