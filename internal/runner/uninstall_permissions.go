@@ -66,6 +66,9 @@ func (u *Uninstaller) Permissions(ctx context.Context, p *UninstallPlan) ([]pref
 			return nil, fmt.Errorf("read release %s's manifest: %w", r.name, err)
 		}
 		for _, o := range objs {
+			if o.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
+				continue // Helm's uninstall leaves it
+			}
 			addObject(o.GroupVersionKind(), o.GetNamespace(), r.namespace)
 			if o.GetKind() == "Subscription" && o.GroupVersionKind().Group == csvsGVR.Group {
 				add("delete", csvsGVR.Group, csvsGVR.Resource, r.namespace)
