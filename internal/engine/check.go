@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
@@ -14,6 +16,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
+	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 )
 
@@ -130,6 +133,7 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 			env.PlanError = err
 		}
 		env.Objects = objs
+		env.Removed = removedByUpgrade(clients, in.plan, objs)
 	}
 	b, err := chooseBundle(o)
 	if err != nil {
@@ -144,6 +148,57 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 	}
 	env.Tags = in.tags
 	return (&preflight.Runner{Skip: skip}).Run(ctx, env)
+}
+
+// removedByUpgrade are the objects of the plan's releases, as deployed now, that objs (the new render)
+// no longer has, by group, kind and name: upgrading the release, Helm deletes them, and one it may not
+// delete it leaves running with no more than a debug log line, the upgrade reported a success
+// (helm.sh/helm/v4 v4.3.1 pkg/kube/client.go, Update). Objects Helm keeps
+// (helm.sh/resource-policy: keep) are not among them. A release that cannot be read adds none: the
+// check asks only for what it knows the upgrade does.
+func removedByUpgrade(clients *kube.Clients, p *plan.Plan, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if clients.Getter == nil {
+		return nil
+	}
+	key := func(o *unstructured.Unstructured) string {
+		return o.GroupVersionKind().Group + "/" + o.GetKind() + "/" + o.GetName()
+	}
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		rendered[key(o)] = true
+	}
+	clientsByNS := map[string]*release.Client{}
+	var out []*unstructured.Unstructured
+	for _, s := range p.Steps {
+		if s.Kind != plan.KindRelease || s.Release == nil {
+			continue
+		}
+		rc, ok := clientsByNS[s.Release.Namespace]
+		if !ok {
+			var err error
+			if rc, err = release.New(clients.Getter, s.Release.Namespace, nil); err != nil {
+				continue
+			}
+			clientsByNS[s.Release.Namespace] = rc
+		}
+		manifest, err := rc.Manifest(s.Release.Name)
+		if err != nil || manifest == "" {
+			continue
+		}
+		deployed, err := render.DecodeManifest(manifest)
+		if err != nil {
+			continue
+		}
+		for _, o := range deployed {
+			if !rendered[key(o)] && o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+				if o.GetNamespace() == "" {
+					o.SetNamespace(s.Release.Namespace)
+				}
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // registryTimeout bounds one registry's answer: driverimage's deadline, or half of what is left of

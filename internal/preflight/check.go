@@ -65,6 +65,9 @@ type Env struct {
 	// Objects are every object the install would write: the Plan's Objects, the CRDs, and the rendered
 	// manifests of each release.
 	Objects []*unstructured.Unstructured
+	// Removed are the objects of the releases' deployed manifests that the new render no longer has:
+	// an upgrade's Helm deletes them.
+	Removed []*unstructured.Unstructured
 	// Mapper maps the Objects' kinds to resources; kinds it does not know (custom resources whose CRD
 	// is not installed yet) are mapped through the CRDs among the Objects.
 	Mapper meta.RESTMapper

@@ -127,6 +127,25 @@ func installNeeds(env *Env) []need {
 		}
 		add(ns, gr.Group, gr.Resource, "get", "create", "patch", "update")
 	}
+	// What an upgrade's Helm deletes: only kinds the cluster serves (there is nothing of another to
+	// delete).
+	for _, obj := range env.Removed {
+		if env.Mapper == nil {
+			break
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := env.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue
+		}
+		ns := ""
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if ns = obj.GetNamespace(); ns == "" {
+				ns = env.Namespace
+			}
+		}
+		add(ns, m.Resource.Group, m.Resource.Resource, "delete")
+	}
 	ns := env.Namespace
 	// Helm keeps each release revision in a Secret in the release namespace (its default driver).
 	add(ns, "", "secrets", "get", "list", "create", "update", "delete")

@@ -84,6 +84,18 @@ func TestPermissions(t *testing.T) {
 		})
 	}
 
+	t.Run("an object the upgrade's Helm deletes needs delete", func(t *testing.T) {
+		env, _ := permissionsEnv(allowExcept("delete configmaps in gpu-operator"))
+		env.Removed = []*unstructured.Unstructured{obj("v1", "ConfigMap", "gpu-operator", "dropped-by-the-new-chart", nil)}
+		expect(t, run(t, "permissions", env), StatusFail, "configmaps: delete (namespace gpu-operator)", "")
+	})
+
+	t.Run("a removed object of a kind the cluster no longer serves needs nothing", func(t *testing.T) {
+		env, _ := permissionsEnv(allowExcept("delete example.com/gones"))
+		env.Removed = []*unstructured.Unstructured{obj("example.com/v1", "Gone", "", "old", nil)}
+		expect(t, run(t, "permissions", env), StatusPass, "granted", "")
+	})
+
 	t.Run("patching nodes is not needed when nothing is tainted", func(t *testing.T) {
 		env, _ := permissionsEnv(allowExcept("patch nodes"))
 		env.Plan = testPlan(nil, true)
