@@ -167,19 +167,15 @@ func removedByUpgrade(clients *kube.Clients, p *plan.Plan, objs []*unstructured.
 	for _, o := range objs {
 		rendered[key(o)] = true
 	}
-	clientsByNS := map[string]*release.Client{}
+	helm := release.NewClients(clients.Getter)
 	var out []*unstructured.Unstructured
 	for _, s := range p.Steps {
 		if s.Kind != plan.KindRelease || s.Release == nil {
 			continue
 		}
-		rc, ok := clientsByNS[s.Release.Namespace]
-		if !ok {
-			var err error
-			if rc, err = release.New(clients.Getter, s.Release.Namespace, nil); err != nil {
-				continue
-			}
-			clientsByNS[s.Release.Namespace] = rc
+		rc, err := helm.In(s.Release.Namespace)
+		if err != nil {
+			continue
 		}
 		manifest, err := rc.Manifest(s.Release.Name)
 		if err != nil || manifest == "" {

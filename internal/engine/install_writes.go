@@ -35,7 +35,7 @@ type writeLister struct {
 	clients  *kube.Clients
 	plan     *plan.Plan
 	w        *plan.Writes
-	releases map[string]*release.Client
+	releases *release.Clients
 }
 
 // installWrites lists every write of p's run (plan.Writes), deciding each as the run decides it: the
@@ -43,7 +43,7 @@ type writeLister struct {
 // install-or-upgrade rule against its stored revisions and the manifest Helm would apply, each node's
 // taint from its taints now, and gpuctl's Lease and record.
 func installWrites(ctx context.Context, clients *kube.Clients, p *plan.Plan) (*plan.Writes, error) {
-	l := &writeLister{clients: clients, plan: p, releases: map[string]*release.Client{}, w: &plan.Writes{
+	l := &writeLister{clients: clients, plan: p, releases: release.NewClients(clients.Getter), w: &plan.Writes{
 		Objects: []plan.ObjectWrite{}, CRDs: []plan.CRDWrite{}, Releases: []plan.ReleaseWrite{}, Nodes: []plan.NodeChange{}}}
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -180,12 +180,9 @@ func (l *writeLister) release(ctx context.Context, s *plan.Step) error {
 			return err
 		}
 	}
-	rc, ok := l.releases[ns]
-	if !ok {
-		if rc, err = release.New(l.clients.Getter, ns, nil); err != nil {
-			return err
-		}
-		l.releases[ns] = rc
+	rc, err := l.releases.In(ns)
+	if err != nil {
+		return err
 	}
 	pv, err := rc.PreviewApply(ctx, r.Name, ch, values)
 	if err != nil {

@@ -99,15 +99,11 @@ func refuseOwned(ctx context.Context, clients *kube.Clients, t writeTargets, sin
 
 // findOwned is the first release or object of t an engine manages (nil: none).
 func findOwned(ctx context.Context, clients *kube.Clients, t writeTargets) (*OwnedError, error) {
-	byNamespace := map[string]*release.Client{}
+	helm := release.NewClients(clients.Getter)
 	for _, r := range t.releases {
-		rc := byNamespace[r.Namespace]
-		if rc == nil {
-			var err error
-			if rc, err = release.New(clients.Getter, r.Namespace, nil); err != nil {
-				return nil, err
-			}
-			byNamespace[r.Namespace] = rc
+		rc, err := helm.In(r.Namespace)
+		if err != nil {
+			return nil, err
 		}
 		if owned, err := rc.Owner(r.Name); err != nil || owned != nil {
 			return owned, err

@@ -401,19 +401,14 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []st
 func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change plan.VersionChange) (*UpgradePreview, error) {
 	pv := &UpgradePreview{From: rec.OperatorVersion, To: to, Change: change}
 	driverEnabled := true
-	clients := map[string]*release.Client{} // one Helm client per namespace the releases live in
+	helm := release.NewClients(u.Clients.Getter)
 	for _, r := range p.RunningReleases() {
 		if v, ok := r.Values["driver"].(map[string]any); ok && r.Name == plan.OperatorRelease && v["enabled"] == false {
 			driverEnabled = false
 		}
-		ns := p.ReleaseNamespace(r)
-		rc, ok := clients[ns]
-		if !ok {
-			var err error
-			if rc, err = release.New(u.Clients.Getter, ns, nil); err != nil {
-				return nil, err
-			}
-			clients[ns] = rc
+		rc, err := helm.In(p.ReleaseNamespace(r))
+		if err != nil {
+			return nil, err
 		}
 		move, diffs, err := u.previewRelease(ctx, rc, r)
 		if err != nil {

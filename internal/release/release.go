@@ -66,6 +66,31 @@ func New(getter genericclioptions.RESTClientGetter, namespace string, logger *sl
 	return &Client{cfg: cfg, namespace: namespace}, nil
 }
 
+// Clients opens one Client per namespace, on first use, and keeps it: what a run that reads or writes
+// releases in several namespaces asks for.
+type Clients struct {
+	getter genericclioptions.RESTClientGetter
+	byNS   map[string]*Client
+}
+
+// NewClients opens Clients from kubectl-style flags.
+func NewClients(getter genericclioptions.RESTClientGetter) *Clients {
+	return &Clients{getter: getter, byNS: map[string]*Client{}}
+}
+
+// In is the Client for namespace ns.
+func (c *Clients) In(ns string) (*Client, error) {
+	if rc, ok := c.byNS[ns]; ok {
+		return rc, nil
+	}
+	rc, err := New(c.getter, ns, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.byNS[ns] = rc
+	return rc, nil
+}
+
 // NewWithConfiguration wraps an existing Helm configuration (tests use Helm's in-memory storage and
 // fake Kubernetes client).
 func NewWithConfiguration(cfg *action.Configuration, namespace string) *Client {
