@@ -774,27 +774,21 @@ func assertReconciled(t *testing.T, c *sandbox.Cluster, name string) {
 	// the device plugin and MIG manager write them too) sets Ready False, reason Error, and is retried
 	// at once (controllers/clusterpolicy_controller.go at v25.10.1, Reconcile). So this waits for
 	// Reconciled, and fails on a ClusterPolicy that does not get there within a minute.
-	var state string
-	var conds []any
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		cp, err := dynamicClient(t, c).Resource(clusterPolicies).Get(ctx, name, metav1.GetOptions{})
+	policies := dynamicClient(t, c).Resource(clusterPolicies)
+	waitUntil(t, time.Minute, "ClusterPolicy "+name+" is ready and Reconciled", func(ctx context.Context) (bool, error) {
+		cp, err := policies.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err
 		}
-		state, _, _ = unstructured.NestedString(cp.Object, "status", "state")
-		conds, _, _ = unstructured.NestedSlice(cp.Object, "status", "conditions")
+		state, _, _ := unstructured.NestedString(cp.Object, "status", "state")
+		conds, _, _ := unstructured.NestedSlice(cp.Object, "status", "conditions")
 		for _, cnd := range conds {
 			if m, _ := cnd.(map[string]any); m["type"] == "Ready" && m["reason"] == "Reconciled" && m["status"] == "True" && state == "ready" {
 				return true, nil
 			}
 		}
-		return false, nil
+		return false, fmt.Errorf("state %q, conditions %v", state, conds)
 	})
-	if err != nil {
-		t.Errorf("ClusterPolicy %s: state %q, conditions %v", name, state, conds)
-	}
 }
 
 // assertRealController checks that the controller the sandbox ran for this install is NVIDIA's
