@@ -41,10 +41,16 @@ Before the first write it also asks the API server whether you may delete everyt
 you may not do) rather than leave half a stack.
 --purge also deletes the CRDs, namespaces and objects gpuctl created (never ones it found); a CRD with
 custom resources gpuctl did not create stops it before anything is deleted (exit 5), unless --force.
+Every object gpuctl deletes itself goes only while it has the UID the install record keeps: one of
+that name someone re-created is kept and named. A namespace gpuctl created that holds anything it did
+not create is kept, with what it holds (a warning; exit 0).
+Without an install record (kube-system/gpuctl-install) nothing says what gpuctl made: an uninstall
+that finds releases of gpuctl's names stops before any change (exit 5) unless --adopt.
 A second uninstall does nothing.`,
 		Example: `  gpuctl uninstall --dry-run -o json   # what it would delete and keep, and each node's label changes
   gpuctl uninstall
-  gpuctl uninstall --purge --yes       # in CI: no prompt`,
+  gpuctl uninstall --purge --yes       # in CI: no prompt
+  gpuctl uninstall --adopt --yes       # no install record: take gpuctl's releases as its own`,
 		Args: cobra.NoArgs,
 		RunE: u.run,
 	}
@@ -57,6 +63,7 @@ func (u *uninstallCmd) addFlags(f *pflag.FlagSet) {
 	o := &u.o
 	f.BoolVar(&o.Purge, "purge", false, "also delete the CRDs and namespaces gpuctl created (never ones it found) and its install record")
 	f.BoolVar(&o.Force, "force", false, "with --purge: delete the CRDs gpuctl created even when they have custom resources gpuctl did not create, deleting those resources too (without it such a purge stops before any change, exit 5)")
+	f.BoolVar(&o.Adopt, "adopt", false, "without an install record: take the releases of gpuctl's names as gpuctl's and remove them, with the stack's node labels (without it such an uninstall stops before any change, exit 5)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "change nothing: print what uninstall would delete (with UIDs), keep and why, and each node's label changes")
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUninstallTimeout, "how long the whole uninstall may take")
@@ -145,6 +152,14 @@ func (u *uninstallCmd) writeResult(res *engine.UninstallResult, runErr error) er
 			for _, k := range res.Plan.Kept {
 				fmt.Fprintf(out, "Kept %s.\n", k)
 			}
+			if pp := res.Plan.Purge; pp != nil {
+				for _, k := range pp.Kept {
+					fmt.Fprintf(out, "Kept %s: %s.\n", describeKept(k), k.Why)
+				}
+			}
+			for _, k := range res.KeptNamespaces {
+				fmt.Fprintf(out, "Kept %s.\n", k)
+			}
 		}
 		return nil
 	})
@@ -183,8 +198,14 @@ func printUninstallPlan(w io.Writer, p *runner.UninstallPlan) {
 		}
 	}
 	if pp := p.Purge; pp != nil {
-		for _, c := range pp.CRDs {
-			fmt.Fprintf(w, "  delete CRD %s\n", c)
+		for _, d := range pp.Delete {
+			fmt.Fprintf(w, "  delete %s (uid %s; %s)\n", d, d.UID, d.Why)
+		}
+		for _, k := range pp.Kept {
+			fmt.Fprintf(w, "  kept: %s is %s\n", describeKept(k), k.Why)
+		}
+		for _, k := range pp.KeptNamespaces {
+			fmt.Fprintf(w, "  keep %s\n", k)
 		}
 		for _, f := range pp.Foreign {
 			verb := "refuse to delete (not created by gpuctl; --force deletes it)"
@@ -194,4 +215,12 @@ func printUninstallPlan(w io.Writer, p *runner.UninstallPlan) {
 			fmt.Fprintf(w, "  %s: %s\n", verb, f)
 		}
 	}
+}
+
+// describeKept names a kept object as kubectl's users read it.
+func describeKept(k runner.KeptObject) string {
+	if k.Namespace != "" {
+		return k.Kind + " " + k.Namespace + "/" + k.Name
+	}
+	return k.Kind + " " + k.Name
 }

@@ -30,6 +30,9 @@ type UninstallOptions struct {
 	Force bool
 	// DryRun makes the plan and returns it: nothing is written, not even the lock.
 	DryRun bool
+	// Adopt takes the releases of gpuctl's names as gpuctl's when there is no install record; without
+	// it such an uninstall is refused before anything is written (runner.UnrecordedError, exit 5).
+	Adopt bool
 }
 
 // Uninstall removes what gpuctl installed, in the reverse order of install: the ClusterPolicy and
@@ -51,6 +54,9 @@ type UninstallResult struct {
 	Steps  []runner.StepResult   `json:"steps"`
 	// Changed is false when there was nothing to uninstall.
 	Changed bool `json:"changed"`
+	// KeptNamespaces are the namespaces gpuctl created that --purge kept, because they hold objects
+	// gpuctl did not create (named): the safe outcome, so not a failure.
+	KeptNamespaces []runner.KeptNamespace `json:"keptNamespaces,omitempty"`
 }
 
 // Run uninstalls.
@@ -65,12 +71,15 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	sink := event.Or(u.Sink)
+	uninstaller := func(rec *record.Record) *runner.Uninstaller {
+		return &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, Adopt: o.Adopt, FinalizerWait: o.FinalizerWait, Sink: sink}
+	}
 	if o.DryRun {
 		rec, err := record.Read(ctx, u.Clients.Kube)
 		if err != nil {
 			return &UninstallResult{DryRun: true}, err
 		}
-		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
+		un := uninstaller(rec)
 		p, err := un.Plan(ctx)
 		if err == nil {
 			err = refuseOwned(ctx, u.Clients, uninstallTargets(p), sink)
@@ -81,12 +90,21 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		return &UninstallResult{DryRun: true, Plan: p}, err
 	}
 	res = &UninstallResult{}
+	// Without a record, releases of gpuctl's names are not taken as gpuctl's unless adopted: refused
+	// before anything is written, the lock included. Plan asks again under the lock.
+	rec, err := record.Read(ctx, u.Clients.Kube)
+	if err != nil {
+		return res, err
+	}
+	if err := uninstaller(rec).RefuseUnrecorded(ctx); err != nil {
+		return res, err
+	}
 	err = runner.Locked(ctx, u.Clients, o.WaitForLock, sink, func(ctx context.Context, _ *runner.Lock) error {
 		rec, err := record.Read(ctx, u.Clients.Kube)
 		if err != nil {
 			return err
 		}
-		un := &runner.Uninstaller{Clients: u.Clients, Record: rec, Purge: o.Purge, Force: o.Force, FinalizerWait: o.FinalizerWait, Sink: sink}
+		un := uninstaller(rec)
 		// Every decision is made here, before the first write; the steps carry the plan out.
 		if res.Plan, err = un.Plan(ctx); err != nil {
 			return err
@@ -99,7 +117,7 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 			return err
 		}
 		r, err := un.Run(ctx, res.Plan)
-		res.Steps, res.Changed = r.Results, r.Changed
+		res.Steps, res.Changed, res.KeptNamespaces = r.Results, r.Changed, un.KeptNamespaces()
 		return err
 	})
 	if err == nil && o.Purge {

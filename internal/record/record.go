@@ -119,7 +119,9 @@ type Object struct {
 	Kind       string `json:"kind,omitempty"`
 	Name       string `json:"name"`
 	Namespace  string `json:"namespace,omitempty"`
-	// UID is set for CustomResources: the object gpuctl created, not merely one of that name.
+	// UID is the object's UID when gpuctl recorded it (for CustomResources, CRDs, Namespaces and
+	// Objects; releases have none): for one gpuctl created, that object, not merely one of that name,
+	// so uninstall deletes it with the UID as a precondition. Empty in a record of an older gpuctl.
 	UID types.UID `json:"uid,omitempty"`
 	// Created is true when gpuctl created it; false when it was there before (found).
 	Created bool `json:"created"`
@@ -236,7 +238,9 @@ func Delete(ctx context.Context, kc kubernetes.Interface) error {
 	return nil
 }
 
-// MergeObjects adds now's objects to before's; an object created by either run stays created.
+// MergeObjects adds now's objects to before's; an object created by either run stays created. An
+// object an earlier run created and this one found keeps the earlier run's UID: if someone re-created
+// it meanwhile (another UID), the one there now is not gpuctl's.
 func MergeObjects(before, now []Object) []Object {
 	key := func(o Object) string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
 	byKey := map[string]Object{}
@@ -245,6 +249,9 @@ func MergeObjects(before, now []Object) []Object {
 	}
 	for _, o := range now {
 		if prev, ok := byKey[key(o)]; ok {
+			if prev.Created && !o.Created && prev.UID != "" {
+				o.UID = prev.UID
+			}
 			o.Created = o.Created || prev.Created
 		}
 		byKey[key(o)] = o

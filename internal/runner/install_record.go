@@ -37,18 +37,28 @@ type recordBefore struct {
 
 // objectExists reads an object the record names; a kind the cluster does not serve has none.
 func objectExists(ctx context.Context, clients *kube.Clients, o record.Object) (bool, error) {
+	uid, err := objectUID(ctx, clients, o)
+	return uid != "", err
+}
+
+// objectUID is the UID of the object the record names as it is now ("" when there is none; a kind
+// the cluster does not serve has none).
+func objectUID(ctx context.Context, clients *kube.Clients, o record.Object) (types.UID, error) {
 	ri, err := recordedResource(clients, o)
 	if err != nil {
 		if kube.Absent(err) {
-			return false, nil
+			return "", nil
 		}
-		return false, err
+		return "", err
 	}
-	_, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
+	obj, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
 	if kube.Absent(err) {
-		return false, nil
+		return "", nil
 	}
-	return err == nil, err
+	if err != nil {
+		return "", err
+	}
+	return obj.GetUID(), nil
 }
 
 // recordedResource is the dynamic client of a recorded object.
@@ -279,21 +289,22 @@ func chartOperatorVersion(p *plan.Plan) string {
 }
 
 // recordObjects records the CRDs, namespaces and other objects of the plan that exist now, each
-// created when it did not exist before the run.
+// created when it did not exist before the run, and each with its UID: uninstall --purge deletes the
+// one gpuctl created, never another of the same name made after it.
 func (x *executor) recordObjects(ctx context.Context, r *record.Record, b *recordBefore) {
 	for name, existed := range b.crds {
-		if _, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			r.CRDs = append(r.CRDs, record.Object{Name: name, Created: !existed})
+		if crd, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.CRDs = append(r.CRDs, record.Object{Name: name, UID: crd.UID, Created: !existed})
 		}
 	}
 	for name, existed := range b.namespaces {
-		if _, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			r.Namespaces = append(r.Namespaces, record.Object{Name: name, Created: !existed})
+		if ns, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.Namespaces = append(r.Namespaces, record.Object{Name: name, UID: ns.UID, Created: !existed})
 		}
 	}
 	for o, existed := range b.objects {
-		if found, err := objectExists(ctx, x.clients, o); err == nil && found {
-			o.Created = !existed
+		if uid, err := objectUID(ctx, x.clients, o); err == nil && uid != "" {
+			o.UID, o.Created = uid, !existed
 			r.Objects = append(r.Objects, o)
 		}
 	}

@@ -14,8 +14,14 @@ import (
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -176,5 +182,34 @@ func TestNodesBefore(t *testing.T) {
 				t.Errorf("metadata before %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The record keeps the UID of every CRD, namespace and other object it names: uninstall --purge
+// deletes that object, not another of its name made later.
+func TestRecordObjectsKeepTheirUIDs(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "ngc-secret", "namespace": "gpu-operator", "uid": "secret-uid"}}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	x := &executor{clients: &kube.Clients{
+		Kube:       fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator", UID: "ns-uid"}}),
+		Extensions: apiextensionsfake.NewClientset(&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "clusterpolicies.nvidia.com", UID: "crd-uid"}}),
+		Dynamic:    dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), secret), Mapper: mapper}}
+	ngc := record.Object{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator"}
+	gone := record.Object{APIVersion: "v1", Kind: "Secret", Name: "gone", Namespace: "gpu-operator"}
+	b := &recordBefore{crds: map[string]bool{"clusterpolicies.nvidia.com": false, "nvidiadrivers.nvidia.com": false},
+		namespaces: map[string]bool{"gpu-operator": false}, objects: map[record.Object]bool{ngc: true, gone: false}}
+	r := &record.Record{}
+	x.recordObjects(t.Context(), r, b)
+	ngc.UID = "secret-uid"
+	if want := []record.Object{{Name: "clusterpolicies.nvidia.com", UID: "crd-uid", Created: true}}; !reflect.DeepEqual(r.CRDs, want) {
+		t.Errorf("CRDs %+v, want %+v", r.CRDs, want)
+	}
+	if want := []record.Object{{Name: "gpu-operator", UID: "ns-uid", Created: true}}; !reflect.DeepEqual(r.Namespaces, want) {
+		t.Errorf("namespaces %+v, want %+v", r.Namespaces, want)
+	}
+	if want := []record.Object{ngc}; !reflect.DeepEqual(r.Objects, want) {
+		t.Errorf("objects %+v, want %+v (found, with its UID)", r.Objects, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,9 @@ type Uninstaller struct {
 	// Purge also deletes the CRDs and namespaces gpuctl created; Force lets it delete CRDs with
 	// custom resources gpuctl did not create.
 	Purge, Force bool
+	// Adopt takes the releases of gpuctl's names as gpuctl's when there is no install record (without
+	// it such an uninstall is refused: UnrecordedError).
+	Adopt bool
 	// FinalizerWait is how long a deleted object may stay before the step names what holds it.
 	FinalizerWait time.Duration
 	Sink          event.Sink
@@ -41,6 +45,9 @@ type Uninstaller struct {
 	// DaemonSets they owned when last seen: what they own must be gone before uninstall says it is
 	// done. A DaemonSet stays here after it is gone, so its pods are still waited for.
 	owners map[types.UID]bool
+	// keptNamespaces are the namespaces gpuctl created that --purge kept: they held objects gpuctl
+	// did not create.
+	keptNamespaces []KeptNamespace
 }
 
 func (u *Uninstaller) releaseClient(ns string) (*release.Client, error) {
@@ -65,10 +72,11 @@ func (u *Uninstaller) namespace() string {
 	return u.Clients.Namespace
 }
 
-// ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to remove).
+// ours reports whether gpuctl installed the release (so the labels of its stack are gpuctl's to
+// remove). Without a record, only what --adopt takes is.
 func (u *Uninstaller) ours(names ...string) bool {
 	if u.Record == nil {
-		return true
+		return u.Adopt
 	}
 	for _, n := range names {
 		if u.Record.Release(n) != nil {
@@ -143,15 +151,40 @@ func (u *Uninstaller) Run(ctx context.Context, p *UninstallPlan) (*Runner, error
 	return r, r.Run(ctx, u.steps())
 }
 
+// KeptNamespaces are the namespaces gpuctl created that the run's --purge kept, with what they hold
+// that gpuctl did not create.
+func (u *Uninstaller) KeptNamespaces() []KeptNamespace { return u.keptNamespaces }
+
 func (u *Uninstaller) updateRecord(ctx context.Context, _ func(string)) (Outcome, error) {
 	switch {
 	case u.Record == nil:
 		return Outcome{Skipped: true, Message: "none"}, nil
-	case u.Purge:
+	case u.Purge && len(u.keptNamespaces) == 0:
 		if err := record.Delete(ctx, u.Clients.Kube); err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{Changed: true, Message: "deleted"}, nil
+	case u.Purge:
+		// What it kept is still gpuctl's to delete once it holds nothing else: the record keeps it,
+		// and nothing more (the rest is gone, or was not the object gpuctl created).
+		r := *u.Record
+		r.Uninstalled, r.Command, r.Result, r.Updated = true, "uninstall", "succeeded", time.Now().UTC()
+		r.Releases, r.TaintedNodes, r.CustomResources, r.TracksCustomResources = nil, nil, nil, true
+		r.CRDs, r.Objects, r.Namespaces = nil, nil, nil
+		for _, o := range u.Record.Namespaces {
+			if o.Created && slices.ContainsFunc(u.keptNamespaces, func(k KeptNamespace) bool { return k.Name == o.Name }) {
+				r.Namespaces = append(r.Namespaces, o)
+			}
+		}
+		if err := record.Write(ctx, u.Clients.Kube, &r); err != nil {
+			return Outcome{}, err
+		}
+		var names []string
+		for _, o := range r.Namespaces {
+			names = append(names, o.Name)
+		}
+		return Outcome{Changed: true, Message: "keeps only the namespaces --purge kept (" + strings.Join(names, ", ") +
+			"), for a later uninstall --purge"}, nil
 	case u.Record.Uninstalled:
 		return Outcome{Skipped: true, Message: "already says uninstalled; uninstall --purge removes what gpuctl created"}, nil
 	}

@@ -66,11 +66,48 @@ func (k KeptObject) String() string {
 
 // PurgePlan is what --purge deletes besides: the CRDs, namespaces and other objects gpuctl created.
 type PurgePlan struct {
+	// CRDs name the CRDs it deletes (Delete has them with their UIDs).
 	CRDs []string `json:"crds,omitempty"`
 	// Foreign are custom resources of those CRDs gpuctl did not create ("Kind namespace/name"):
 	// deleting a CRD deletes them, so the purge stops before its first write unless Forced.
 	Foreign []string `json:"foreign,omitempty"`
 	Forced  bool     `json:"forced,omitempty"`
+	// Delete are the other objects, CRDs and namespaces it deletes (steps purge-objects, purge-crds,
+	// purge-namespaces), each only while it has the planned UID: the one the record keeps, or, in a
+	// record of an older gpuctl that kept none, the UID of the object of that name now (Why says so).
+	Delete []PlannedDeletion `json:"delete,omitempty"`
+	// Kept are objects of a name the record says gpuctl created that are not the one it created
+	// (another UID): someone re-created them, and they stay.
+	Kept []KeptObject `json:"kept,omitempty"`
+	// KeptNamespaces are namespaces gpuctl created that hold objects it did not create: they stay.
+	KeptNamespaces []KeptNamespace `json:"keptNamespaces,omitempty"`
+	// ours are the UIDs of gpuctl's objects in the namespaces it deletes, as the plan judged them: the
+	// run's second look, when their owners may be gone, still knows them.
+	ours map[types.UID]bool
+}
+
+// Steps of --purge.
+const (
+	stepPurgeObjects    = "purge-objects"
+	stepPurgeCRDs       = "purge-crds"
+	stepPurgeNamespaces = "purge-namespaces"
+)
+
+// notTheOne is why an object of a recorded name stays: it is not the one gpuctl created.
+const notTheOne = "not the one gpuctl created (UID differs)"
+
+// deletions are the purge's deletions in one step.
+func (pp *PurgePlan) deletions(step string) []PlannedDeletion {
+	if pp == nil {
+		return nil
+	}
+	var out []PlannedDeletion
+	for _, d := range pp.Delete {
+		if d.Step == step {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ForeignResourcesError stops uninstall --purge before its first write: deleting the CRDs gpuctl
@@ -100,6 +137,9 @@ func releaseStep(name string) string { return "uninstall-" + name }
 
 // Plan makes every decision of the uninstall from the record and the cluster as they are now.
 func (u *Uninstaller) Plan(ctx context.Context) (*UninstallPlan, error) {
+	if err := u.RefuseUnrecorded(ctx); err != nil {
+		return nil, err
+	}
 	rels, err := u.targets()
 	if err != nil {
 		return nil, err
@@ -208,28 +248,101 @@ func (u *Uninstaller) planNodes(ctx context.Context) ([]NodeLabelPlan, error) {
 	return out, nil
 }
 
-// planPurge lists the CRDs --purge deletes and, for each, every custom resource of it in every
-// namespace: one that this uninstall does not delete itself (planned, or an object of a release it
-// uninstalls, or owned by such an object) is someone else's, and deleting the CRD would delete it.
+// planPurge plans what --purge deletes besides: the objects, CRDs and namespaces the record says
+// gpuctl created, each by its recorded UID (one of that name with another UID stays, and the plan
+// says so). For each CRD it lists every custom resource of it in every namespace: one that this
+// uninstall does not delete itself (planned, or an object of a release it uninstalls, or owned by
+// such an object) is someone else's, and deleting the CRD would delete it. A namespace that holds
+// anything gpuctl did not create stays (foreignIn).
 func (u *Uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) (*PurgePlan, error) {
-	pp := &PurgePlan{Forced: u.Force}
+	pp := &PurgePlan{Forced: u.Force, ours: map[types.UID]bool{}}
 	if u.Record == nil {
 		return pp, nil
 	}
-	planned := map[types.UID]bool{}
 	for _, d := range p.Delete {
-		planned[d.UID] = true
+		pp.ours[d.UID] = true
 	}
+	for _, o := range u.Record.CustomResources {
+		pp.ours[o.UID] = true
+	}
+	if err := u.planPurgeObjects(ctx, pp); err != nil {
+		return nil, err
+	}
+	if err := u.planPurgeCRDs(ctx, pp, rels); err != nil {
+		return nil, err
+	}
+	if err := u.planPurgeNamespaces(ctx, pp, rels); err != nil {
+		return nil, err
+	}
+	slices.Sort(pp.Foreign)
+	if len(pp.Foreign) > 0 && !u.Force {
+		return pp, &ForeignResourcesError{Objects: pp.Foreign}
+	}
+	return pp, nil
+}
+
+// byRecord is the deletion of an object the record says gpuctl created (recorded UID: "" in a record
+// of an older gpuctl), found now with UID now; ok is false when it is not the one gpuctl created.
+func byRecord(step, apiVersion, kind string, o record.Object, now types.UID) (PlannedDeletion, bool) {
+	d := PlannedDeletion{Step: step, APIVersion: apiVersion, Kind: kind, Namespace: o.Namespace, Name: o.Name, UID: now,
+		Why: "created by gpuctl (install record)"}
+	switch {
+	case o.UID == "":
+		d.Why = "created by gpuctl (install record of an older gpuctl, without UIDs: the object of that name now)"
+	case o.UID != now:
+		return d, false
+	}
+	return d, true
+}
+
+// planPurgeObjects plans the deletion of the other objects gpuctl created (the NVAIE Secrets,
+// profile prerequisites, the PSP RoleBinding): in a namespace gpuctl found, deleting the namespace
+// would not.
+func (u *Uninstaller) planPurgeObjects(ctx context.Context, pp *PurgePlan) error {
+	for _, o := range u.Record.Objects {
+		if !o.Created {
+			continue
+		}
+		uid, err := objectUID(ctx, u.Clients, o)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", describe(o.Kind, o.Namespace, o.Name), err)
+		}
+		if uid == "" {
+			continue // gone, or its kind is no longer served
+		}
+		d, ok := byRecord(stepPurgeObjects, o.APIVersion, o.Kind, o, uid)
+		if !ok {
+			pp.Kept = append(pp.Kept, KeptObject{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Why: notTheOne})
+			continue
+		}
+		pp.Delete = append(pp.Delete, d)
+		pp.ours[uid] = true
+	}
+	return nil
+}
+
+// planPurgeCRDs plans the deletion of the CRDs gpuctl created, and lists the custom resources of
+// each that this uninstall does not delete itself (Foreign).
+func (u *Uninstaller) planPurgeCRDs(ctx context.Context, pp *PurgePlan, rels []uninstallRelease) error {
 	crds := u.Clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
-	for _, name := range record.CreatedNames(u.Record.CRDs) {
-		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	for _, o := range u.Record.CRDs {
+		if !o.Created {
+			continue
+		}
+		crd, err := crds.Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read CRD %s: %w", name, err)
+			return fmt.Errorf("read CRD %s: %w", o.Name, err)
 		}
-		pp.CRDs = append(pp.CRDs, name)
+		d, ok := byRecord(stepPurgeCRDs, "apiextensions.k8s.io/v1", "CustomResourceDefinition", o, crd.UID)
+		if !ok {
+			pp.Kept = append(pp.Kept, KeptObject{Kind: "CustomResourceDefinition", Name: o.Name, Why: notTheOne})
+			continue
+		}
+		pp.CRDs = append(pp.CRDs, o.Name)
+		pp.Delete = append(pp.Delete, d)
 		version := ""
 		for _, v := range crd.Spec.Versions {
 			if v.Served && (version == "" || v.Storage) {
@@ -245,22 +358,59 @@ func (u *Uninstaller) planPurge(ctx context.Context, p *UninstallPlan, rels []un
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list the %s of CRD %s: %w", crd.Spec.Names.Plural, name, err)
+			return fmt.Errorf("list the %s of CRD %s: %w", crd.Spec.Names.Plural, o.Name, err)
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			if planned[o.GetUID()] || strings.HasPrefix(provenance(withoutManagedFields(o), rels), "release ") ||
-				slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return planned[r.UID] }) {
+			if pp.ours[o.GetUID()] || strings.HasPrefix(provenance(withoutManagedFields(o), rels), "release ") ||
+				slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return pp.ours[r.UID] }) {
 				continue
 			}
 			pp.Foreign = append(pp.Foreign, describe(crd.Spec.Names.Kind, o.GetNamespace(), o.GetName()))
 		}
 	}
-	slices.Sort(pp.Foreign)
-	if len(pp.Foreign) > 0 && !u.Force {
-		return pp, &ForeignResourcesError{Objects: pp.Foreign}
+	return nil
+}
+
+// planPurgeNamespaces plans the deletion of the namespaces gpuctl created that hold nothing but
+// gpuctl's objects; the others stay, with what they hold.
+func (u *Uninstaller) planPurgeNamespaces(ctx context.Context, pp *PurgePlan, rels []uninstallRelease) error {
+	for _, r := range rels {
+		// On OpenShift the operator runs from the CSV the release's Subscription installed: OLM's, for
+		// gpuctl's Subscription, deleted with the release.
+		for _, csv := range u.installedCSVs(ctx, r.namespace) {
+			if obj, err := u.Clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace).Get(ctx, csv, metav1.GetOptions{}); err == nil {
+				pp.ours[obj.GetUID()] = true
+			}
+		}
 	}
-	return pp, nil
+	for _, o := range u.Record.Namespaces {
+		if !o.Created {
+			continue
+		}
+		ns, err := u.Clients.Kube.CoreV1().Namespaces().Get(ctx, o.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read namespace %s: %w", o.Name, err)
+		}
+		d, ok := byRecord(stepPurgeNamespaces, "v1", "Namespace", o, ns.UID)
+		if !ok {
+			pp.Kept = append(pp.Kept, KeptObject{Kind: "Namespace", Name: o.Name, Why: notTheOne})
+			continue
+		}
+		foreign, err := u.foreignIn(ctx, o.Name, pp.ours, rels)
+		if err != nil {
+			return err
+		}
+		if len(foreign) > 0 {
+			pp.KeptNamespaces = append(pp.KeptNamespaces, keptNamespace(o.Name, foreign))
+			continue
+		}
+		pp.Delete = append(pp.Delete, d)
+	}
+	return nil
 }
 
 // withoutManagedFields is obj judged by its Helm annotations alone.

@@ -41,6 +41,7 @@ func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 		health.NVIDIADriverResource():                                     "NVIDIADriverList",
 		health.GPUClusterResource():                                       "GPUClusterList",
 		nfdInstancesGVR:                                                   "NodeFeatureDiscoveryList",
+		nodeFeaturesGVR:                                                   "NodeFeatureList",
 	}, objs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,100 +15,156 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
-func (u *Uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (Outcome, error) {
-	if u.Record == nil {
-		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the CRDs it created from ones it found"}, nil
+// purgeResource is the dynamic client of a planned purge deletion.
+func (u *Uninstaller) purgeResource(d PlannedDeletion) (dynamic.ResourceInterface, error) {
+	switch d.Kind {
+	case "CustomResourceDefinition":
+		return u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}), nil
+	case "Namespace":
+		return u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}), nil
 	}
-	crds := u.Clients.Extensions.ApiextensionsV1().CustomResourceDefinitions()
-	var deleted []string
-	var names []string
-	if u.p.Purge != nil {
-		names = u.p.Purge.CRDs
-	}
-	for _, name := range names {
-		err := crds.Delete(ctx, name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return Outcome{}, fmt.Errorf("delete CRD %s: %w", name, err)
-		}
-		deleted = append(deleted, name)
-	}
-	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	for _, name := range deleted {
-		progress("waiting for CRD " + name + " to go")
-		if err := u.waitGone(ctx, ri, "CustomResourceDefinition", name, ""); err != nil {
-			return Outcome{}, err
-		}
-	}
-	if len(deleted) == 0 {
-		return Outcome{Skipped: true, Message: "none left"}, nil
-	}
-	u.Clients.Refresh()
-	return Outcome{Changed: true, Message: fmt.Sprintf("deleted %d: %s", len(deleted), strings.Join(deleted, ", "))}, nil
+	return recordedResource(u.Clients, record.Object{APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name})
 }
 
-// purgeObjects deletes the objects gpuctl created outside its releases (the NVAIE Secrets, profile
-// prerequisites, the PSP RoleBinding): in a namespace gpuctl found, deleting the namespace would not.
-func (u *Uninstaller) purgeObjects(ctx context.Context, progress func(string)) (Outcome, error) {
+// purgeDelete deletes a planned object with its UID as the precondition (an object of that name
+// someone made after gpuctl's is never deleted). It says whether it deleted it, or why it kept it.
+func (u *Uninstaller) purgeDelete(ctx context.Context, ri dynamic.ResourceInterface, d PlannedDeletion) (bool, string, error) {
+	uid := d.UID
+	err := ri.Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case kube.Absent(err):
+		return false, "", nil
+	case apierrors.IsConflict(err):
+		return false, "kept: " + d.String() + " is " + notTheOne, nil
+	case err != nil:
+		return false, "", fmt.Errorf("delete %s: %w", d, err)
+	}
+	return true, "", nil
+}
+
+// purgeStep deletes the purge's planned objects of one step, each by UID, and waits until they are
+// gone. check, when set, is asked first for each and may keep it (with why).
+func (u *Uninstaller) purgeStep(ctx context.Context, step string, progress func(string), check func(PlannedDeletion) (string, error)) (Outcome, error) {
 	if u.Record == nil {
-		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the objects it created from ones it found"}, nil
+		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell what it created from what it found"}, nil
 	}
 	type gone struct {
-		ri   dynamic.ResourceInterface
-		o    record.Object
-		desc string
+		ri dynamic.ResourceInterface
+		d  PlannedDeletion
 	}
 	var deleted []gone
-	for _, o := range u.Record.Objects {
-		if !o.Created {
-			continue
+	var kept []string
+	if u.p.Purge != nil {
+		for _, k := range u.p.Purge.Kept {
+			if purgeStepOf(k.Kind) == step {
+				kept = append(kept, "kept: "+describe(k.Kind, k.Namespace, k.Name)+" is "+k.Why)
+			}
 		}
-		ri, err := recordedResource(u.Clients, o)
+	}
+	for _, d := range u.p.Purge.deletions(step) {
+		if check != nil {
+			why, err := check(d)
+			if err != nil {
+				return Outcome{}, err
+			}
+			if why != "" {
+				kept = append(kept, why)
+				continue
+			}
+		}
+		ri, err := u.purgeResource(d)
 		if kube.Absent(err) {
 			continue // its kind is no longer served: nothing of it is left
 		}
 		if err != nil {
 			return Outcome{}, err
 		}
-		desc := o.Kind + " " + o.Name
-		if o.Namespace != "" {
-			desc = o.Kind + " " + o.Namespace + "/" + o.Name
-		}
-		err = ri.Delete(ctx, o.Name, metav1.DeleteOptions{})
-		if kube.Absent(err) {
-			continue
-		}
+		ok, why, err := u.purgeDelete(ctx, ri, d)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("delete %s: %w", desc, err)
-		}
-		deleted = append(deleted, gone{ri, o, desc})
-	}
-	var names []string
-	for _, d := range deleted {
-		progress("waiting for " + d.desc + " to go")
-		if err := u.waitGone(ctx, d.ri, d.o.Kind, d.o.Name, ""); err != nil {
 			return Outcome{}, err
 		}
-		names = append(names, d.desc)
+		if why != "" {
+			kept = append(kept, why)
+		}
+		if ok {
+			deleted = append(deleted, gone{ri, d})
+		}
 	}
-	if len(names) == 0 {
-		return Outcome{Skipped: true, Message: "none left"}, nil
+	var names []string
+	for _, g := range deleted {
+		progress("waiting for " + g.d.String() + " to go")
+		if err := u.waitGone(ctx, g.ri, g.d.Kind, g.d.Name, g.d.UID); err != nil {
+			return Outcome{}, err
+		}
+		names = append(names, g.d.String())
 	}
-	return Outcome{Changed: true, Message: "deleted " + strings.Join(names, ", ")}, nil
+	msg := "none left"
+	if len(names) > 0 {
+		msg = fmt.Sprintf("deleted %d: %s", len(names), strings.Join(names, ", "))
+	}
+	msg = strings.Join(append([]string{msg}, kept...), "; ")
+	return Outcome{Changed: len(names) > 0, Skipped: len(names) == 0, Message: msg}, nil
 }
 
-// purgeNamespaces deletes the namespaces gpuctl created and takes gpuctl's labels off the ones it found.
+// purgeStepOf is the purge step that deletes objects of kind.
+func purgeStepOf(kind string) string {
+	switch kind {
+	case "CustomResourceDefinition":
+		return stepPurgeCRDs
+	case "Namespace":
+		return stepPurgeNamespaces
+	}
+	return stepPurgeObjects
+}
+
+// purgeCRDs deletes the CRDs gpuctl created, by UID.
+func (u *Uninstaller) purgeCRDs(ctx context.Context, progress func(string)) (Outcome, error) {
+	out, err := u.purgeStep(ctx, stepPurgeCRDs, progress, nil)
+	if err == nil && out.Changed {
+		u.Clients.Refresh()
+	}
+	return out, err
+}
+
+// purgeObjects deletes the objects gpuctl created outside its releases (the NVAIE Secrets, profile
+// prerequisites, the PSP RoleBinding), by UID: in a namespace gpuctl found, deleting the namespace
+// would not.
+func (u *Uninstaller) purgeObjects(ctx context.Context, progress func(string)) (Outcome, error) {
+	return u.purgeStep(ctx, stepPurgeObjects, progress, nil)
+}
+
+// purgeNamespaces deletes the namespaces gpuctl created that hold nothing but gpuctl's objects (it
+// looks again now: the run may have changed what they hold), and takes gpuctl's labels off the ones
+// it found. A namespace that holds anything else stays, with a warning naming what: deleting it would
+// delete that too.
 func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)) (Outcome, error) {
 	if u.Record == nil {
 		return Outcome{Skipped: true, Message: "no install record: gpuctl cannot tell the namespaces it created from ones it found"}, nil
 	}
-	deleted, err := u.deleteCreatedNamespaces(ctx, progress)
+	if u.p.Purge == nil {
+		return Outcome{Skipped: true, Message: "nothing planned"}, nil
+	}
+	if u.p.Purge.ours == nil {
+		u.p.Purge.ours = map[types.UID]bool{}
+	}
+	u.keptNamespaces = nil
+	for _, k := range u.p.Purge.KeptNamespaces {
+		u.keepNamespace(k)
+	}
+	out, err := u.purgeStep(ctx, stepPurgeNamespaces, progress, func(d PlannedDeletion) (string, error) {
+		foreign, err := u.foreignIn(ctx, d.Name, u.p.Purge.ours, u.rels)
+		if err != nil || len(foreign) == 0 {
+			return "", err
+		}
+		k := keptNamespace(d.Name, foreign)
+		u.keepNamespace(k)
+		return "kept " + k.String(), nil
+	})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -115,42 +172,23 @@ func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	if err != nil {
 		return Outcome{}, err
 	}
-	var parts []string
-	if len(deleted) > 0 {
-		parts = append(parts, "deleted "+strings.Join(deleted, ", "))
-	}
 	if len(released) > 0 {
-		parts = append(parts, "removed gpuctl's labels from "+strings.Join(released, ", ")+" (found, kept)")
+		out.Message += "; removed gpuctl's labels from " + strings.Join(released, ", ") + " (found, kept)"
+		out.Changed, out.Skipped = true, false
 	}
-	if len(parts) == 0 {
-		return Outcome{Skipped: true, Message: "none left"}, nil
+	for _, k := range u.p.Purge.KeptNamespaces {
+		out.Message += "; kept " + k.String()
 	}
-	return Outcome{Changed: true, Message: strings.Join(parts, "; ")}, nil
+	return out, nil
 }
 
-// deleteCreatedNamespaces deletes the namespaces the record says gpuctl created and waits until they
-// are gone; it returns the ones it deleted.
-func (u *Uninstaller) deleteCreatedNamespaces(ctx context.Context, progress func(string)) ([]string, error) {
-	nss := u.Clients.Kube.CoreV1().Namespaces()
-	var deleted []string
-	for _, name := range record.CreatedNames(u.Record.Namespaces) {
-		err := nss.Delete(ctx, name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("delete namespace %s: %w", name, err)
-		}
-		deleted = append(deleted, name)
+// keepNamespace notes a namespace gpuctl created that --purge keeps, for the record, and warns.
+func (u *Uninstaller) keepNamespace(k KeptNamespace) {
+	u.keptNamespaces = append(u.keptNamespaces, k)
+	if u.Sink != nil {
+		u.Sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "uninstall --purge keeps " + k.String() +
+			": move or delete those, then run gpuctl uninstall --purge again to delete it"})
 	}
-	ri := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	for _, name := range deleted {
-		progress("waiting for namespace " + name + " to go")
-		if err := u.waitGone(ctx, ri, "Namespace", name, ""); err != nil {
-			return nil, err
-		}
-	}
-	return deleted, nil
 }
 
 // releaseFoundNamespaces takes gpuctl's labels (Pod Security Admission's privileged levels) off the

@@ -35,8 +35,9 @@ func releaseOrder(name string) int {
 	}
 }
 
-// targets are the releases to remove: the recorded ones, or (no record: an install by an older gpuctl)
-// gpuctl's release names in the namespace that exist.
+// targets are the releases to remove: the recorded ones, or (no record: an install by an older gpuctl,
+// or a record someone deleted) gpuctl's release names in the namespace that exist, which Plan takes
+// only with --adopt (RefuseUnrecorded).
 func (u *Uninstaller) targets() ([]uninstallRelease, error) {
 	var out []uninstallRelease
 	if u.Record != nil {
@@ -85,15 +86,21 @@ func (u *Uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 	if last.Chart == plan.OLMChart {
 		csvs = u.installedCSVs(ctx, r.namespace)
 	}
+	// Helm's uninstall deletes its release's objects by name and takes no preconditions (helm.sh/helm/v4
+	// pkg/action/uninstall.go, pkg/kube Client.Delete at v4.3.1): an object of the release's manifest
+	// that someone replaced goes too. Every other delete of uninstall's carries the object's UID.
 	if err := rc.Uninstall(ctx, r.name); err != nil {
 		return Outcome{}, fmt.Errorf("uninstall release %s: %w", r.name, err)
 	}
 	msg := fmt.Sprintf("uninstalled %s revision %d (%s %s)", r.name, last.Revision, last.Chart, last.ChartVersion)
 	for _, csv := range csvs {
-		if err := u.deleteCSV(ctx, r.namespace, csv); err != nil {
+		said, err := u.deleteCSV(ctx, r.namespace, csv)
+		if err != nil {
 			return Outcome{}, err
 		}
-		msg += ", deleted ClusterServiceVersion " + csv
+		if said != "" {
+			msg += ", " + said
+		}
 	}
 	// NFD's workers leave a NodeFeature object per node in the release's namespace: the plan names them.
 	if _, err := u.deleteObjects(ctx, u.p.deletions(releaseStep(r.name)), progress); err != nil {
@@ -118,31 +125,45 @@ func (u *Uninstaller) installedCSVs(ctx context.Context, ns string) []string {
 	return csvs
 }
 
-// deleteCSV deletes ClusterServiceVersion csv in namespace ns and waits until it and the Deployments
-// it owned are gone. OLM's owner references do not block the CSV's deletion (they are non-blocking),
-// so the garbage collector removes the operator's Deployment some time after the CSV is gone: waiting
-// for those too means the operator is really gone when the step ends.
-func (u *Uninstaller) deleteCSV(ctx context.Context, ns, csv string) error {
+// deleteCSV deletes ClusterServiceVersion csv in namespace ns, the one the Subscription installed (its
+// UID as read now the precondition: one someone made in its place since stays), and waits until it
+// and the Deployments it owned are gone; it says what it did ("" when the CSV was gone). OLM's owner references do not
+// block the CSV's deletion (they are non-blocking), so the garbage collector removes the operator's
+// Deployment some time after the CSV is gone: waiting for those too means the operator is really gone
+// when the step ends.
+func (u *Uninstaller) deleteCSV(ctx context.Context, ns, csv string) (string, error) {
 	ri := u.Clients.Dynamic.Resource(csvsGVR).Namespace(ns)
-	var owned []string
-	if obj, err := ri.Get(ctx, csv, metav1.GetOptions{}); err == nil {
-		if owned, err = u.ownedDeployments(ctx, ns, obj.GetUID()); err != nil {
-			return fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
-		}
+	obj, err := ri.Get(ctx, csv, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
 	}
-	if err := ri.Delete(ctx, csv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
+	if err != nil {
+		return "", fmt.Errorf("read ClusterServiceVersion %s: %w", csv, err)
 	}
-	if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, ""); err != nil {
-		return err
+	uid := obj.GetUID()
+	owned, err := u.ownedDeployments(ctx, ns, uid)
+	if err != nil {
+		return "", fmt.Errorf("list the Deployments of ClusterServiceVersion %s: %w", csv, err)
+	}
+	err = ri.Delete(ctx, csv, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case apierrors.IsConflict(err):
+		return "kept: ClusterServiceVersion " + csv + " is not the one the Subscription installed (UID differs)", nil
+	case err != nil:
+		return "", fmt.Errorf("delete ClusterServiceVersion %s: %w", csv, err)
+	}
+	if err := u.waitGone(ctx, ri, "ClusterServiceVersion", csv, uid); err != nil {
+		return "", err
 	}
 	deployments := u.Clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns)
 	for _, d := range owned {
 		if err := u.waitGone(ctx, deployments, "Deployment", d, ""); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return "deleted ClusterServiceVersion " + csv, nil
 }
 
 // ownedDeployments names the Deployments in namespace ns that owner owns.

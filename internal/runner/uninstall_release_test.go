@@ -92,7 +92,7 @@ func TestDeleteCSV(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := olmDynamicClient(append([]runtime.Object{csvObj.DeepCopy()}, tc.left...)...)
 			u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Kube: fake.NewClientset(tc.deployments...)}, FinalizerWait: 1}
-			err := u.deleteCSV(context.Background(), ns, csv)
+			_, err := u.deleteCSV(context.Background(), ns, csv)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("err %v", err)
