@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // ClusterPolicyReady waits until the ClusterPolicy name has status.state "ready" and a Ready condition that is
@@ -18,9 +20,17 @@ import (
 // reasons are normal for a short while after install, so they fail the wait only once they have lasted
 // GracePeriod; the error then says what they mean. The same holds for state "ignored" (an older ClusterPolicy
 // wins). Progress reports the state and the Ready condition's reason and message.
+//
+// On the DRA stack the stack's custom resource is GPUCluster gpu-cluster instead: NVIDIA's chart
+// renders one or the other (templates/validations.yaml at v26.7.0), so where the ClusterPolicy is
+// absent and the GPUCluster is there and not being deleted (a switch to --dra: Helm deleted the one
+// and created the other before the waits), the wait is GPUClusterReady's.
 func (w *Waiter) ClusterPolicyReady(ctx context.Context, name string) error {
 	if w.Dynamic == nil {
 		return fmt.Errorf("wait for clusterpolicy %s: no dynamic client", name)
+	}
+	if w.draStack(ctx, name) {
+		return w.GPUClusterReady(ctx, gpuClusterName)
 	}
 	policies := w.Dynamic.Resource(ClusterPolicyResource())
 	field := fields.OneTermEqualSelector("metadata.name", name).String()
@@ -140,4 +150,20 @@ func (s policyStatus) describe() string {
 		msg += ")"
 	}
 	return msg
+}
+
+// gpuClusterName is the only name the GPUCluster CRD allows (api/nvidia/v1alpha1/gpucluster_types.go
+// at v26.7.0).
+const gpuClusterName = "gpu-cluster"
+
+// draStack reports whether the cluster runs the DRA stack in place of ClusterPolicy name: the policy is
+// absent, and GPUCluster gpu-cluster exists and is not being deleted. One GET each, before the wait's
+// informers: a cluster without the GPUCluster's CRD (operator releases before v26.7.0) must not get an
+// informer that can never list.
+func (w *Waiter) draStack(ctx context.Context, name string) bool {
+	if _, err := w.Dynamic.Resource(ClusterPolicyResource()).Get(ctx, name, metav1.GetOptions{}); !kube.Absent(err) {
+		return false
+	}
+	gc, err := w.Dynamic.Resource(GPUClusterResource()).Get(ctx, gpuClusterName, metav1.GetOptions{})
+	return err == nil && gc.GetDeletionTimestamp() == nil
 }
