@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
@@ -208,11 +210,32 @@ func configProfile(config string) string {
 // MIGStepID is the ID of --mig's node-labels step.
 const MIGStepID = "mig-labels"
 
+// What GPU feature discovery labels a GPU node with once the operator runs it (NVIDIA/k8s-device-plugin
+// internal/lm/resource.go and mig-strategy.go@v0.20.0): the GPU model, and whether its GPUs can do MIG.
+const (
+	GPUProductLabel = "nvidia.com/gpu.product"
+	MIGCapableLabel = "nvidia.com/mig.capable"
+)
+
+// KindMIGAfterGFD is --mig's node-labels step where gpuctl cannot tell, before the install, whether the
+// GPUs of the nodes it would label can do MIG (k3s, kubeadm, bare metal: no GPU model or instance type
+// it knows, or no GPU node known before NFD runs). The runner waits until GPU feature discovery has
+// labelled those nodes nvidia.com/mig.capable, decides with DecideMIG, and then labels as
+// KindNodeLabels does.
+const KindMIGAfterGFD Kind = "mig-labels-after-gfd"
+
+// MIGEveryGPUNode is the NodeLabels.Pools key of a config for every GPU node, where detection knew no
+// GPU node before the install: the nodes NFD finds get it once GPU feature discovery says their GPUs
+// take it. No pool is named so: a pool name is a label value, which cannot hold "*".
+const MIGEveryGPUNode = "*"
+
 // mig plans --mig: the values layer (mig.strategy, MIG manager on, WITH_REBOOT on GKE) and the step that
 // labels each chosen pool's nodes with their config. It refuses, before anything is written, a pool
 // detection does not know, a pool whose GPUs cannot do MIG, a profile a pool's GPUs do not offer, and
-// -f or --set values that also set mig.strategy. choice nil with --mig given ("none") plans a step that
-// takes gpuctl's labels off, and no layer.
+// -f or --set values that also set mig.strategy, and a strategy alone where no GPU node's GPUs can do
+// MIG. Where it cannot tell (no GPU model or instance type it knows, or no GPU node known before NFD
+// runs) the step decides after GPU feature discovery (KindMIGAfterGFD, DecideMIG). choice nil with
+// --mig given ("none") plans a step that takes gpuctl's labels off, and no layer.
 func (b *builder) mig() (*Layer, *Step, error) {
 	if len(b.o.MIG) == 0 {
 		return nil, nil, nil
@@ -244,6 +267,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 		step.Why = "--mig none: gpuctl's " + MIGLabel + " labels from an earlier choice go; MIG mode stays as MIG manager last left it"
 		return nil, step, nil
 	}
+	var unknown []string // the nodes whose GPUs gpuctl cannot judge before GPU feature discovery runs
 	for _, c := range choice.Configs {
 		nodes := b.det.GPUNodes
 		if c.Pool != "" {
@@ -252,20 +276,35 @@ func (b *builder) mig() (*Layer, *Step, error) {
 				return nil, nil, fmt.Errorf("%w: --mig %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
 			}
 		}
-		if len(nodes) == 0 {
-			return nil, nil, fmt.Errorf("%w: --mig %s: no GPU node found to partition", ErrInput, c)
-		}
-		for _, n := range nodes {
-			if err := b.refuseMIGOn(c, n); err != nil {
-				return nil, nil, err
-			}
-		}
 		if labels.Nodes == nil {
 			labels.Pools, labels.Nodes = map[string]string{}, map[string]string{}
+		}
+		if len(nodes) == 0 {
+			// No GPU node is known before NFD runs: the nodes it finds get the config once GPU feature
+			// discovery says what their GPUs are.
+			labels.Pools[MIGEveryGPUNode] = c.Config
+			unknown = append(unknown, "every GPU node NFD finds")
+			continue
+		}
+		for _, n := range nodes {
+			judged, err := refuseMIGOn(c, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !judged {
+				unknown = append(unknown, n.Name)
+			}
 		}
 		for _, n := range nodes {
 			labels.Nodes[n.Name] = c.Config
 			labels.Pools[n.Pool] = c.Config
+		}
+	}
+	if len(choice.Configs) == 0 {
+		// A strategy alone asks for MIG on whichever GPUs can do it: some must.
+		var err error
+		if unknown, err = refuseMIGNowhere(choice, b.det.GPUNodes); err != nil {
+			return nil, nil, err
 		}
 	}
 	values := map[string]any{}
@@ -279,27 +318,183 @@ func (b *builder) mig() (*Layer, *Step, error) {
 	if len(labels.Nodes) == 0 {
 		step.Why = "--mig " + choice.Strategy + " names no config: MIG manager keeps each node's own " + MIGLabel
 	}
+	if len(unknown) > 0 {
+		b.deferMIG(step, choice, unknown)
+	}
 	return &Layer{Source: MIGSource, Values: normalized(values)}, step, nil
 }
 
-// refuseMIGOn refuses config c on GPU node n when detection shows n's GPUs cannot take it, and warns
-// when it cannot tell.
-func (b *builder) refuseMIGOn(c MIGConfig, n detect.GPUNode) error {
-	if c.Config == "all-disabled" {
-		return nil // turning MIG off is harmless anywhere
+// refuseMIGOn refuses config c on GPU node n when detection shows n's GPUs cannot take it. judged is
+// false when gpuctl cannot tell before GPU feature discovery runs.
+func refuseMIGOn(c MIGConfig, n detect.GPUNode) (judged bool, err error) {
+	if c.Config == migDisabled {
+		return true, nil // turning MIG off is harmless anywhere
 	}
 	p, ok := migOf(n)
 	if !ok {
-		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("--mig %s: gpuctl cannot tell whether node %s's GPUs can do MIG (no GPU model or instance type it knows); if they cannot, MIG manager sets %s=failed there", c, n.Name, MIGStateLabel))
-		return nil
+		return false, nil
 	}
 	if !p.capable {
-		return fmt.Errorf("%w: --mig %s: node %s (pool %s) has %s GPUs, which have no MIG (NVIDIA's MIG user guide lists the GPUs that do); choose the pools of MIG-capable GPUs", ErrInput, c, n.Name, n.Pool, p.name)
+		return true, fmt.Errorf("%w: --mig %s: node %s (pool %s) has %s GPUs, which have no MIG (NVIDIA's MIG user guide lists the GPUs that do); choose the pools of MIG-capable GPUs", ErrInput, c, n.Name, n.Pool, p.name)
 	}
 	if prof := configProfile(c.Config); prof != "" && p.profiles != nil && !slices.Contains(p.profiles, prof) {
-		return fmt.Errorf("%w: --mig %s: %s GPUs (node %s) have no MIG profile %s; theirs are %s", ErrInput, c, p.name, n.Name, prof, strings.Join(p.profiles, ", "))
+		return true, fmt.Errorf("%w: --mig %s: %s GPUs (node %s) have no MIG profile %s; theirs are %s", ErrInput, c, p.name, n.Name, prof, strings.Join(p.profiles, ", "))
 	}
-	return nil
+	return true, nil
+}
+
+// migDisabled is mig-parted's config that turns MIG off on every GPU of a node.
+const migDisabled = "all-disabled"
+
+// refuseMIGNowhere refuses a strategy without a config (--mig mixed) when detection shows that no GPU
+// node's GPUs can do MIG. It returns the nodes it cannot judge when no node is known to have MIG
+// ("every GPU node NFD finds" where none is known yet): GPU feature discovery decides for them.
+func refuseMIGNowhere(choice *MIGChoice, nodes []detect.GPUNode) (unknown []string, err error) {
+	if len(nodes) == 0 {
+		return []string{"every GPU node NFD finds"}, nil
+	}
+	var without []string
+	for _, n := range nodes {
+		p, ok := migOf(n)
+		switch {
+		case !ok:
+			unknown = append(unknown, n.Name)
+		case p.capable:
+			return nil, nil
+		default:
+			without = append(without, n.Name+" ("+p.name+")")
+		}
+	}
+	if len(unknown) > 0 {
+		return unknown, nil
+	}
+	return nil, fmt.Errorf("%w: --mig %s: no GPU node has a GPU with MIG: %s (NVIDIA's MIG user guide lists the GPUs that do); drop --mig", ErrInput, choice.Strategy, strings.Join(without, ", "))
+}
+
+// deferMIG makes the MIG step decide after GPU feature discovery, for the nodes (or "every GPU node
+// NFD finds") whose GPUs gpuctl cannot judge now; the dry run says so.
+func (b *builder) deferMIG(step *Step, choice *MIGChoice, unknown []string) {
+	step.Kind = KindMIGAfterGFD
+	step.Title += " (decided after GPU Feature Discovery)"
+	step.Why = "GPU Feature Discovery names the GPU nodes' models (" + GPUProductLabel + ", " + MIGCapableLabel + ") only once the operator runs it: " +
+		"gpuctl waits for those labels, labels the nodes whose GPUs take their config, and stops with exit 2 if no GPU can honour --mig"
+	values := []string{choice.Strategy}
+	for _, c := range choice.Configs {
+		values = append(values, c.String())
+	}
+	b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("--mig %s: gpuctl cannot tell before the install whether the GPUs of %s can do MIG (no GPU model or instance type it knows yet); "+
+		"it will decide after GPU Feature Discovery has labelled the GPU nodes (%s): only nodes whose GPUs take the config are labelled, and the install stops with exit 2 if none can",
+		strings.Join(values, " "), strings.Join(unknown, ", "), MIGCapableLabel))
+}
+
+// GFDNode is what GPU feature discovery says of a GPU node's GPUs.
+type GFDNode struct {
+	Name string
+	// Product is nvidia.com/gpu.product ("" when GFD has not named it).
+	Product string
+	// MIGCapable is nvidia.com/mig.capable=true.
+	MIGCapable bool
+}
+
+// GFDNodeOf reads GPU feature discovery's labels of a node.
+func GFDNodeOf(n *corev1.Node) GFDNode {
+	return GFDNode{Name: n.Name, Product: n.Labels[GPUProductLabel], MIGCapable: n.Labels[MIGCapableLabel] == "true"}
+}
+
+// DecideMIG decides a KindMIGAfterGFD step from what GPU feature discovery says of the GPU nodes: each
+// planned node, and for MIGEveryGPUNode every GPU node, keeps its config where its GPUs can take it
+// (MIG-capable, and for an all-<profile> config a GPU gpuctl knows to offer that profile, or one it does
+// not know); all-disabled goes anywhere. A config no GPU of its nodes can take is refused, and so is a
+// strategy alone (no config) where no GPU node is MIG-capable: a mistake in the inputs, named with
+// each node and its GPU. Where some of a config's nodes can and some cannot, the config goes on the
+// nodes that can, and a warning names the others: MIG manager runs only on MIG-capable nodes, so a
+// label elsewhere would only read as a choice that is not there.
+func DecideMIG(l *NodeLabels, nodes []GFDNode) (map[string]string, []string, error) {
+	sorted := slices.SortedFunc(slices.Values(nodes), func(a, b GFDNode) int { return strings.Compare(a.Name, b.Name) })
+	decided := map[string]string{}
+	var warnings []string
+	if len(l.Nodes) == 0 && l.Pools[MIGEveryGPUNode] == "" {
+		var without []string
+		for _, n := range sorted {
+			if n.MIGCapable {
+				return decided, nil, nil
+			}
+			without = append(without, n.Name+" ("+productName(n)+")")
+		}
+		return nil, nil, fmt.Errorf("%w: --mig: GPU Feature Discovery found no GPU with MIG on the GPU nodes: %s (NVIDIA's MIG user guide lists the GPUs that do); "+
+			"nothing was labelled: take --mig off (gpuctl upgrade --mig none)", ErrInput, orNone(without))
+	}
+	kept, left := map[string][]string{}, map[string][]string{}
+	var configs []string
+	for _, n := range sorted {
+		config, ok := l.Nodes[n.Name]
+		if !ok {
+			config = l.Pools[MIGEveryGPUNode]
+		}
+		if config == "" {
+			continue
+		}
+		if _, seen := kept[config]; !seen {
+			configs = append(configs, config)
+			kept[config] = nil
+		}
+		if why := migNotOn(config, n); why != "" {
+			left[config] = append(left[config], n.Name+" ("+why+")")
+			continue
+		}
+		decided[n.Name] = config
+		kept[config] = append(kept[config], n.Name)
+	}
+	for _, config := range configs {
+		switch {
+		case len(left[config]) == 0:
+		case len(kept[config]) == 0:
+			return nil, nil, fmt.Errorf("%w: --mig %s: GPU Feature Discovery found no GPU that takes it: %s (NVIDIA's MIG user guide lists the GPUs and their profiles); "+
+				"nothing was labelled: choose the pools of MIG-capable GPUs (gpuctl detect names them now), or take --mig off (gpuctl upgrade --mig none)", ErrInput, config, strings.Join(left[config], ", "))
+		default:
+			warnings = append(warnings, fmt.Sprintf("--mig %s: labelled on %s; not on %s, whose GPUs do not take it", config, strings.Join(kept[config], ", "), strings.Join(left[config], ", ")))
+		}
+	}
+	return decided, warnings, nil
+}
+
+// migNotOn says why node n's GPUs cannot take config ("" when they can).
+func migNotOn(config string, n GFDNode) string {
+	if config == migDisabled {
+		return ""
+	}
+	if !n.MIGCapable {
+		return productName(n)
+	}
+	p, known := migOfProduct(n.Product)
+	if prof := configProfile(config); known && prof != "" && p.profiles != nil && !slices.Contains(p.profiles, prof) {
+		return productName(n) + ", no MIG profile " + prof
+	}
+	return ""
+}
+
+func productName(n GFDNode) string {
+	if n.Product == "" {
+		return "GPU not named"
+	}
+	return n.Product
+}
+
+// MIGRepartition are the nodes, sorted, whose nvidia.com/mig.config the MIG step l changes: MIG manager
+// repartitions their GPUs (a GPU reset, or on GKE a node reboot), which stops the GPU pods on them. The
+// upgrade preview and preflight's gpu-work check name the same nodes.
+func MIGRepartition(l *NodeLabels, nodes []corev1.Node) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range nodes {
+		if want, ok := l.Nodes[n.Name]; ok && n.Labels[l.Key] != want {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // refuseValuesAlso refuses -f or --set values that set the operator value at path, which a flag

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
@@ -37,8 +40,6 @@ func TestMIG(t *testing.T) {
 			map[string]string{"a-1": "all-1g.5gb", "a-2": "all-1g.5gb"}, true, ""},
 		{"two pools, each its own config; all-balanced under mixed", "kubeadm", []string{"mixed", "a100=all-balanced", "h100=all-3g.40gb"}, MIGMixed,
 			map[string]string{"a-1": "all-balanced", "a-2": "all-balanced", "h-1": "all-3g.40gb"}, false, ""},
-		{"a GPU gpuctl cannot judge is a warning, not a refusal", "kubeadm", []string{"lab=all-1g.10gb"}, MIGSingle,
-			map[string]string{"x-1": "all-1g.10gb"}, false, "cannot tell whether node x-1"},
 		{"all-disabled may go anywhere", "kubeadm", []string{"l4=all-disabled"}, MIGSingle,
 			map[string]string{"l-1": "all-disabled"}, false, ""},
 		{"a strategy alone labels nothing", "kubeadm", []string{"mixed"}, MIGMixed, nil, false, ""},
@@ -150,5 +151,134 @@ func TestMIGOf(t *testing.T) {
 		if ok != tt.known || p.capable != tt.capable || strings.Join(p.profiles, ",") != strings.Join(tt.profiles, ",") {
 			t.Errorf("migOf(%+v) = %+v, %v; want capable %v, known %v, profiles %v", tt.node, p, ok, tt.capable, tt.known, tt.profiles)
 		}
+	}
+}
+
+// unknownGPUs: the GPU nodes of a fresh on-premises cluster before GPU feature discovery ran: NFD's
+// PCI label only, no product, no instance type.
+func unknownGPUs(r *detect.Result) {
+	r.GPUNodes = []detect.GPUNode{{Name: "k-1", Pool: "worker-gpu"}, {Name: "k-2", Pool: "worker-gpu"}}
+}
+
+// noGPUNodesYet: a fresh cluster whose GPU nodes detection cannot see before NFD runs.
+func noGPUNodesYet(r *detect.Result) { r.GPUNodes = nil }
+
+func TestMIGDecidedAfterGFD(t *testing.T) {
+	tests := []struct {
+		name      string
+		mutate    func(*detect.Result)
+		mig       []string
+		wantKind  Kind
+		wantNodes map[string]string
+		wantEvery string
+		wantWarn  string
+	}{
+		{"GPU models known: decided now", migPools, []string{"mixed", "h100=all-1g.10gb"}, KindNodeLabels, map[string]string{"h-1": "all-1g.10gb"}, "", ""},
+		{"a pool of GPUs gpuctl cannot judge: decided after GPU feature discovery", migPools, []string{"lab=all-1g.10gb"}, KindMIGAfterGFD,
+			map[string]string{"x-1": "all-1g.10gb"}, "", "will decide after GPU Feature Discovery"},
+		{"no GPU node known before NFD: a config for every GPU node waits for GPU feature discovery", noGPUNodesYet, []string{"mixed", "all-1g.5gb"}, KindMIGAfterGFD,
+			nil, "all-1g.5gb", "will decide after GPU Feature Discovery"},
+		{"no GPU node known before NFD: a strategy alone waits for GPU feature discovery too", noGPUNodesYet, []string{"mixed"}, KindMIGAfterGFD,
+			nil, "", "will decide after GPU Feature Discovery"},
+		{"GPU nodes without a model: a strategy alone waits for GPU feature discovery", unknownGPUs, []string{"mixed"}, KindMIGAfterGFD,
+			nil, "", "will decide after GPU Feature Discovery"},
+		{"all-disabled needs no decision", unknownGPUs, []string{"all-disabled"}, KindNodeLabels, map[string]string{"k-1": "all-disabled", "k-2": "all-disabled"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := build(t, detection("kubeadm", tt.mutate), Options{MIG: tt.mig})
+			s := p.Step(MIGStepID)
+			if s == nil || s.Kind != tt.wantKind || s.Labels == nil {
+				t.Fatalf("step %s = %+v, want kind %s", MIGStepID, s, tt.wantKind)
+			}
+			if !maps.Equal(s.Labels.Nodes, tt.wantNodes) || s.Labels.Pools[MIGEveryGPUNode] != tt.wantEvery {
+				t.Errorf("labels %+v, want nodes %v and every GPU node %q", s.Labels, tt.wantNodes, tt.wantEvery)
+			}
+			if tt.wantKind == KindMIGAfterGFD && !strings.Contains(s.Why, "GPU Feature Discovery") {
+				t.Errorf("the step does not say it decides after GPU Feature Discovery: %q", s.Why)
+			}
+			warned := slices.ContainsFunc(p.Warnings, func(w string) bool { return tt.wantWarn != "" && strings.Contains(w, tt.wantWarn) })
+			if warned != (tt.wantWarn != "") {
+				t.Errorf("warnings %v, want one saying %q", p.Warnings, tt.wantWarn)
+			}
+		})
+	}
+}
+
+func TestMIGStrategyOnGPUsWithoutMIGIsRefused(t *testing.T) {
+	onlyL4 := func(r *detect.Result) {
+		r.GPUNodes = []detect.GPUNode{{Name: "l-1", Pool: "l4", Product: "nvidia-l4"}, {Name: "t-1", Pool: "t4", Product: "Tesla-T4"}}
+	}
+	_, err := Build(Input{Detection: detection("kubeadm", onlyL4), Profile: fakeProfiles, Charts: testCharts, Options: Options{MIG: []string{"mixed"}}})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "l-1 (nvidia-l4)") || !strings.Contains(err.Error(), "t-1 (Tesla-T4)") {
+		t.Errorf("err = %v, want ErrInput naming each node and its GPU", err)
+	}
+}
+
+func TestDecideMIG(t *testing.T) {
+	t4 := func(name string) GFDNode { return GFDNode{Name: name, Product: "Tesla-T4", MIGCapable: false} }
+	a100 := func(name string) GFDNode {
+		return GFDNode{Name: name, Product: "NVIDIA-A100-SXM4-40GB", MIGCapable: true}
+	}
+	every := func(config string) *NodeLabels {
+		return &NodeLabels{Key: MIGLabel, Pools: map[string]string{MIGEveryGPUNode: config}}
+	}
+	tests := []struct {
+		name     string
+		labels   *NodeLabels
+		nodes    []GFDNode
+		want     map[string]string
+		wantWarn string
+		wantErr  string
+	}{
+		{"a strategy alone on T4s is refused, naming the nodes and their model", &NodeLabels{Key: MIGLabel}, []GFDNode{t4("k-1"), t4("k-2")}, nil, "",
+			"k-1 (Tesla-T4), k-2 (Tesla-T4)"},
+		{"a strategy alone with one MIG-capable GPU passes and labels nothing", &NodeLabels{Key: MIGLabel}, []GFDNode{t4("k-1"), a100("k-2")}, map[string]string{}, "", ""},
+		{"a config for every GPU node on T4s is refused", every("all-1g.5gb"), []GFDNode{t4("k-1")}, nil, "", "k-1 (Tesla-T4)"},
+		{"a config for every GPU node labels the MIG-capable ones and names the others", every("all-1g.5gb"), []GFDNode{t4("k-1"), a100("k-2")},
+			map[string]string{"k-2": "all-1g.5gb"}, "k-1 (Tesla-T4)", ""},
+		{"a profile the GPU does not offer counts as no MIG", every("all-3g.40gb"), []GFDNode{a100("k-1")}, nil, "", "no MIG profile 3g.40gb"},
+		{"planned nodes of an unknown pool: kept where GFD says MIG", &NodeLabels{Key: MIGLabel, Nodes: map[string]string{"x-1": "all-1g.5gb", "x-2": "all-1g.5gb"}},
+			[]GFDNode{a100("x-1"), t4("x-2")}, map[string]string{"x-1": "all-1g.5gb"}, "x-2 (Tesla-T4)", ""},
+		{"all-disabled goes anywhere", every("all-disabled"), []GFDNode{t4("k-1")}, map[string]string{"k-1": "all-disabled"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warnings, err := DecideMIG(tt.labels, tt.nodes)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("err = %v, want one line of ErrInput naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("labels %v, want %v", got, tt.want)
+			}
+			warned := slices.ContainsFunc(warnings, func(w string) bool { return tt.wantWarn != "" && strings.Contains(w, tt.wantWarn) })
+			if warned != (tt.wantWarn != "") {
+				t.Errorf("warnings %v, want one naming %q", warnings, tt.wantWarn)
+			}
+		})
+	}
+}
+
+func TestMIGRepartition(t *testing.T) {
+	node := func(name, config string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if config != "" {
+			n.Labels = map[string]string{MIGLabel: config}
+		}
+		return n
+	}
+	l := &NodeLabels{Key: MIGLabel, Nodes: map[string]string{"a-2": "all-3g.20gb", "a-1": "all-3g.20gb", "a-3": "all-3g.20gb"}}
+	got := MIGRepartition(l, []corev1.Node{node("a-1", "all-1g.5gb"), node("a-2", "all-3g.20gb"), node("a-3", ""), node("l-1", "all-1g.5gb")})
+	if !slices.Equal(got, []string{"a-1", "a-3"}) {
+		t.Errorf("MIGRepartition = %v, want the planned nodes whose label changes: [a-1 a-3]", got)
+	}
+	if got := MIGRepartition(nil, []corev1.Node{node("a-1", "x")}); got != nil {
+		t.Errorf("no labels step: %v", got)
 	}
 }

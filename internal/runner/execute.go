@@ -122,6 +122,8 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.psp(ctx, s)
 	case plan.KindNodeLabels:
 		return x.nodeLabels(ctx, s)
+	case plan.KindMIGAfterGFD:
+		return x.migAfterGFD(ctx, s, progress)
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
 		return Outcome{Message: "ready (Reconciled)"}, err

@@ -81,7 +81,7 @@ func (x *executor) readState(ctx context.Context, s *plan.Step) (string, error) 
 		return x.objectsState(ctx, x.secrets)
 	case plan.KindClusterPolicy:
 		return x.clusterPolicyState(ctx, s.PolicyName)
-	case plan.KindNodeLabels:
+	case plan.KindNodeLabels, plan.KindMIGAfterGFD:
 		return x.labelsState(ctx, s.Labels)
 	}
 	return "", nil
