@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
@@ -20,6 +21,7 @@ type installCmd struct {
 	o           engine.InstallOptions
 	output      string
 	interactive bool
+	force       bool
 }
 
 func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
@@ -45,6 +47,10 @@ const sharingHelp = "share GPUs: MODE=N for every GPU node or POOL=MODE=N for on
 const migHelp = "partition GPUs with MIG: single or mixed (the strategy; default single), CONFIG for every GPU node or POOL=CONFIG for one detected node pool " +
 	"(a mig-parted config such as all-1g.10gb, all-balanced, all-disabled; repeatable); refused on GPUs without MIG; none (upgrade) takes gpuctl's labels off (docs/sharing.md)"
 
+// forceHelp is --force's help about GPU work, the same on install and upgrade.
+const forceHelp = "go on although the run stops the pods holding GPUs on the nodes it repartitions (--mig), re-advertises (--sharing) or switches between the device plugin and DRA (--dra): " +
+	"skips preflight's " + preflight.GPUWorkCheck + " check, which refuses such a run (exit 5) naming the pods (docs/troubleshooting.md)"
+
 // addFlags declares install's flags.
 func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	o := &in.o
@@ -58,6 +64,7 @@ func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&in.output, "output", "o", "text", "result format: text, json, yaml")
 	f.BoolVar(&in.interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")
+	f.BoolVar(&in.force, "force", false, forceHelp)
 }
 
 // run hands over to the wizard with --interactive; else it judges the inputs, runs the install and
@@ -71,6 +78,9 @@ func (in *installCmd) run(cmd *cobra.Command, _ []string) error {
 	}
 	if err := validateInstallInputs(&in.o); err != nil {
 		return err
+	}
+	if in.force {
+		in.o.SkipChecks = append(in.o.SkipChecks, preflight.GPUWorkCheck)
 	}
 	clients, err := in.g.clientsReachedLater()
 	if err != nil {

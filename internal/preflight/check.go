@@ -115,6 +115,7 @@ func Checks() []Check {
 		{ID: "gpu-nodes", Category: CategoryNodes, Description: "GPU nodes were found", Run: checkGPUNodes},
 		{ID: "host-driver", Category: CategoryNodes, Description: "GPU drivers come from one place", Run: checkHostDriver},
 		{ID: "driver-os", Category: CategoryNodes, Description: "the driver container supports the GPU nodes' OS", Run: checkDriverOS},
+		{ID: GPUWorkCheck, Category: CategoryNodes, Description: "the run takes no GPU away from a pod holding it", Run: checkGPUWork},
 		{ID: "driver-nodes", Category: CategoryDrivers, Description: "the GPU nodes' kernels, OS images and runtimes", Run: checkDriverNodes},
 		{ID: "toolkit-containerd", Category: CategoryDrivers, Description: "the toolkit's containerd settings fit the distribution", Run: checkToolkitContainerd},
 		{ID: "precompiled-driver", Category: CategoryDrivers, Description: "a precompiled driver image exists for each GPU node's kernel", Run: checkPrecompiledDriver},
