@@ -38,7 +38,12 @@ versions, NVIDIA's upgrade notes and a diff of every rendered object that change
 terminal; without one, or with CI set, it needs --yes. Values you set that the target release no longer
 reads (with the key NVIDIA replaced each with) and defaults that change for keys you did not set are
 listed first; with --yes they must be acknowledged with --accept-value-changes, or nothing is written
-(exit 2). A downgrade needs --force. --dry-run shows the
+(exit 2). NVIDIA supports an upgrade within a major release (26.3) or to the next one only, so a
+release two or more majors ahead is reached through the newest release of each major in between
+(v25.10.1 → v26.3.3 → v26.7.0): each hop is one upgrade as above, healthy before the next; the whole
+path, every hop's value changes included, is shown and confirmed once, before the first write. An
+interrupted path goes on from the release the stack runs when run again. On OpenShift OLM's channel
+graph decides the path. A downgrade needs --force. --dry-run shows the
 same preview (with -o json, the plan too) and changes nothing, not even the install lock.`,
 		Example: `  gpuctl upgrade                                   # to gpuctl's default operator release
   gpuctl upgrade --operator-version v26.7.0 --yes
@@ -60,7 +65,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.BoolVar(&u.o.DryRun, "dry-run", false, "show what the upgrade would change (releases, versions, notes, a diff of every object that changes) and change nothing")
 	f.BoolVar(&u.acceptValueChanges, "accept-value-changes", false, "go on although the target release does not read some values you set or changes defaults you did not set (the preview lists them); needed with --yes when there are any")
-	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release; and "+forceHelp)
+	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
@@ -118,9 +123,6 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 	if err := (&preflight.Runner{Skip: u.o.SkipChecks}).Validate(); err != nil {
 		return usageError{err}
 	}
-	if u.o.Force {
-		u.o.SkipChecks = append(u.o.SkipChecks, preflight.GPUWorkCheck)
-	}
 	if err := validateTimeout(u.o.Timeout); err != nil {
 		return err
 	}
@@ -147,11 +149,20 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 // each GPU node's driver upgrade.
 func (u *upgradeCmd) writeResult(res *engine.UpgradeResult, namespace string, runErr error) error {
 	return writeResult(u.streams.Out, u.output, res, func() error {
+		style := ui.DetectStyle(u.streams.Out, u.getenv)
+		if res.DryRun && runErr == nil && len(res.Hops) > 0 {
+			return ui.PrintUpgradePath(u.streams.Out, hopPreviews(res), style)
+		}
 		if res.DryRun && runErr == nil && res.Preview != nil {
-			return ui.PrintUpgradePreview(u.streams.Out, res.Preview, ui.DetectStyle(u.streams.Out, u.getenv))
+			return ui.PrintUpgradePreview(u.streams.Out, res.Preview, style)
 		}
 		if runErr != nil || res.Install == nil {
 			return nil
+		}
+		if len(res.Hops) > 0 {
+			if err := ui.PrintUpgradePathDone(u.streams.Out, res.Path, len(res.Hops)); err != nil {
+				return err
+			}
 		}
 		if err := ui.PrintInstallResult(u.streams.Out, res.Install, namespace, ui.DetectStyle(u.streams.Out, u.getenv)); err != nil {
 			return err
@@ -179,27 +190,55 @@ type upgradeConfirmer struct {
 	values bool
 }
 
-// confirm is engine.Upgrade's Confirm.
-func (c *upgradeConfirmer) confirm(p *engine.UpgradePreview) bool {
+// confirm is engine.Upgrade's Confirm: one preview per hop of the upgrade's path, asked once.
+func (c *upgradeConfirmer) confirm(previews []*engine.UpgradePreview) bool {
 	c.progress.Close()
-	_ = ui.PrintUpgradePreview(c.streams.Err, p, ui.DetectStyle(c.streams.Err, c.getenv))
-	if c.yes || !p.Changed() {
+	style := ui.DetectStyle(c.streams.Err, c.getenv)
+	if len(previews) > 1 {
+		_ = ui.PrintUpgradePath(c.streams.Err, previews, style)
+	} else {
+		for _, p := range previews {
+			_ = ui.PrintUpgradePreview(c.streams.Err, p, style)
+		}
+	}
+	changed, values := false, false
+	for _, p := range previews {
+		changed = changed || p.Changed()
+		values = values || !p.Values.Empty()
+	}
+	if c.yes || !changed {
 		return true
 	}
 	if !c.ask {
-		c.refused, c.values = true, !p.Values.Empty()
+		c.refused, c.values = true, values
 		return false
 	}
-	return confirm(c.streams, c.getenv, false, "gpuctl upgrade", "Upgrade?") == nil
+	question := "Upgrade?"
+	if len(previews) > 1 {
+		question = fmt.Sprintf("Upgrade in %d steps?", len(previews))
+	}
+	return confirm(c.streams, c.getenv, false, "gpuctl upgrade", question) == nil
 }
 
-// upgradeExit turns the upgrade's error into the command's: a refusal without a terminal is a usage
-// error, nothing installed and a stack that did not settle have their own exit codes.
+// hopPreviews are the previews of an upgrade's hops, in order.
+func hopPreviews(res *engine.UpgradeResult) []*engine.UpgradePreview {
+	out := make([]*engine.UpgradePreview, 0, len(res.Hops))
+	for _, h := range res.Hops {
+		if h.Preview != nil {
+			out = append(out, h.Preview)
+		}
+	}
+	return out
+}
+
+// upgradeExit turns the upgrade's error into the command's: a refusal without a terminal, unacknowledged
+// value changes and a move with no supported upgrade path are usage errors, nothing installed and a stack that did not settle have their own exit codes.
 func upgradeExit(err error, refused, valueChanges bool) error {
 	var stuck *health.StuckError
 	var values *engine.ValueChangesError
+	var path *engine.PathError
 	switch {
-	case errors.As(err, &values):
+	case errors.As(err, &values), errors.As(err, &path):
 		return usageError{err}
 	case errors.Is(err, engine.ErrNotConfirmed) && refused && valueChanges:
 		return usageError{errors.New("gpuctl upgrade changes the cluster and asks first; without a terminal (or with CI set) it needs --yes, and " +

@@ -70,9 +70,10 @@ type Upgrade struct {
 	Clients *kube.Clients
 	Options UpgradeOptions
 	Sink    event.Sink
-	// Confirm is called with what will change before the first write; false stops the run with
+	// Confirm is called once, before the first write, with what each hop of the path will change (one
+	// preview for an upgrade within a major or to the next one); false stops the run with
 	// ErrNotConfirmed. Nil confirms.
-	Confirm func(*UpgradePreview) bool
+	Confirm func([]*UpgradePreview) bool
 	// Version is gpuctl's version, for the record.
 	Version string
 	Stdin   io.Reader
@@ -152,17 +153,39 @@ func (p *UpgradePreview) Changed() bool {
 // UpgradeResult is what Upgrade did.
 type UpgradeResult struct {
 	// DryRun: the preview of a dry run; nothing was written.
-	DryRun  bool            `json:"dryRun,omitempty"`
+	DryRun bool `json:"dryRun,omitempty"`
+	// Path is the operator releases the upgrade goes through, the installed one first and the target
+	// last (v25.10.1, v26.3.3, v26.7.0): NVIDIA supports an upgrade within a major or to the next one
+	// only (UpgradePath).
+	Path []string `json:"path,omitempty"`
+	// Hops are the moves of a path of more than one (each its own run of the install pipeline, its own
+	// Helm revisions, healthy before the next), in order, as far as the run got. Preview, Install and
+	// DriverUpgrades below are then the last hop's, except Preview.Values: the value changes from the
+	// installed release to the target (each hop's own are in its preview).
+	Hops    []*UpgradeHop   `json:"hops,omitempty"`
 	Preview *UpgradePreview `json:"preview,omitempty"`
 	Install *InstallResult  `json:"install,omitempty"`
 	// DriverUpgrades are the GPU nodes' final nvidia.com/gpu-driver-upgrade-state ("" = none).
 	DriverUpgrades map[string]string `json:"driverUpgrades,omitempty"`
 }
 
-// UpgradeResume is what an interrupted upgrade tells the user to do.
+// UpgradeHop is one hop of an upgrade's path, as a one-hop upgrade reports it.
+type UpgradeHop struct {
+	From    string          `json:"from"`
+	To      string          `json:"to"`
+	Preview *UpgradePreview `json:"preview,omitempty"`
+	Install *InstallResult  `json:"install,omitempty"`
+	// DriverUpgrades are the GPU nodes' nvidia.com/gpu-driver-upgrade-state after the hop ("" = none).
+	DriverUpgrades map[string]string `json:"driverUpgrades,omitempty"`
+}
+
+// UpgradeResume is what an interrupted upgrade's step tells the user to do; the run's summary names the
+// target release (hopError).
 const UpgradeResume = "run gpuctl upgrade again: it continues where this run stopped"
 
-// Run upgrades.
+// Run upgrades: along the path of hops UpgradePath gives, each one run of the install pipeline and
+// its waits (runHop), with every hop's value changes judged and the whole path confirmed once, before
+// the first write.
 func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	o := u.Options
 	if o.Timeout == 0 {
@@ -175,38 +198,55 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, change, err := u.installed(ctx, b.Version, o.Force, sink)
+	rec, hops, err := u.installed(ctx, b, o.Force, sink)
 	if err != nil {
 		return nil, err
 	}
-	values, err := ValueChanges(rec, b, files, o.Set, flagOptions(u.install(rec, b.Version, files, o, sink).Options))
+	net, err := u.valueChanges(rec, hops, b, files, o, sink)
 	if err != nil {
 		return nil, err
 	}
-	warnValueChanges(sink, values)
 	if o.DryRun {
-		res, err := u.dryRun(ctx, rec, b.Version, change, files, o, sink)
-		if res != nil && res.Preview != nil {
-			res.Preview.Values = values
+		return u.dryRunPath(ctx, rec, hops, files, o, sink, net)
+	}
+	if changed := hopValueChanges(hops); len(changed) > 0 && !o.AcceptValueChanges {
+		e := &ValueChangesError{Changes: net}
+		if len(hops) > 1 {
+			e.Path, e.Hops = pathOf(hops), changed
 		}
-		return res, err
+		return nil, e
 	}
-	if !values.Empty() && !o.AcceptValueChanges {
-		return nil, &ValueChangesError{Changes: values}
+	if len(hops) > 1 {
+		return u.runPath(ctx, rec, hops, files, o, sink, net)
 	}
+	res, err := u.runHop(ctx, rec, hops[0], files, o, sink, func(_ context.Context, pv *UpgradePreview, _ map[string]releaseState) error {
+		if u.Confirm != nil && !u.Confirm([]*UpgradePreview{pv}) {
+			return ErrNotConfirmed
+		}
+		return nil
+	})
+	res.Path = pathOf(hops)
+	return res, hopError(err, hops, 0)
+}
+
+// runHop is one hop: the install pipeline for h.to with rec's inputs under the lock, h's preview (and
+// confirm, when given) before its first write, then the waits until the new release runs on every GPU
+// node. An upgrade within a major or to the next one is one hop.
+func (u *Upgrade) runHop(ctx context.Context, rec *record.Record, h upgradeHop, files []plan.Layer, o UpgradeOptions, sink event.Sink,
+	confirm func(context.Context, *UpgradePreview, map[string]releaseState) error) (*UpgradeResult, error) {
 	res := &UpgradeResult{}
 	var operandsBefore map[string]string
-	ires, err := u.install(rec, b.Version, files, o, sink).run(ctx, func(ctx context.Context, p *plan.Plan) error {
-		var err error
-		if res.Preview, err = u.preview(ctx, p, rec, b.Version, change); err != nil {
+	ires, err := u.install(rec, h.to.Version, files, o, sink).run(ctx, func(ctx context.Context, p *plan.Plan) error {
+		pv, after, err := u.preview(ctx, p, rec, h.to.Version, h.change, nil)
+		if err != nil {
 			return fmt.Errorf("preview the upgrade: %w", err)
 		}
-		res.Preview.Values = values
+		pv.Values, res.Preview = h.values, pv
 		if operandsBefore, err = operandGenerations(ctx, u.Clients, rec.Namespace); err != nil {
 			return fmt.Errorf("preview the upgrade: %w", err)
 		}
-		if u.Confirm != nil && !u.Confirm(res.Preview) {
-			return ErrNotConfirmed
+		if confirm != nil {
+			return confirm(ctx, pv, after)
 		}
 		return nil
 	})
@@ -218,18 +258,23 @@ func (u *Upgrade) Run(ctx context.Context) (*UpgradeResult, error) {
 	return res, r.Run(ctx, u.settleSteps(rec, ires.GPUNodes, operandsBefore, res, o.Timeout))
 }
 
-// dryRun plans the upgrade as the run would (the install pipeline's dry run, which takes no lock)
-// and previews what it would change.
-func (u *Upgrade) dryRun(ctx context.Context, rec *record.Record, version string, change plan.VersionChange, files []plan.Layer, o UpgradeOptions, sink event.Sink) (*UpgradeResult, error) {
-	inst := u.install(rec, version, files, o, sink)
+// dryRunHop plans hop h as the run would (the install pipeline's dry run, which takes no lock) and
+// previews what it would change: against the deployed revisions, or for a hop after the first against
+// what the hop before renders (before). It returns what the hop renders, for the next one.
+func (u *Upgrade) dryRunHop(ctx context.Context, rec *record.Record, h upgradeHop, files []plan.Layer, o UpgradeOptions, sink event.Sink,
+	before map[string]releaseState) (*UpgradeResult, map[string]releaseState, error) {
+	inst := u.install(rec, h.to.Version, files, o, sink)
 	inst.Options.DryRun = true
 	ires, err := inst.Run(ctx)
 	res := &UpgradeResult{Install: ires, DryRun: true}
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
-	res.Preview, err = u.preview(ctx, ires.Plan, rec, version, change)
-	return res, err
+	pv, after, err := u.preview(ctx, ires.Plan, rec, h.to.Version, h.change, before)
+	if pv != nil {
+		pv.Values, res.Preview = h.values, pv
+	}
+	return res, after, err
 }
 
 // judgeInputs reads the operator release asked for, the -f files and --set, then asks whether the
@@ -263,27 +308,27 @@ func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bun
 	return b, files, err
 }
 
-// installed reads the install record and judges the move from its operator release to version.
-func (u *Upgrade) installed(ctx context.Context, version string, force bool, sink event.Sink) (*record.Record, plan.VersionChange, error) {
+// installed reads the install record and the hops from its operator release to target.
+func (u *Upgrade) installed(ctx context.Context, target bundle.Bundle, force bool, sink event.Sink) (*record.Record, []upgradeHop, error) {
 	rec, err := record.Read(ctx, u.Clients.Kube)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if rec == nil || rec.Uninstalled {
 		// A stack a GitOps engine installed has no record either: name the engine, not "nothing".
 		if err := refuseOwned(ctx, u.Clients, installTargets(nil, u.Clients.Namespace), sink); err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
-		return nil, "", fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
+		return nil, nil, fmt.Errorf("%w: gpuctl upgrade moves a stack gpuctl installed (it reads the install record %s/%s); run gpuctl install", ErrNotInstalled, record.Namespace, record.Name)
 	}
-	change, err := plan.CheckVersions(rec.OperatorVersion, version, force)
+	hops, err := upgradeHops(rec, target, force)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	if change == plan.VersionDowngrade {
-		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, version, rec.OperatorVersion)})
+	if hops[len(hops)-1].change == plan.VersionDowngrade {
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("--force: downgrading the GPU Operator from %s to %s; the CRDs of %s stay", rec.OperatorVersion, target.Version, rec.OperatorVersion)})
 	}
-	return rec, change, nil
+	return rec, hops, nil
 }
 
 // install is the install pipeline with the recorded inputs and the new ones over them.
@@ -397,23 +442,31 @@ func (u *Upgrade) revalidate(ctx context.Context, rec *record.Record, nodes []st
 }
 
 // preview renders every release of the plan (a Helm dry run: nothing is written) and compares it with
-// its deployed revision.
-func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change plan.VersionChange) (*UpgradePreview, error) {
+// its deployed revision, or, for a release before names, with what the hop before renders (a path's
+// later hop, previewed before the first write). It returns what each release is after the hop.
+func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record, to string, change plan.VersionChange,
+	before map[string]releaseState) (*UpgradePreview, map[string]releaseState, error) {
 	pv := &UpgradePreview{From: rec.OperatorVersion, To: to, Change: change}
 	driverEnabled := true
 	helm := release.NewClients(u.Clients.Getter)
+	after := map[string]releaseState{}
 	for _, r := range p.RunningReleases() {
 		if v, ok := r.Values["driver"].(map[string]any); ok && r.Name == plan.OperatorRelease && v["enabled"] == false {
 			driverEnabled = false
 		}
 		rc, err := helm.In(p.ReleaseNamespace(r))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		move, diffs, err := u.previewRelease(ctx, rc, r)
+		var from *releaseState
+		if s, ok := before[r.Name]; ok {
+			from = &s
+		}
+		move, diffs, state, err := u.previewRelease(ctx, rc, r, from)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		after[r.Name] = state
 		pv.Releases = append(pv.Releases, move)
 		pv.Diffs = append(pv.Diffs, diffs...)
 	}
@@ -429,7 +482,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 	if s := p.Step(plan.MIGStepID); s != nil {
 		var err error
 		if pv.MIG, err = u.migChange(ctx, rec, s.Labels); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if p.Distribution == "openshift" {
@@ -439,8 +492,12 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 			"approves exactly the InstallPlan of its CSV (Manual approval), waits for that CSV to succeed, then re-applies ClusterPolicy "+
 			plan.OpenShiftPolicyName+" from the new CSV's alm-examples with your values over it "+
 			"(https://docs.redhat.com/en/documentation/openshift_container_platform/latest/html/operators/administrator-tasks#olm-upgrading-operators)")
+		if change == plan.VersionUpgrade {
+			pv.Notes = append(pv.Notes, "OpenShift: OLM's channel graph (each CSV's replaces and skipRange) decides the path from "+rec.OperatorVersion+" to "+to+
+				"; gpuctl does not go through the majors in between there, as it does where Helm installs the operator")
+		}
 	}
-	return pv, nil
+	return pv, after, nil
 }
 
 // migChange is --mig's move for the preview: the recorded and new choices, and the nodes whose
@@ -467,16 +524,17 @@ func (u *Upgrade) migChange(ctx context.Context, rec *record.Record, labels *pla
 }
 
 // previewRelease renders release r as the run will apply it (a Helm dry run: nothing is written)
-// and compares it with its deployed revision: what Helm would do, and the objects that change.
-func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *plan.Release) (ReleaseChange, []render.ObjectDiff, error) {
+// and compares it with its deployed revision, or with before (what the hop before renders): what Helm
+// would do, the objects that change, and the release as the hop leaves it.
+func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *plan.Release, before *releaseState) (ReleaseChange, []render.ObjectDiff, releaseState, error) {
 	ch, err := render.LoadChart(r.Chart, r.AppVersion)
 	if err != nil {
-		return ReleaseChange{}, nil, err
+		return ReleaseChange{}, nil, releaseState{}, err
 	}
 	move := ReleaseChange{Name: r.Name, ToChart: r.Chart + "-" + r.ChartVersion, ToApp: ch.Metadata.AppVersion}
 	last, err := rc.Last(r.Name)
 	if err != nil {
-		return move, nil, err
+		return move, nil, releaseState{}, err
 	}
 	if last != nil {
 		move.FromChart, move.FromApp, move.FromRevison = last.Chart+"-"+last.ChartVersion, last.AppVersion, last.Revision
@@ -486,19 +544,28 @@ func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *pla
 		// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
 		// unchanged Subscription previews as unchanged.
 		if values, err = runner.OLMValues(ctx, u.Clients, values); err != nil {
-			return move, nil, err
+			return move, nil, releaseState{}, err
 		}
 	}
 	dry, err := rc.PreviewApply(ctx, r.Name, ch, values)
 	if err != nil {
-		return move, nil, err
+		return move, nil, releaseState{}, err
 	}
 	move.Outcome, move.Recreate = dry.Outcome, dry.Missing
+	after := releaseState{chart: move.ToChart, app: move.ToApp, revision: dry.Revision, digest: release.ChartDigest(ch), values: values, manifest: dry.Manifest}
 	if dry.Outcome == release.Unchanged {
-		return move, nil, nil
+		after.revision, after.manifest = dry.From, dry.Deployed
 	}
-	diffs, err := render.DiffManifests(r.Name, dry.Deployed, dry.Manifest)
-	return move, diffs, err
+	old := dry.Deployed
+	if before != nil {
+		old = before.manifest
+		move, after = chainMove(move, before, after)
+	}
+	if move.Outcome == release.Unchanged {
+		return move, nil, after, nil
+	}
+	diffs, err := render.DiffManifests(r.Name, old, after.manifest)
+	return move, diffs, after, err
 }
 
 // recordedPolicyName is the name of the ClusterPolicy of a recorded install.

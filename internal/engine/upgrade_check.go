@@ -50,5 +50,15 @@ func (c *Check) upgradeValues(ctx context.Context) (preflight.Result, bool) {
 		r.Message = changes.Summary() + ":\n" + strings.Join(changes.Lines(), "\n")
 		r.Hint = "gpuctl upgrade --operator-version " + b.Version + " lists them too; with --yes it needs " + AcceptValueChangesFlag + " (docs/troubleshooting.md#upgrades)"
 	}
+	// Two or more majors ahead, upgrade goes through the majors between and lists each hop's changes;
+	// these are the net ones, from the installed release to the target.
+	if path, err := UpgradePath(rec.OperatorVersion, b.Version, false); err == nil && len(path) > 1 && rec.Distribution != "openshift" {
+		via := "gpuctl upgrade goes " + rec.OperatorVersion + " → " + strings.Join(path, " → ") + " (" + nvidiaUpgradeRule + ") and lists each step's value changes"
+		if r.Hint == "" {
+			r.Hint = via
+		} else {
+			r.Hint = via + "; " + r.Hint
+		}
+	}
 	return r, true
 }

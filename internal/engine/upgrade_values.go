@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
@@ -19,10 +20,23 @@ const AcceptValueChangesFlag = "--accept-value-changes"
 // does not read, defaults that change) when they were not acknowledged: before anything is written,
 // the install lock included.
 type ValueChangesError struct {
+	// Changes are the changes from the installed release to the target.
 	Changes *bundle.ValueChanges
+	// Path and Hops, for an upgrade through more than one hop: its releases, and the changes of each
+	// hop that has any (the acknowledgement covers them all).
+	Path []string
+	Hops []*bundle.ValueChanges
 }
 
 func (e *ValueChangesError) Error() string {
+	if len(e.Hops) > 0 {
+		parts := make([]string, 0, len(e.Hops))
+		for _, h := range e.Hops {
+			parts = append(parts, h.From+" → "+h.To+": "+h.Summary())
+		}
+		return fmt.Sprintf("upgrade %s: %s; read them (gpuctl upgrade --dry-run lists them), then run again with %s. Nothing was changed",
+			strings.Join(e.Path, " → "), strings.Join(parts, "; "), AcceptValueChangesFlag)
+	}
 	return fmt.Sprintf("upgrade %s → %s: %s; read them (gpuctl upgrade --dry-run lists them), then run again with %s. Nothing was changed",
 		e.Changes.From, e.Changes.To, e.Changes.Summary(), AcceptValueChangesFlag)
 }
@@ -81,4 +95,34 @@ func warnValueChanges(sink event.Sink, c *bundle.ValueChanges) {
 	for _, l := range c.Lines() {
 		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "values " + c.From + " → " + c.To + ": " + l})
 	}
+}
+
+// valueChanges judges, before anything is written, each hop's value changes (set in hops[i].values,
+// each reported as a warning) and returns those from the installed release to the target: a key
+// dropped by a release in between and read again by the target is listed at its hop only.
+func (u *Upgrade) valueChanges(rec *record.Record, hops []upgradeHop, target bundle.Bundle, files []plan.Layer, o UpgradeOptions, sink event.Sink) (*bundle.ValueChanges, error) {
+	for i := range hops {
+		h := &hops[i]
+		hr := hopRecord(rec, *h, i > 0, o)
+		var err error
+		if h.values, err = ValueChanges(hr, h.to, files, o.Set, flagOptions(u.install(hr, h.to.Version, files, o, sink).Options)); err != nil {
+			return nil, err
+		}
+		warnValueChanges(sink, h.values)
+	}
+	if len(hops) == 1 {
+		return hops[0].values, nil
+	}
+	return ValueChanges(rec, target, files, o.Set, flagOptions(u.install(rec, target.Version, files, o, sink).Options))
+}
+
+// hopValueChanges are the value changes of the hops that have any, in order.
+func hopValueChanges(hops []upgradeHop) []*bundle.ValueChanges {
+	var out []*bundle.ValueChanges
+	for _, h := range hops {
+		if !h.values.Empty() {
+			out = append(out, h.values)
+		}
+	}
+	return out
 }

@@ -141,6 +141,10 @@ func TestCheckPreListsUpgradeValues(t *testing.T) {
 			if ok && !strings.Contains(r.Message, "driver.useOpenKernelModules: v26.7.0 does not read it; NVIDIA replaced it with driver.kernelModuleType") {
 				t.Errorf("message %q", r.Message)
 			}
+			// v25.10.1 → v26.7.0 crosses two majors: the hint says upgrade goes through v26.3.3.
+			if ok && !strings.Contains(r.Hint, "v25.10.1 → v26.3.3 → v26.7.0") {
+				t.Errorf("hint %q does not name the upgrade's path", r.Hint)
+			}
 		})
 	}
 }
