@@ -65,7 +65,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&u.yes, "yes", "y", false, "do not ask; required without a terminal or when CI is set")
 	f.BoolVar(&u.o.DryRun, "dry-run", false, "show what the upgrade would change (releases, versions, notes, a diff of every object that changes) and change nothing")
 	f.BoolVar(&u.acceptValueChanges, "accept-value-changes", false, "go on although the target release does not read some values you set or changes defaults you did not set (the preview lists them); needed with --yes when there are any")
-	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release")
+	f.BoolVar(&o.Force, "force", false, "allow moving to an older operator release; and "+forceHelp)
 	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror instead of the recorded one (default: the install's --registry)")
 	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secrets to pull every image with, instead of the recorded ones; repeatable")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated")
@@ -122,6 +122,9 @@ func (u *upgradeCmd) validate(cmd *cobra.Command) error {
 	}
 	if err := (&preflight.Runner{Skip: u.o.SkipChecks}).Validate(); err != nil {
 		return usageError{err}
+	}
+	if u.o.Force {
+		u.o.SkipChecks = append(u.o.SkipChecks, preflight.GPUWorkCheck)
 	}
 	if err := validateTimeout(u.o.Timeout); err != nil {
 		return err
