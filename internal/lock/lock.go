@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 )
 
 // Where the lock lives, and the annotations that describe its holder.
@@ -71,16 +72,19 @@ func (h Holder) String() string {
 
 // HeldError says who holds the lock.
 type HeldError struct {
-	Lease   string
-	Holder  Holder
+	Lease  string
+	Holder Holder
+	// Renewed is when this run last saw the holder renew the Lease, or first saw it held, and Expires
+	// when this run takes the Lease if it is still waiting and sees no renewal before: both on this
+	// run's clock (see Lock.observe), not the holder's renewTime. A later run starts watching afresh.
 	Renewed time.Time
 	Expires time.Time
 	Waited  time.Duration
 }
 
 func (e *HeldError) Error() string {
-	msg := fmt.Sprintf("%s: %s (Lease %s, renewed %s, expires %s unless renewed)", ErrLocked, e.Holder,
-		e.Lease, e.Renewed.UTC().Format(time.RFC3339), e.Expires.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("%s: %s (Lease %s unchanged since %s by this machine's clock; a waiting run takes it over if it is still unchanged at %s)", ErrLocked,
+		e.Holder, e.Lease, e.Renewed.UTC().Format(time.RFC3339), e.Expires.UTC().Format(time.RFC3339))
 	if e.Waited > 0 {
 		msg += fmt.Sprintf("; waited %s", e.Waited.Round(time.Second))
 	}
@@ -99,12 +103,14 @@ type Lock struct {
 	// Duration is how long the Lease is valid without renewal (default 30s); it is renewed every
 	// third of it.
 	Duration time.Duration
-	// Wait is how long Acquire waits for another holder to release the lock (0: not at all).
+	// Wait is how long Acquire waits for another holder to release the lock (0: not at all). A
+	// holder that stopped renewing is taken over only after Acquire has watched its Lease for the
+	// Lease's duration, so a Wait shorter than that never takes over a dead holder's Lease.
 	Wait time.Duration
 	// Poll is how often a waiting Acquire looks again (default 1s).
 	Poll time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock times the waits, the renewals and another holder's expiry (default: the real clock).
+	Clock clock.WithTicker
 	// OnWait, if set, is called once when Acquire starts waiting for another holder.
 	OnWait func(*HeldError)
 
@@ -112,6 +118,9 @@ type Lock struct {
 	proc procFS
 	// gone is the holder whose process was found gone when the lock was taken.
 	gone *Holder
+	// seen is another holder's Lease as this run last saw it change, at seenAt on Clock (see observe).
+	seen   record
+	seenAt time.Time
 }
 
 // Self describes the running process.
@@ -164,8 +173,8 @@ func (l *Lock) defaults() {
 	if l.Poll <= 0 {
 		l.Poll = DefaultPoll
 	}
-	if l.Now == nil {
-		l.Now = time.Now
+	if l.Clock == nil {
+		l.Clock = clock.RealClock{}
 	}
 	if l.proc == nil {
 		l.proc = osProcFS{}
@@ -181,7 +190,7 @@ func (l *Lock) defaults() {
 // ErrLocked). The returned Held renews the Lease until Release; ctx bounds the wait and the renewals.
 func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 	l.defaults()
-	start := l.Now()
+	start := l.Clock.Now()
 	told := false
 	for {
 		since, err := l.try(ctx)
@@ -192,7 +201,7 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 		if !errors.As(err, &held) {
 			return nil, err
 		}
-		waited := l.Now().Sub(start)
+		waited := l.Clock.Since(start)
 		if waited >= l.Wait {
 			if l.Wait > 0 {
 				held.Waited = waited
@@ -203,12 +212,12 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 			l.OnWait(held)
 			told = true
 		}
-		t := time.NewTimer(min(l.Poll, l.Wait-waited))
+		t := l.Clock.NewTimer(min(l.Poll, l.Wait-waited))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("waiting for gpuctl's install lock held by %s: %w", held.Holder, ctx.Err())
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -217,7 +226,7 @@ func (l *Lock) leases() coordinationclient.LeaseInterface { return l.Client.Leas
 
 // try takes the lock once, or says who holds it.
 func (l *Lock) try(ctx context.Context) (time.Time, error) {
-	now := l.Now()
+	now := l.Clock.Now()
 	l.gone = nil
 	lease, err := l.leases().Get(ctx, l.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -234,8 +243,8 @@ func (l *Lock) try(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read Lease %s/%s: %w", l.Namespace, l.Name, err)
 	}
-	if holder, renewed, expires, held := l.heldByOther(lease, now); held {
-		return time.Time{}, &HeldError{Lease: l.Namespace + "/" + l.Name, Holder: holder, Renewed: renewed, Expires: expires}
+	if held := l.heldByOther(lease, now); held != nil {
+		return time.Time{}, held
 	}
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		n := int32(1)
@@ -256,29 +265,20 @@ func (l *Lock) try(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
-// heldByOther: the Lease names a holder other than this run and was renewed within its duration.
-func (l *Lock) heldByOther(lease *coordinationv1.Lease, now time.Time) (Holder, time.Time, time.Time, bool) {
+// heldByOther says who holds the Lease when it names a holder other than this run that this run
+// has seen renew it within the Lease's duration (see observe); nil when it is free to take.
+func (l *Lock) heldByOther(lease *coordinationv1.Lease, now time.Time) *HeldError {
 	id := ""
 	if lease.Spec.HolderIdentity != nil {
 		id = *lease.Spec.HolderIdentity
 	}
 	if id == "" || id == l.Holder.Identity {
-		return Holder{}, time.Time{}, time.Time{}, false
+		return nil
 	}
-	var renewed time.Time
-	switch {
-	case lease.Spec.RenewTime != nil:
-		renewed = lease.Spec.RenewTime.Time
-	case lease.Spec.AcquireTime != nil:
-		renewed = lease.Spec.AcquireTime.Time
-	}
-	d := l.Duration
-	if lease.Spec.LeaseDurationSeconds != nil {
-		d = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-	}
+	renewed, d := l.observe(lease, now)
 	expires := renewed.Add(d)
 	if !now.Before(expires) {
-		return Holder{}, time.Time{}, time.Time{}, false
+		return nil
 	}
 	a := lease.Annotations
 	h := Holder{Identity: id, Host: a[AnnotationHost], Command: a[AnnotationCommand], Process: a[AnnotationProcess]}
@@ -290,9 +290,53 @@ func (l *Lock) heldByOther(lease *coordinationv1.Lease, now time.Time) (Holder, 
 	if h.Process != "" && processGone(l.proc, h.Process) {
 		// Killed (SIGKILL, a crash) without releasing the Lease: nobody renews it any more.
 		l.gone = &h
-		return Holder{}, time.Time{}, time.Time{}, false
+		return nil
 	}
-	return h, renewed, expires, true
+	return &HeldError{Lease: l.Namespace + "/" + l.Name, Holder: h, Renewed: renewed, Expires: expires}
+}
+
+// record is what a holder's renewal changes in its Lease. On an API server every write changes the
+// resourceVersion; the holder and its times are compared too, for stores that keep no versions.
+type record struct {
+	version, holder, acquired, renewed string
+	seconds                            int32
+}
+
+func recordOf(lease *coordinationv1.Lease) record {
+	r := record{version: lease.ResourceVersion}
+	if lease.Spec.HolderIdentity != nil {
+		r.holder = *lease.Spec.HolderIdentity
+	}
+	if t := lease.Spec.AcquireTime; t != nil {
+		r.acquired = t.UTC().Format(time.RFC3339Nano)
+	}
+	if t := lease.Spec.RenewTime; t != nil {
+		r.renewed = t.UTC().Format(time.RFC3339Nano)
+	}
+	if lease.Spec.LeaseDurationSeconds != nil {
+		r.seconds = *lease.Spec.LeaseDurationSeconds
+	}
+	return r
+}
+
+// observe returns when this run last saw another holder's Lease change (first saw it, if it has not
+// changed since) and the Lease's duration: the holder is alive while that is less than the duration
+// ago. Both ends are this run's clock (monotonic where the clock is the real one): the renewTime the
+// holder wrote is read on its machine's clock, which may be minutes off ours, so it is never compared
+// with now. client-go's leader election judges a leader the same way (observedTime in
+// k8s.io/client-go/tools/leaderelection/leaderelection.go). A Lease seen for the first time may have
+// been renewed a moment ago, so it counts as renewed now: a run that finds the lock held waits a
+// whole duration before it takes over from a holder that stopped.
+func (l *Lock) observe(lease *coordinationv1.Lease, now time.Time) (time.Time, time.Duration) {
+	r := recordOf(lease)
+	if l.seenAt.IsZero() || r != l.seen {
+		l.seen, l.seenAt = r, now
+	}
+	d := l.Duration
+	if r.seconds > 0 {
+		d = time.Duration(r.seconds) * time.Second
+	}
+	return l.seenAt, d
 }
 
 func (l *Lock) stamp(lease *coordinationv1.Lease, now time.Time) {
@@ -342,7 +386,10 @@ type Held struct {
 func (l *Lock) hold(ctx context.Context, since time.Time) *Held {
 	ctx, cancel := context.WithCancel(ctx)
 	h := &Held{l: l, Since: since, TookOver: l.gone, cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
-	go h.renew(ctx)
+	// The ticker starts before Acquire returns, so the first renewal is due a third of the duration
+	// after the lock was taken, whenever the goroutine gets to run.
+	t := l.Clock.NewTicker(l.Duration / 3)
+	go h.renew(ctx, t)
 	return h
 }
 
@@ -359,16 +406,14 @@ func (h *Held) Err() error {
 	return h.err
 }
 
-func (h *Held) renew(ctx context.Context) {
+func (h *Held) renew(ctx context.Context, t clock.Ticker) {
 	defer close(h.done)
-	every := h.l.Duration / 3
-	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		err := h.renewOnce(ctx)
 		if err == nil {
@@ -407,7 +452,7 @@ func (h *Held) renewOnce(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: Lease %s/%s is now held by %s", ErrLost, h.l.Namespace, h.l.Name, who)
 	}
-	t := metav1.NewMicroTime(h.l.Now())
+	t := metav1.NewMicroTime(h.l.Clock.Now())
 	lease.Spec.RenewTime = &t
 	_, err = h.l.leases().Update(ctx, lease, metav1.UpdateOptions{FieldManager: "gpuctl"})
 	return err

@@ -91,22 +91,22 @@ func TestAcquireTakesOverFromAKilledRunOnThisMachine(t *testing.T) {
 		"/proc/42/stat":                   stat("42", "6000"),
 	}}
 	cs := fake.NewClientset()
-	clk := &clock{t: time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)}
+	clk := newClock(0)
 	killed := run("alpha", 41)
 	killed.Process = processIdentity(machine, 41)
-	if _, err := (&Lock{Client: cs.CoordinationV1(), Holder: killed, Now: clk.Now, proc: machine}).Acquire(t.Context()); err != nil {
+	if _, err := (&Lock{Client: cs.CoordinationV1(), Holder: killed, Clock: clk, proc: machine}).Acquire(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	next := run("alpha", 42)
 	next.Process = processIdentity(machine, 42)
 
 	// While the first run's process lives, the lock is held.
-	if _, err := (&Lock{Client: cs.CoordinationV1(), Holder: next, Now: clk.Now, proc: machine}).Acquire(t.Context()); err == nil {
+	if _, err := (&Lock{Client: cs.CoordinationV1(), Holder: next, Clock: clk, proc: machine}).Acquire(t.Context()); err == nil {
 		t.Fatal("took a lock whose holder runs")
 	}
 	delete(machine.files, "/proc/41/stat") // kill -9
-	clk.Add(time.Second)
-	h, err := (&Lock{Client: cs.CoordinationV1(), Holder: next, Now: clk.Now, proc: machine}).Acquire(t.Context())
+	clk.Step(time.Second)
+	h, err := (&Lock{Client: cs.CoordinationV1(), Holder: next, Clock: clk, proc: machine}).Acquire(t.Context())
 	if err != nil {
 		t.Fatalf("the killed holder's lock was not taken over: %v", err)
 	}

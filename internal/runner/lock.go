@@ -31,10 +31,21 @@ type Lock struct {
 // stops at its next API call rather than go on writing without it, and that cause tells the stop
 // apart from an interrupt.
 func TakeLock(ctx context.Context, clients *kube.Clients, wait time.Duration, sink event.Sink) (context.Context, *Lock, error) {
+	return takeLock(ctx, installLock(clients, wait), sink)
+}
+
+// installLock is gpuctl's install lock with its default timing, waiting up to wait.
+func installLock(clients *kube.Clients, wait time.Duration) *lock.Lock {
+	return &lock.Lock{Client: clients.Kube.CoordinationV1(), Wait: wait}
+}
+
+// takeLock is TakeLock with the lock given, so tests can set its clock.
+func takeLock(ctx context.Context, l *lock.Lock, sink event.Sink) (context.Context, *Lock, error) {
 	sink = event.Or(sink)
-	held, err := (&lock.Lock{Client: clients.Kube.CoordinationV1(), Wait: wait, OnWait: func(e *lock.HeldError) {
-		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("waiting up to %s: %s", wait, e)})
-	}}).Acquire(ctx)
+	l.OnWait = func(e *lock.HeldError) {
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: fmt.Sprintf("waiting up to %s: %s", l.Wait, e)})
+	}
+	held, err := l.Acquire(ctx)
 	if err != nil {
 		return ctx, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/lock"
 )
 
 // Locked runs fn under gpuctl's install lock, as every verb that writes does: it takes the lock
@@ -14,7 +15,12 @@ import (
 // take is LockError's error and fn never runs; a run that stopped because the lock was lost says so
 // (Lock.Lost). Callers judge their inputs before they call it, and read what they will change in fn.
 func Locked(ctx context.Context, clients *kube.Clients, wait time.Duration, sink event.Sink, fn func(ctx context.Context, lk *Lock) error) error {
-	ctx, lk, err := TakeLock(ctx, clients, wait, sink)
+	return locked(ctx, installLock(clients, wait), sink, fn)
+}
+
+// locked is Locked with the lock given, so tests can set its clock.
+func locked(ctx context.Context, l *lock.Lock, sink event.Sink, fn func(ctx context.Context, lk *Lock) error) error {
+	ctx, lk, err := takeLock(ctx, l, sink)
 	if err != nil {
 		return LockError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
@@ -113,17 +114,22 @@ func TestLocked(t *testing.T) {
 }
 
 // A lock lost while fn runs (its Lease deleted) cancels fn's context with the loss as the cause, and
-// the error says the run stopped because of it. It waits for the lock's first renewal (10s).
+// the error says the run stopped because of it. The lock's clock is a fake one that fn moves on to
+// the first renewal, which finds the Lease gone.
 func TestLockedLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the lock's renewal")
-	}
 	cs := fake.NewClientset()
-	err := Locked(t.Context(), &kube.Clients{Kube: cs}, 0, nil, func(ctx context.Context, _ *Lock) error {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC))
+	l := &lock.Lock{Client: cs.CoordinationV1(), Clock: clk}
+	err := locked(t.Context(), l, nil, func(ctx context.Context, _ *Lock) error {
 		if err := cs.CoordinationV1().Leases(lock.DefaultNamespace).Delete(ctx, lock.DefaultName, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		<-ctx.Done()
+		clk.Step(lock.DefaultDuration / 3)
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("fn's context was not cancelled within 30 s of the lost renewal")
+		}
 		if !errors.Is(context.Cause(ctx), lock.ErrLost) || Interrupted(ctx) {
 			t.Errorf("fn's context ended with %v, want the lost lock as its cause", context.Cause(ctx))
 		}

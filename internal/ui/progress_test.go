@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,19 +117,44 @@ func TestProgress(t *testing.T) {
 	})
 
 	t.Run("a terminal gets a spinner line that finished lines replace", func(t *testing.T) {
-		var b bytes.Buffer
+		var b lockedBuffer
 		p := NewProgress(&b, FormatAuto, Style{TTY: true})
 		p.Event(events()[0])
 		p.Event(events()[1])
-		time.Sleep(250 * time.Millisecond) // let the spinner draw
+		// The spinner draws on its own ticker (every 100 ms): wait until it has, however loaded the
+		// machine, up to 30 s.
+		drawn := "\r\x1b[2K[ 3/12] "
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), drawn); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no spinner line within 30 s: %q", b.String())
+			}
+		}
 		p.Event(events()[4])
 		p.Close()
 		out := b.String()
-		if !strings.Contains(out, "\r\x1b[2K") || !strings.Contains(out, "1/2 GPU nodes validated") {
-			t.Errorf("no spinner redraw in %q", out)
+		if !strings.Contains(out, "Wait for validators: 1/2 GPU nodes validated") {
+			t.Errorf("the spinner line does not show the step's progress: %q", out)
 		}
 		if !strings.HasSuffix(out, "ok Wait for validators: 2/2 GPU nodes validated\n") {
 			t.Errorf("final line: %q", out)
 		}
 	})
+}
+
+// lockedBuffer is a buffer that the spinner's goroutine writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
