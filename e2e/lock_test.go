@@ -160,7 +160,10 @@ func TestLockOneWriterAtATime(t *testing.T) {
 			}
 		}},
 
-		step{"a holder that stopped renewing is taken over once its Lease expired", func(t *testing.T) {
+		step{"a holder that stopped renewing is taken over once this run saw its Lease unchanged for its duration", func(t *testing.T) {
+			// Its RenewTime, written by another host, is a minute old; gpuctl does not compare that
+			// host's clock with its own, it waits the lease duration on its own clock and takes the
+			// Lease when nothing renewed it meanwhile (internal/lock, as client-go's leader election).
 			leases := c.Kube.CoordinationV1().Leases(lock.DefaultNamespace)
 			l, err := leases.Get(t.Context(), lock.DefaultName, metav1.GetOptions{})
 			if err != nil {
@@ -171,7 +174,7 @@ func TestLockOneWriterAtATime(t *testing.T) {
 			if _, err := leases.Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			res, _ := installJSON(t, c, "--set", "operator.annotations.team=ml")
+			res, _ := installJSON(t, c, "--set", "operator.annotations.team=ml", "--wait-for-lock", "2m")
 			if res.Changed {
 				t.Errorf("changed: %+v", res.Steps)
 			}

@@ -65,6 +65,8 @@ func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	f.StringVarP(&in.output, "output", "o", "text", "result format: text, json, yaml")
 	f.BoolVar(&in.interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")
 	f.BoolVar(&in.force, "force", false, forceHelp)
+	f.BoolVar(&o.Adopt, "adopt", false, "take over the GPU operator Helm release "+plan.OperatorRelease+" that gpuctl did not install (NVIDIA's chart, installed with helm), keeping its values under -f and --set; "+
+		"without it such a release is refused (exit 5); --dry-run lists which of its values change")
 }
 
 // run hands over to the wizard with --interactive; else it judges the inputs, runs the install and

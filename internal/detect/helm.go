@@ -65,6 +65,7 @@ func newestReleases(records []helmRecord) (releases []HelmRelease, warnings []st
 			Revision:  revision[k],
 			Status:    r.labels["status"],
 			Storage:   r.storage,
+			Gpuctl:    r.labels[ManagedReleaseLabel] == "true",
 		}
 		meta, err := decodeChartMetadata(r.payload())
 		if err != nil {

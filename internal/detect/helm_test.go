@@ -50,3 +50,34 @@ func TestDecodeChartMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseIsGpuctlsByItsLabel: a release is gpuctl's only when its newest revision carries gpuctl's
+// release label; the name proves nothing (NVIDIA's guide names its release gpu-operator too).
+func TestReleaseIsGpuctlsByItsLabel(t *testing.T) {
+	payload := func() string { return "" }
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"gpuctl's label", map[string]string{ManagedReleaseLabel: "true"}, true},
+		{"no label: helm install gpu-operator nvidia/gpu-operator", nil, false},
+		{"the label with another value", map[string]string{ManagedReleaseLabel: "false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			labels := map[string]string{"name": "gpu-operator", "version": "2", "status": "deployed"}
+			for k, v := range tc.labels {
+				labels[k] = v
+			}
+			// An older revision with the label does not make a newer one without it gpuctl's.
+			older := map[string]string{"name": "gpu-operator", "version": "1", "status": "superseded", ManagedReleaseLabel: "true"}
+			rels, _ := newestReleases([]helmRecord{
+				{namespace: "gpu-operator", labels: older, storage: "Secret", payload: payload},
+				{namespace: "gpu-operator", labels: labels, storage: "Secret", payload: payload},
+			})
+			if len(rels) != 1 || rels[0].Gpuctl != tc.want {
+				t.Errorf("releases %+v: want Gpuctl=%v", rels, tc.want)
+			}
+		})
+	}
+}

@@ -100,7 +100,15 @@ type HelmRelease struct {
 	AppVersion   string `json:"appVersion,omitempty"`
 	// Storage is "Secret" (Helm's default driver) or "ConfigMap".
 	Storage string `json:"storage"`
+	// Gpuctl says gpuctl wrote the release: its newest revision carries the release label
+	// ManagedReleaseLabel=true, which every revision gpuctl writes has and Helm's own upgrade and
+	// rollback keep. A release of gpuctl's name without it is someone else's.
+	Gpuctl bool `json:"gpuctl,omitempty"`
 }
+
+// ManagedReleaseLabel is the Helm release label (`helm install --labels`, kept on Helm's storage
+// Secret) that marks the releases gpuctl wrote; internal/release writes it.
+const ManagedReleaseLabel = "gpuctl.io/managed"
 
 // ClusterPolicy is the part of an nvidia.com/v1 ClusterPolicy that detection reports.
 type ClusterPolicy struct {

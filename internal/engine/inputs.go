@@ -20,6 +20,8 @@ type installInputs struct {
 	set    map[string]any
 	bundle bundle.Bundle
 	charts map[string]plan.ChartInfo
+	// adopt is the release --adopt takes over, read after detection (nil: none).
+	adopt *plan.Adopted
 }
 
 // readInputs reads and judges o without the cluster. Every mistake wraps ErrInput.

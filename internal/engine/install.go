@@ -69,6 +69,12 @@ type InstallOptions struct {
 	ImagePullSecrets []string
 	// ValueLayers are values files already read (upgrade reuses the recorded ones), below ValuesFiles.
 	ValueLayers []plan.Layer
+	// Adopt takes over a GPU operator Helm release of gpuctl's name that gpuctl did not install,
+	// keeping its values as a layer under -f and --set; without it such a release is refused.
+	Adopt bool
+	// AdoptedValues are the values of a release an earlier install adopted (upgrade passes the
+	// recorded layer on): layered where the adopting install layered them.
+	AdoptedValues *plan.Layer
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -179,7 +185,7 @@ func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan
 		return res, err
 	}
 	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
-		Inputs: recordInputs(o, i.files), Version: i.Version, Command: i.verb()}).Run(ctx)
+		Inputs: recordInputs(o, i.files, adoptedLayer(o, in, p)), Version: i.Version, Command: i.verb()}).Run(ctx)
 	res.TaintedUnlisted = taintedUnlisted(ctx, i.Clients.Kube, p, taintedBefore, sink)
 	if ierr := (*runner.InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
@@ -227,6 +233,11 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return nil, nil, nil, err
 	}
 	res := &InstallResult{Detection: det}
+	if o.Adopt {
+		if in.adopt, err = i.adoptable(det); err != nil {
+			return res, nil, nil, err
+		}
+	}
 	p, planErr := i.planWith(ctx, det, o, in)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
 		return res, nil, nil, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
@@ -313,7 +324,9 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 		Charts:      in.charts,
 		Bundle:      bv,
 		Precompiled: facts,
+		Adopt:       in.adopt,
 		Options: plan.Options{
+			Adopt: o.Adopt, AdoptedValues: o.AdoptedValues,
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,
@@ -326,9 +339,10 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 	return p, addImageLayers(p, o)
 }
 
-// recordInputs are the user's inputs as the record keeps them.
-func recordInputs(o InstallOptions, files []plan.Layer) record.Inputs {
-	return record.Inputs{Profile: o.Profile, Files: files, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
+// recordInputs are the user's inputs as the record keeps them, with the values of a release gpuctl
+// adopted.
+func recordInputs(o InstallOptions, files []plan.Layer, adopted *plan.Layer) record.Inputs {
+	return record.Inputs{Profile: o.Profile, Files: files, Adopted: adopted, Set: slices.Clone(o.Set), NoTaint: o.NoTaint, Taint: o.Taint,
 		TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, DRA: o.DRA, Channel: o.Channel, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
 		Sharing: recordedSharing(o.Sharing), MIG: recordedMIG(o.MIG), Precompiled: o.Precompiled}
 }

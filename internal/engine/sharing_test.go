@@ -28,7 +28,7 @@ func TestUpgradeSharing(t *testing.T) {
 			if !slices.Equal(inst.Options.Sharing, tc.want) {
 				t.Errorf("install options' sharing %v, want %v", inst.Options.Sharing, tc.want)
 			}
-			if got := recordInputs(inst.Options, nil).Sharing; !slices.Equal(got, tc.wantRecord) {
+			if got := recordInputs(inst.Options, nil, nil).Sharing; !slices.Equal(got, tc.wantRecord) {
 				t.Errorf("recorded %v, want %v", got, tc.wantRecord)
 			}
 		})

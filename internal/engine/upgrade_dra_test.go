@@ -31,7 +31,7 @@ func TestUpgradeKeepsTheRecordedDRA(t *testing.T) {
 			if inst.Options.DRA != tt.want {
 				t.Errorf("DRA = %v, want %v", inst.Options.DRA, tt.want)
 			}
-			if got := recordInputs(inst.Options, nil).DRA; got != tt.want {
+			if got := recordInputs(inst.Options, nil, nil).DRA; got != tt.want {
 				t.Errorf("the record keeps DRA = %v, want %v", got, tt.want)
 			}
 		})

@@ -97,6 +97,12 @@ type Options struct {
 	// the registry has its image (Input.Precompiled) and the compiled one elsewhere, a values layer
 	// above --mig, below -f and --set.
 	Precompiled string
+	// Adopt is --adopt: take over the GPU operator Helm release of gpuctl's name that gpuctl did not
+	// install (Input.Adopt; the plan warns when there is none).
+	Adopt bool
+	// AdoptedValues are the values of a release an earlier install adopted, from the install record:
+	// layered where Input.Adopt's are (above the detected facts, below gpuctl's flags, -f and --set).
+	AdoptedValues *Layer
 }
 
 // Input is everything Build reads.
@@ -111,7 +117,9 @@ type Input struct {
 	Bundle *BundleValues
 	// Precompiled is what the registry holds for the GPU nodes' kernels (--precompiled auto).
 	Precompiled *PrecompiledFacts
-	Options     Options
+	// Adopt is the release --adopt takes over (nil: none).
+	Adopt   *Adopted
+	Options Options
 }
 
 // BundleValues are an operator release's image pins (internal/bundle).
@@ -301,11 +309,6 @@ func flatten(layers []Layer) map[string]any {
 		out = merge(out, l.Values)
 	}
 	return out
-}
-
-// ours: h is the release gpuctl would install by that name into that namespace (an earlier run's).
-func ours(h *detect.HelmRelease, name, namespace string) bool {
-	return h != nil && h.Name == name && h.Namespace == namespace
 }
 
 // distributionWhy says in one line why detection chose the distribution: its strongest two signals.

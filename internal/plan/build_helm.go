@@ -11,13 +11,15 @@ import (
 // platform's prerequisites and the CRDs; the taint once the operator (and gpuctl's admission policy)
 // is in; then the waits for a working stack.
 func (b *builder) helm() (*Plan, error) {
-	if err := refuseSecondOperator(b.det.Existing.GPUOperator, ours(b.det.Existing.GPUOperator.Helm, OperatorRelease, b.o.Namespace)); err != nil {
+	if err := b.refuseOthersOperator(); err != nil {
 		return nil, err
 	}
 	if b.o.Channel != "" {
 		b.warn("--channel " + b.o.Channel + ": not used, OLM channels apply on OpenShift only and this is " + b.p.Distribution + " (installed with Helm)")
 	}
-	nfdForeign := b.det.Existing.NFD.Present && !ours(b.det.Existing.NFD.Helm, NFDRelease, b.o.Namespace)
+	// NFD is someone else's unless gpuctl's release runs it, or it is the subchart of the release
+	// --adopt takes over: gpuctl's own NFD release then replaces it.
+	nfdForeign := b.det.Existing.NFD.Present && !b.ours(b.det.Existing.NFD.Helm, NFDRelease) && !b.nfdInAdopted()
 	decision := DecideTaint(b.det, TaintOptions{Force: b.o.Taint, NoTaint: b.o.NoTaint, PolicyAvailable: true, Own: []string{b.o.Namespace}})
 	rel, err := b.helmReleases(decision)
 	if err != nil {

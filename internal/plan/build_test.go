@@ -230,7 +230,7 @@ func TestBuild(t *testing.T) {
 
 	t.Run("gpuctl's own NFD release from an earlier run is applied again", func(t *testing.T) {
 		p := build(t, detection("kubeadm", func(r *detect.Result) {
-			r.Existing.NFD = detect.NFDInstall{Present: true, Helm: &detect.HelmRelease{Name: NFDRelease, Namespace: "gpu-operator"}}
+			r.Existing.NFD = detect.NFDInstall{Present: true, Helm: &detect.HelmRelease{Name: NFDRelease, Namespace: "gpu-operator", Gpuctl: true}}
 		}), Options{})
 		if s := p.Step("release-node-feature-discovery"); s.Skip != "" {
 			t.Errorf("own NFD skipped: %s", s.Skip)
@@ -262,7 +262,7 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	t.Run("gpuctl's own operator release is upgraded, not refused", func(t *testing.T) {
 		det := detection("kubeadm", func(r *detect.Result) {
-			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: OperatorRelease, Namespace: "gpu-operator"}}
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: OperatorRelease, Namespace: "gpu-operator", Gpuctl: true}}
 		})
 		if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: testCharts}); err != nil {
 			t.Fatal(err)

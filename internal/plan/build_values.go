@@ -37,7 +37,7 @@ func (l *releaseLayers) addSplit(source string, values map[string]any) {
 
 // helmReleases layers the NFD and operator releases' values, lowest precedence first: the operator
 // bundle's image pins, the profile, the detected facts, tolerations of the GPU nodes' own taints
-// (--tolerate-existing-taints), --monitoring, --sharing, --mig, --precompiled, the -f files, --set. It refuses a bundle the operator
+// (--tolerate-existing-taints), the values of a release --adopt takes over, --monitoring, --sharing, --mig, --precompiled, the -f files, --set. It refuses a bundle the operator
 // chart is not loaded for, and plans the monitoring release where --monitoring can have one.
 func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	var l releaseLayers
@@ -52,6 +52,7 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	if b.o.TolerateExistingTaints {
 		addExistingTaintLayers(&l, b.det)
 	}
+	adopted := b.addAdoptedLayer(&l)
 	var rels helmReleases
 	if b.o.Monitoring {
 		rels.monitoring = b.addMonitoringLayer(&l)
@@ -98,6 +99,7 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	}
 	rels.nfd = chartRelease(NFDRelease, b.o.Namespace, b.in.Charts[NFDRelease], l.nfd)
 	rels.operator = chartRelease(OperatorRelease, b.o.Namespace, b.in.Charts[OperatorRelease], l.op)
+	b.p.Adoption = b.adoption(adopted, rels.operator)
 	return rels, nil
 }
 

@@ -65,6 +65,8 @@ type Plan struct {
 	GPUNodes []string `json:"gpuNodes"`
 	// Drivers are the driver each GPU node gets, where the plan chooses per node (--precompiled auto).
 	Drivers []NodeDriver `json:"drivers,omitempty"`
+	// Adoption is the release --adopt takes over: what of it the install keeps and changes.
+	Adoption *Adoption `json:"adoption,omitempty"`
 	// Warnings are things to know before confirming.
 	Warnings []string `json:"warnings,omitempty"`
 	// Timeout bounds the whole run.

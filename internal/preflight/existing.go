@@ -17,10 +17,24 @@ func ownSubscription(env *Env, s *detect.Subscription) bool {
 		s.Namespace == plan.OpenShiftOperatorNS && s.Package == plan.OperatorPackage
 }
 
-// ours reports whether a Helm release is gpuctl's own: the name gpuctl gives it, in gpuctl's namespace.
-// gpuctl upgrades its own releases and leaves everything else alone.
-func ours(h *detect.HelmRelease, name, namespace string) bool {
-	return h != nil && h.Name == name && h.Namespace == namespace
+// ours reports whether a Helm release is gpuctl's own: the name gpuctl gives it, in gpuctl's namespace,
+// and proven gpuctl's by its release label (detect.ManagedReleaseLabel), or taken over by --adopt
+// (the plan's Adoption). gpuctl upgrades its own releases and leaves everything else alone: a release
+// of the same name that someone else installed is theirs.
+func ours(env *Env, h *detect.HelmRelease, name string) bool {
+	if h == nil || h.Name != name || h.Namespace != env.Namespace {
+		return false
+	}
+	return h.Gpuctl || adopted(env, h)
+}
+
+// adopted: the plan takes h over (--adopt).
+func adopted(env *Env, h *detect.HelmRelease) bool {
+	a := (*plan.Adoption)(nil)
+	if env.Plan != nil {
+		a = env.Plan.Adoption
+	}
+	return a != nil && h != nil && a.Release == h.Name && a.Namespace == h.Namespace
 }
 
 func describeRelease(h *detect.HelmRelease) string {
@@ -45,8 +59,11 @@ func checkExistingOperator(_ context.Context, env *Env) Result {
 	if !op.Present {
 		return pass("none")
 	}
-	if ours(op.Helm, plan.OperatorRelease, env.Namespace) && op.OLM == nil {
-		return pass(describeRelease(op.Helm) + ": gpuctl's own, the install upgrades it")
+	if ours(env, op.Helm, plan.OperatorRelease) && op.OLM == nil {
+		if adopted(env, op.Helm) {
+			return pass(describeRelease(op.Helm) + ": not gpuctl's, taken over with --adopt; the install upgrades it, keeping its values (the plan lists what changes)")
+		}
+		return pass(describeRelease(op.Helm) + ": gpuctl's own (its " + detect.ManagedReleaseLabel + " label), the install upgrades it")
 	}
 	if ownSubscription(env, op.OLM) {
 		return pass(fmt.Sprintf("OLM subscription %s/%s: gpuctl's own, the install keeps it", op.OLM.Namespace, op.OLM.Name))
@@ -58,11 +75,8 @@ func checkExistingOperator(_ context.Context, env *Env) Result {
 		found = append(found, fmt.Sprintf("OLM subscription %s/%s (package %s)", op.OLM.Namespace, op.OLM.Name, op.OLM.Package))
 		hint = fmt.Sprintf("it is managed by OLM: manage it there, or delete the subscription and its CSV in namespace %s first", op.OLM.Namespace)
 	case op.Helm != nil:
-		found = append(found, describeRelease(op.Helm))
-		hint = fmt.Sprintf("uninstall it first (helm uninstall %s -n %s), or keep managing it with Helm", op.Helm.Name, op.Helm.Namespace)
-		if op.Helm.Name == plan.OperatorRelease && op.Helm.Namespace != env.Namespace {
-			hint += fmt.Sprintf("; to let gpuctl take it over, run gpuctl with -n %s", op.Helm.Namespace)
-		}
+		found = append(found, describeRelease(op.Helm)+" without gpuctl's release label "+detect.ManagedReleaseLabel)
+		hint = plan.AdoptHint(op.Helm, env.Namespace)
 	}
 	if op.Deployment != nil {
 		d := op.Deployment
@@ -95,7 +109,7 @@ func checkExistingClusterPolicy(_ context.Context, env *Env) Result {
 		names = append(names, s)
 	}
 	list := strings.Join(names, ", ")
-	ownOperator := ours(e.GPUOperator.Helm, plan.OperatorRelease, env.Namespace) || ownSubscription(env, e.GPUOperator.OLM)
+	ownOperator := ours(env, e.GPUOperator.Helm, plan.OperatorRelease) || ownSubscription(env, e.GPUOperator.OLM)
 	policy := plan.ClusterPolicyName
 	if env.Plan != nil {
 		if s := env.Plan.Step("wait-clusterpolicy"); s != nil && s.Target != "" {
@@ -140,8 +154,11 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 		return warn("NFD runs in more than one namespace ("+strings.Join(n.Namespaces, ", ")+"): duplicate NFDs fight over the same node labels",
 			"uninstall all but one; gpuctl then uses the one that is left")
 	}
-	if ours(n.Helm, plan.NFDRelease, env.Namespace) {
+	if ours(env, n.Helm, plan.NFDRelease) {
 		return pass(describeRelease(n.Helm) + ": gpuctl's own, the install upgrades it")
+	}
+	if adopted(env, n.Helm) && n.OLM == nil {
+		return pass("NFD runs as the subchart of " + describeRelease(n.Helm) + ", which --adopt takes over: gpuctl installs NFD as its own release first, and the operator's upgrade then removes the subchart's")
 	}
 	if s := n.OLM; s != nil && env.Plan != nil && s.Namespace == plan.OpenShiftNFDNS && s.Package == plan.NFDPackage {
 		if st := env.Plan.Step("release-nfd-operator"); st != nil && st.Skip == "" {

@@ -8,7 +8,13 @@ import (
 )
 
 func ourOperatorRelease() *detect.HelmRelease {
-	return &detect.HelmRelease{Name: "gpu-operator", Namespace: "gpu-operator", Status: "deployed", ChartVersion: "26.7.0"}
+	return &detect.HelmRelease{Name: "gpu-operator", Namespace: "gpu-operator", Status: "deployed", ChartVersion: "26.7.0", Gpuctl: true}
+}
+
+// nvidiasOwnRelease is NVIDIA's chart installed with Helm as NVIDIA's guide has it (helm install
+// gpu-operator nvidia/gpu-operator -n gpu-operator): gpuctl's release name, without gpuctl's label.
+func nvidiasOwnRelease() *detect.HelmRelease {
+	return &detect.HelmRelease{Name: "gpu-operator", Namespace: "gpu-operator", Status: "deployed", Chart: "gpu-operator", ChartVersion: "v26.7.0"}
 }
 
 func TestExistingOperator(t *testing.T) {
@@ -21,12 +27,15 @@ func TestExistingOperator(t *testing.T) {
 	}{
 		{"none passes", detect.OperatorInstall{}, StatusPass, "none", ""},
 		{"gpuctl's own release passes: it is upgraded", detect.OperatorInstall{Present: true, Helm: ourOperatorRelease()}, StatusPass, "gpuctl's own", ""},
+		{"a release of gpuctl's name that gpuctl did not write fails, naming --adopt",
+			detect.OperatorInstall{Present: true, Helm: nvidiasOwnRelease()},
+			StatusFail, "Helm release gpu-operator/gpu-operator (deployed, chart v26.7.0) without gpuctl's release label gpuctl.io/managed", "gpuctl install --adopt"},
 		{"another Helm release fails with the helm uninstall command",
 			detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: "nv", Namespace: "nvidia", Status: "deployed"}},
 			StatusFail, "Helm release nvidia/nv", "helm uninstall nv -n nvidia"},
 		{"the same release name in another namespace suggests -n",
 			detect.OperatorInstall{Present: true, Helm: &detect.HelmRelease{Name: "gpu-operator", Namespace: "nvidia"}},
-			StatusFail, "Helm release nvidia/gpu-operator", "-n nvidia"},
+			StatusFail, "Helm release nvidia/gpu-operator", "gpuctl install -n nvidia --adopt"},
 		{"an OLM install fails and points at OLM",
 			detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified"}},
 			StatusFail, "OLM subscription", "managed by OLM"},
@@ -88,7 +97,9 @@ func TestExistingNFD(t *testing.T) {
 		{"none passes: gpuctl installs it", detect.NFDInstall{}, StatusPass, "gpuctl installs NFD"},
 		{"labels of an earlier NFD are mentioned", detect.NFDInstall{LabelledNodes: 3}, StatusPass, "3 nodes carry labels"},
 		{"gpuctl's own release passes", detect.NFDInstall{Present: true, Namespaces: []string{"gpu-operator"},
-			Helm: &detect.HelmRelease{Name: "node-feature-discovery", Namespace: "gpu-operator", Status: "deployed"}}, StatusPass, "gpuctl's own"},
+			Helm: &detect.HelmRelease{Name: "node-feature-discovery", Namespace: "gpu-operator", Status: "deployed", Gpuctl: true}}, StatusPass, "gpuctl's own"},
+		{"a release of gpuctl's NFD name that gpuctl did not write is someone else's: used, not upgraded", detect.NFDInstall{Present: true, Namespaces: []string{"gpu-operator"},
+			Helm: &detect.HelmRelease{Name: "node-feature-discovery", Namespace: "gpu-operator", Status: "deployed"}}, StatusWarn, "gpuctl uses it"},
 		{"someone else's NFD warns: it will be used", detect.NFDInstall{Present: true, Namespaces: []string{"nfd"},
 			Helm: &detect.HelmRelease{Name: "nfd", Namespace: "nfd"}}, StatusWarn, "gpuctl uses it"},
 		{"NFD from OLM warns", detect.NFDInstall{Present: true, OLM: &detect.Subscription{Namespace: "openshift-nfd", Name: "nfd"}}, StatusWarn, "OLM subscription openshift-nfd/nfd"},

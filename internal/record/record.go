@@ -110,6 +110,9 @@ type Inputs struct {
 	// upgrade must pull from the same mirror.
 	Registry         string   `json:"registry,omitempty"`
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	// Adopted are the values of the GPU operator release gpuctl took over (--adopt), as that release
+	// had them: upgrade layers them where the adopting install did.
+	Adopted *plan.Layer `json:"adopted,omitempty"`
 }
 
 // Object names something gpuctl applied.
@@ -125,6 +128,8 @@ type Object struct {
 	UID types.UID `json:"uid,omitempty"`
 	// Created is true when gpuctl created it; false when it was there before (found).
 	Created bool `json:"created"`
+	// Adopted is set on a release gpuctl took over with --adopt: found, not created, and gpuctl's since.
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // NodeMetadata is a node's labels and annotations in the prefixes NFD and the operator write.
@@ -253,6 +258,7 @@ func MergeObjects(before, now []Object) []Object {
 				o.UID = prev.UID
 			}
 			o.Created = o.Created || prev.Created
+			o.Adopted = o.Adopted || prev.Adopted
 		}
 		byKey[key(o)] = o
 	}

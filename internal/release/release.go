@@ -24,11 +24,13 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
 // ManagedByLabel marks the Helm releases gpuctl made (a Helm storage label, shown by
-// `helm list --selector`).
-const ManagedByLabel = "gpuctl.io/managed"
+// `helm list --selector`): detection's proof that a release is gpuctl's.
+const ManagedByLabel = detect.ManagedReleaseLabel
 
 // maxHistory bounds the revisions kept per release, like `helm upgrade --history-max 10`.
 const maxHistory = 10

@@ -268,7 +268,9 @@ func (x *executor) recordReleases(r *record.Record, b *recordBefore) error {
 			if rel.Name == plan.OperatorRelease && last.AppVersion != "" {
 				r.OperatorVersion = last.AppVersion
 			}
-			r.Releases = append(r.Releases, record.Object{Name: rel.Name, Namespace: ns, Created: !b.releases[ns+"/"+rel.Name]})
+			a := x.plan.Adoption
+			adopted := a != nil && a.Release == rel.Name && a.Namespace == ns
+			r.Releases = append(r.Releases, record.Object{Name: rel.Name, Namespace: ns, Created: !b.releases[ns+"/"+rel.Name], Adopted: adopted})
 		}
 	}
 	if r.OperatorVersion == "" {

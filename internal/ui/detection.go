@@ -229,6 +229,11 @@ func releaseText(r *detect.HelmRelease) string {
 	if r.Status != "" {
 		details = append(details, fmt.Sprintf("%s, revision %d", r.Status, r.Revision))
 	}
+	if r.Gpuctl {
+		details = append(details, "gpuctl's")
+	} else {
+		details = append(details, "not gpuctl's")
+	}
 	if len(details) > 0 {
 		s += " (" + strings.Join(details, ", ") + ")"
 	}

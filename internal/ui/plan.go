@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -29,6 +30,45 @@ func printDrivers(b *strings.Builder, drivers []plan.NodeDriver, style Style) {
 	tw.Flush()
 }
 
+// printAdoption says what --adopt takes over: the release, which of its own values stay, and each
+// value it ran with that the install changes (from → to, and which layer sets it).
+func printAdoption(b *strings.Builder, a *plan.Adoption, style Style) {
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n%s Helm release %s/%s (revision %d, chart %s %s), installed without gpuctl; its values stay, as %s\n",
+		style.paint(ansiBold, "Adopting:"), a.Namespace, a.Release, a.Revision, a.Chart, a.ChartVersion, a.Source)
+	if len(a.Kept) > 0 {
+		fmt.Fprintf(b, "  kept: %s\n", strings.Join(a.Kept, ", "))
+	}
+	if a.NFDSubchart {
+		fmt.Fprintf(b, "  NFD: its node-feature-discovery subchart is replaced by gpuctl's release %s, installed and labelling the nodes before the operator's upgrade removes the subchart\n", plan.NFDRelease)
+	}
+	if len(a.Changes) == 0 {
+		fmt.Fprintf(b, "  changes: none of the values it runs with\n")
+		return
+	}
+	fmt.Fprintf(b, "  changes (%d):\n", len(a.Changes))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, c := range a.Changes {
+		fmt.Fprintf(tw, "    %s\t%s → %s\t(%s)\n", c.Key, shortValue(c.From), shortValue(c.To), c.Source)
+	}
+	tw.Flush()
+}
+
+// shortValue is a value on one line, cut at 60 characters.
+func shortValue(v any) string {
+	data, err := json.Marshal(v)
+	s := string(data)
+	if err != nil {
+		s = fmt.Sprint(v)
+	}
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
 // PrintPlan prints a Plan for people: what was detected, the steps in order, and the values each
 // release gets with where they came from.
 func PrintPlan(w io.Writer, p *plan.Plan, style Style) error {
@@ -45,6 +85,7 @@ func PrintPlan(w io.Writer, p *plan.Plan, style Style) error {
 		fmt.Fprintf(b, "%s %s\n", style.warn(), w)
 	}
 	printDrivers(b, p.Drivers, style)
+	printAdoption(b, p.Adoption, style)
 	fmt.Fprintf(b, "\n%s\n", style.paint(ansiBold, "Steps:"))
 	for i, s := range p.Steps {
 		line := fmt.Sprintf("%2d. %s", i+1, s.Title)

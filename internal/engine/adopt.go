@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/release"
+)
+
+// adoptable reads the release --adopt takes over: a GPU operator Helm release of gpuctl's name in the
+// install namespace that gpuctl did not write (no gpuctl.io/managed label), with its values as `helm
+// get values` and `helm get values --all` show them. Nil when there is none: a release gpuctl wrote
+// needs no adopting, and one of another name or namespace cannot be (plan.AdoptHint says why).
+func (i *Install) adoptable(det *detect.Result) (*plan.Adopted, error) {
+	h := det.Existing.GPUOperator.Helm
+	if h == nil || h.Gpuctl || det.Existing.GPUOperator.OLM != nil || h.Name != plan.OperatorRelease || h.Namespace != i.Clients.Namespace {
+		return nil, nil
+	}
+	rc, err := release.New(i.Clients.Getter, h.Namespace, nil)
+	if err != nil {
+		return nil, err
+	}
+	v, err := rc.GetValues(h.Name)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return &plan.Adopted{Release: h, User: v.User, All: v.All}, nil
+}
+
+// adoptedLayer is the values layer the install record keeps of an adopted release's own values, so
+// an upgrade layers them where the install did; nil when the run adopts nothing and the options carry
+// none from an earlier record.
+func adoptedLayer(o InstallOptions, in *installInputs, p *plan.Plan) *plan.Layer {
+	if in != nil && in.adopt != nil && p != nil && p.Adoption != nil {
+		return &plan.Layer{Source: p.Adoption.Source, Values: in.adopt.User}
+	}
+	return o.AdoptedValues
+}
