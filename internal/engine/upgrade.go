@@ -343,6 +343,7 @@ func (u *Upgrade) install(rec *record.Record, version string, files []plan.Layer
 		Channel: in.Channel, OperatorVersion: version, Timeout: o.Timeout, WaitForLock: o.WaitForLock, SkipChecks: o.SkipChecks,
 		Registry: in.Registry, ImagePullSecrets: slices.Clone(in.ImagePullSecrets), Monitoring: in.Monitoring,
 		Sharing: slices.Clone(in.Sharing), MIG: slices.Clone(in.MIG), Precompiled: in.Precompiled,
+		AdoptedValues: in.Adopted,
 	}
 	switch o.Precompiled {
 	case "":

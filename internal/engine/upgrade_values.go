@@ -41,10 +41,14 @@ func (e *ValueChangesError) Error() string {
 		e.Changes.From, e.Changes.To, e.Changes.Summary(), AcceptValueChangesFlag)
 }
 
-// userValues are the values the user set for the operator release: the recorded -f files and --set,
-// then the new ones, merged as the plan merges them (null removes a key), without NFD's section.
+// userValues are the values the user set for the operator release: those of a release gpuctl
+// adopted, the recorded -f files and --set, then the new ones, merged as the plan merges them (null
+// removes a key), without NFD's section.
 func userValues(in record.Inputs, files []plan.Layer, set []string) (map[string]any, error) {
 	out := map[string]any{}
+	if in.Adopted != nil {
+		out = plan.MergeValues(out, in.Adopted.Values)
+	}
 	for _, f := range append(append([]plan.Layer{}, in.Files...), files...) {
 		out = plan.MergeValues(out, f.Values)
 	}
