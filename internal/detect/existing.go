@@ -60,6 +60,9 @@ func existing(s *Snapshot) Existing {
 	}
 	for i := range s.Subscriptions {
 		sub := s.Subscriptions[i]
+		if r := releaseOf(Workload{Namespace: sub.Namespace, HelmRelease: sub.HelmRelease, HelmNamespace: sub.HelmNamespace}, s); r != nil {
+			sub.Gpuctl = r.Gpuctl
+		}
 		switch sub.Package {
 		case "gpu-operator-certified", "gpu-operator":
 			e.GPUOperator.OLM = &sub

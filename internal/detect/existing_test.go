@@ -122,6 +122,22 @@ func TestExisting(t *testing.T) {
 		}
 	})
 
+	t.Run("a Subscription is gpuctl's only when a Helm release with gpuctl's label applied it", func(t *testing.T) {
+		s := openshiftCluster()
+		s.HelmReleases = []HelmRelease{{Name: "gpu-operator-certified", Namespace: "nvidia-gpu-operator", Revision: 1, Status: "deployed", Gpuctl: true}}
+		s.Subscriptions = []Subscription{
+			{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified", HelmRelease: "gpu-operator-certified", HelmNamespace: "nvidia-gpu-operator"},
+			{Namespace: "openshift-nfd", Name: "nfd", Package: "nfd"},
+		}
+		e := Analyze(s).Existing
+		if e.GPUOperator.OLM == nil || !e.GPUOperator.OLM.Gpuctl {
+			t.Errorf("operator subscription %+v: want gpuctl's (its Helm release is labelled)", e.GPUOperator.OLM)
+		}
+		if e.NFD.OLM == nil || e.NFD.OLM.Gpuctl {
+			t.Errorf("NFD subscription %+v: created without Helm, not gpuctl's", e.NFD.OLM)
+		}
+	})
+
 	t.Run("the oldest of several ClusterPolicies is the one honoured", func(t *testing.T) {
 		s := kubeadmCluster()
 		s.ClusterPolicies = []ClusterPolicy{

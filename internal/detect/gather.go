@@ -540,6 +540,7 @@ func (g *gatherer) subscriptions(ctx context.Context) error {
 		sub.InstalledCSV, _, _ = unstructured.NestedString(u.Object, "status", "installedCSV")
 		sub.CurrentCSV, _, _ = unstructured.NestedString(u.Object, "status", "currentCSV")
 		sub.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+		sub.HelmRelease, sub.HelmNamespace = u.GetAnnotations()["meta.helm.sh/release-name"], u.GetAnnotations()["meta.helm.sh/release-namespace"]
 		g.s.Subscriptions = append(g.s.Subscriptions, sub)
 	}
 	return nil

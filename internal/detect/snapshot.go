@@ -136,6 +136,14 @@ type Subscription struct {
 	InstalledCSV string `json:"installedCSV,omitempty"`
 	CurrentCSV   string `json:"currentCSV,omitempty"`
 	State        string `json:"state,omitempty"`
+	// HelmRelease and HelmNamespace name the Helm release that applied the Subscription (its
+	// meta.helm.sh/release-name and -namespace annotations), if one did.
+	HelmRelease   string `json:"helmRelease,omitempty"`
+	HelmNamespace string `json:"helmNamespace,omitempty"`
+	// Gpuctl says gpuctl made it: the Helm release that applied it carries gpuctl's release label
+	// (gpuctl subscribes through its olm-operator chart). One of the same name and package that
+	// someone created with oc or the console is theirs.
+	Gpuctl bool `json:"gpuctl,omitempty"`
 }
 
 // ClusterVersion is the part of OpenShift's ClusterVersion "version" detection reads.

@@ -456,10 +456,19 @@ func TestOpenShiftGoesThroughOLM(t *testing.T) {
 	})
 	t.Run("NVIDIA's certified operator installed by gpuctl before is no reason to refuse", func(t *testing.T) {
 		det := detection("openshift", func(r *detect.Result) {
-			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified"}}
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified",
+				HelmRelease: OperatorPackage, HelmNamespace: "nvidia-gpu-operator", Gpuctl: true}}
 		})
 		if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts}); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("the same Subscription created with oc or the console is someone else's", func(t *testing.T) {
+		det := detection("openshift", func(r *detect.Result) {
+			r.Existing.GPUOperator = detect.OperatorInstall{Present: true, OLM: &detect.Subscription{Namespace: "nvidia-gpu-operator", Name: "gpu-operator-certified", Package: "gpu-operator-certified"}}
+		})
+		if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: charts}); err == nil || !strings.Contains(err.Error(), "OLM subscription nvidia-gpu-operator/gpu-operator-certified") {
+			t.Errorf("err %v, want the Subscription refused by name", err)
 		}
 	})
 }

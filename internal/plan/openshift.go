@@ -229,6 +229,9 @@ func nfdInstance() map[string]any {
 	}
 }
 
+// ownSubscription: s is the Subscription gpuctl's OpenShift plan makes (package pkg in namespace
+// ns), and gpuctl made it: the Helm release that applied it carries gpuctl's release label. One of
+// that package that someone created with oc or the console is theirs.
 func ownSubscription(s *detect.Subscription, ns, pkg string) bool {
-	return s != nil && s.Namespace == ns && s.Package == pkg
+	return s != nil && s.Namespace == ns && s.Package == pkg && s.Gpuctl
 }

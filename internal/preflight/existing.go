@@ -10,10 +10,11 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
-// ownSubscription reports whether an OLM subscription is the one gpuctl's OpenShift plan makes:
-// NVIDIA's certified operator in nvidia-gpu-operator.
+// ownSubscription reports whether an OLM subscription is the one gpuctl's OpenShift plan makes
+// (NVIDIA's certified operator in nvidia-gpu-operator) and gpuctl made it: applied by a Helm release
+// with gpuctl's label.
 func ownSubscription(env *Env, s *detect.Subscription) bool {
-	return s != nil && env.Plan != nil && env.Plan.Step("release-gpu-operator-certified") != nil &&
+	return s != nil && s.Gpuctl && env.Plan != nil && env.Plan.Step("release-gpu-operator-certified") != nil &&
 		s.Namespace == plan.OpenShiftOperatorNS && s.Package == plan.OperatorPackage
 }
 
@@ -160,7 +161,7 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 	if adopted(env, n.Helm) && n.OLM == nil {
 		return pass("NFD runs as the subchart of " + describeRelease(n.Helm) + ", which --adopt takes over: gpuctl installs NFD as its own release first, and the operator's upgrade then removes the subchart's")
 	}
-	if s := n.OLM; s != nil && env.Plan != nil && s.Namespace == plan.OpenShiftNFDNS && s.Package == plan.NFDPackage {
+	if s := n.OLM; s != nil && s.Gpuctl && env.Plan != nil && s.Namespace == plan.OpenShiftNFDNS && s.Package == plan.NFDPackage {
 		if st := env.Plan.Step("release-nfd-operator"); st != nil && st.Skip == "" {
 			return pass(fmt.Sprintf("OLM subscription %s/%s: gpuctl's own, the install keeps it", s.Namespace, s.Name))
 		}
