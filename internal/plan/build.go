@@ -144,7 +144,7 @@ func Build(in Input) (*Plan, error) {
 	if b.p.Distribution == "openshift" {
 		return b.openShift()
 	}
-	return b.helm()
+	return b.refuseStartup(b.helm())
 }
 
 // builder is one Build in progress: its input, the options with their defaults filled in, the chosen
