@@ -173,7 +173,13 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 	}
 	msg := strings.Join(lines, "\n")
 	if worst == StatusFail {
-		return fail(msg, "upgrade the container runtime on the GPU nodes to a version GPU Operator "+env.Bundle.Version+" supports, or install an older GPU Operator release")
+		hint := "upgrade the container runtime on the GPU nodes to a version GPU Operator " + env.Bundle.Version + " supports, or install an older GPU Operator release"
+		if slices.ContainsFunc(runtimes, beforeCDI) {
+			// CDI, on by default since v25.10 (cdi.enabled), needs containerd 1.7 or newer
+			// (canonical/k8s-snap#2388); every release of gpuctl's catalog is tested from 1.7 on.
+			hint = "CDI, which the operator uses by default since v25.10, needs containerd 1.7 or newer (canonical/k8s-snap#2388), and no GPU Operator release gpuctl installs was tested on an older one: upgrade containerd on the GPU nodes"
+		}
+		return fail(msg, hint)
 	}
 	return warn(msg, "gpuctl goes ahead; the NVIDIA container toolkit configures this runtime on GPU nodes, so watch the toolkit pods' logs if operands fail to start")
 }
@@ -189,4 +195,15 @@ func rank(s Status) int {
 		return 1
 	}
 	return 0
+}
+
+// beforeCDI: a containerd runtime ("containerd://1.6.28") older than 1.7, which cannot run CDI devices.
+func beforeCDI(runtime string) bool {
+	v, ok := strings.CutPrefix(runtime, "containerd://")
+	if !ok {
+		return false
+	}
+	major, rest, _ := strings.Cut(v, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	return major == "0" || major == "1" && len(minor) == 1 && minor < "7"
 }

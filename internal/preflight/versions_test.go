@@ -93,7 +93,7 @@ func TestContainerdVersion(t *testing.T) {
 	})
 	t.Run("one GPU node on a containerd older than supported fails", func(t *testing.T) {
 		r := run(t, "containerd-version", withRuntimes("containerd://2.1.4", "containerd://1.6.20"))
-		expect(t, r, StatusFail, "containerd://1.6.20 on 1 GPU node", "upgrade the container runtime")
+		expect(t, r, StatusFail, "containerd://1.6.20 on 1 GPU node", "CDI, which the operator uses by default since v25.10, needs containerd 1.7 or newer (canonical/k8s-snap#2388)")
 	})
 	t.Run("a containerd newer than tested warns", func(t *testing.T) {
 		expect(t, run(t, "containerd-version", withRuntimes("containerd://2.9.0")), StatusWarn, "newer", "")
@@ -107,4 +107,15 @@ func TestContainerdVersion(t *testing.T) {
 		env.Detection.Pools[1].Runtimes = []string{"containerd://1.6.20"}
 		expect(t, run(t, "containerd-version", env), StatusWarn, "containerd://1.6.20 on worker nodes", "")
 	})
+}
+
+func TestBeforeCDI(t *testing.T) {
+	for rt, want := range map[string]bool{
+		"containerd://1.6.20": true, "containerd://1.5.0": true, "containerd://1.7.27": false, "containerd://1.10.0": false,
+		"containerd://2.1.4-k3s1": false, "cri-o://1.31.4": false, "docker://28.1.1": false,
+	} {
+		if got := beforeCDI(rt); got != want {
+			t.Errorf("beforeCDI(%q) = %v, want %v", rt, got, want)
+		}
+	}
 }
