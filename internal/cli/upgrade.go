@@ -74,7 +74,7 @@ func (u *upgradeCmd) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&u.monitoring, "monitoring", false, "turn monitoring on (ServiceMonitors, Grafana dashboard, GPU alerts), or off with --monitoring=false (default: as recorded at install)")
 	f.StringVar(&o.Precompiled, "precompiled", "", precompiledHelp+"; none takes it off (default: as recorded)")
 	f.BoolVar(&u.dra, "dra", false, "switch to the DRA stack (GPUCluster), or back to the ClusterPolicy with --dra=false (default: as recorded at install)")
-	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the whole upgrade may take, driver upgrades included")
+	f.DurationVar(&o.Timeout, "timeout", engine.DefaultUpgradeTimeout, "how long the upgrade may take, driver upgrades included; through more than one major, each major's step")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&u.output, "output", "o", "text", "result format: text, json, yaml")
 }

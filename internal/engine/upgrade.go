@@ -32,7 +32,7 @@ type UpgradeOptions struct {
 	Set         []string
 	// Force allows a downgrade.
 	Force bool
-	// Timeout bounds the whole run (default DefaultUpgradeTimeout).
+	// Timeout bounds the run (default DefaultUpgradeTimeout); on a path of more than one hop, each hop.
 	Timeout time.Duration
 	// WaitForLock is how long to wait for another run's install lock.
 	WaitForLock time.Duration
