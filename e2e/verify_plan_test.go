@@ -1,15 +1,23 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
@@ -37,13 +45,17 @@ type verifyPlanV1 struct {
 		UID       types.UID `json:"uid"`
 		Why       string    `json:"why"`
 	} `json:"delete"`
-	Create []struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		Node      string `json:"node"`
-		Image     string `json:"image"`
-	} `json:"create"`
-	DeleteAtEnd []string `json:"deleteAtEnd"`
+	Create      []verifyPodV1 `json:"create"`
+	DeleteAtEnd []string      `json:"deleteAtEnd"`
+}
+
+// verifyPodV1 is a pod of a verify plan's create list.
+type verifyPodV1 struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	Image     string `json:"image"`
+	Resource  string `json:"resource"`
 }
 
 // TestVerifyDryRunIsTheRun leaves a pod of an earlier verify run behind, and checks that
@@ -123,8 +135,12 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 		assertUnchanged(t, before, writableState(t, c))
 	})
 
-	t.Run("the run deletes and creates exactly what the dry run listed", func(t *testing.T) {
+	t.Run("the run deletes and creates exactly what the dry run listed, as the API server shows", func(t *testing.T) {
+		// What the run wrote is read from the API server while it runs (its pods are gone when it
+		// ends): each pod as created, and each deletion, by UID.
+		w := watchVerifyPods(t, c, ns)
 		code, stdout, stderr := gpuctl(t, c, "verify", "--timeout", "3s", "-o", "json")
+		seen := w.stop(t)
 		if code != cli.ExitVerifyFailed {
 			t.Fatalf("exit %d, want %d (the workloads cannot schedule here):\n%s", code, cli.ExitVerifyFailed, stderr)
 		}
@@ -135,14 +151,46 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 		if run.DryRun || run.Done == nil {
 			t.Fatalf("the run reports nothing done:\n%s", stdout)
 		}
-		if !reflect.DeepEqual(run.Done.Delete, p.Delete) {
-			t.Errorf("the run deleted %+v, the dry run listed %+v", run.Done.Delete, p.Delete)
+
+		var created []verifyPodV1
+		for _, pod := range seen.created {
+			created = append(created, podAsPlanned(pod))
+			want := map[string]string{engine.VerifyNameLabel: engine.VerifyName, "app.kubernetes.io/managed-by": "gpuctl", engine.VerifyRunLabel: p.RunID}
+			if !maps.Equal(pod.Labels, want) || len(pod.OwnerReferences) > 0 {
+				t.Errorf("pod %s was created with labels %v and owners %v, want labels %v of run %s and no owner", pod.Name, pod.Labels, pod.OwnerReferences, want, p.RunID)
+			}
 		}
-		if !reflect.DeepEqual(run.Done.Create, p.Create) {
-			t.Errorf("the run created %+v, the dry run listed %+v", run.Done.Create, p.Create)
+		if !slices.Equal(created, p.Create) {
+			t.Errorf("the API server shows the run created\n%+v\nthe dry run listed\n%+v", created, p.Create)
 		}
-		if !slices.Equal(run.Done.DeleteAtEnd, p.DeleteAtEnd) {
-			t.Errorf("the run deleted %v at the end, the dry run listed %v", run.Done.DeleteAtEnd, p.DeleteAtEnd)
+		if !slices.Equal(run.Done.Create, created) {
+			t.Errorf("the run reports it created\n%+v\nthe API server shows\n%+v", run.Done.Create, created)
+		}
+
+		var deletedEarlier, deletedAtEnd []string
+		for _, pod := range seen.deleted {
+			switch i := slices.IndexFunc(seen.created, func(c corev1.Pod) bool { return c.UID == pod.UID }); {
+			case i >= 0:
+				deletedAtEnd = append(deletedAtEnd, pod.Name)
+			case pod.UID == earlier.UID:
+				deletedEarlier = append(deletedEarlier, pod.Namespace+"/"+pod.Name+" "+string(pod.UID))
+			default:
+				t.Errorf("the run deleted pod %s/%s (uid %s), which it neither listed nor created", pod.Namespace, pod.Name, pod.UID)
+			}
+		}
+		var listedEarlier, reportedEarlier []string
+		for _, d := range p.Delete {
+			listedEarlier = append(listedEarlier, d.Namespace+"/"+d.Name+" "+string(d.UID))
+		}
+		for _, d := range run.Done.Delete {
+			reportedEarlier = append(reportedEarlier, d.Namespace+"/"+d.Name+" "+string(d.UID))
+		}
+		if !slices.Equal(deletedEarlier, listedEarlier) || !slices.Equal(reportedEarlier, listedEarlier) {
+			t.Errorf("earlier pods: the API server shows %v deleted, the run reports %v, the dry run listed %v", deletedEarlier, reportedEarlier, listedEarlier)
+		}
+		slices.Sort(deletedAtEnd)
+		if listed := slices.Sorted(slices.Values(p.DeleteAtEnd)); !slices.Equal(deletedAtEnd, listed) || !slices.Equal(run.Done.DeleteAtEnd, p.DeleteAtEnd) {
+			t.Errorf("at the end: the API server shows %v deleted, the run reports %v, the dry run listed %v", deletedAtEnd, run.Done.DeleteAtEnd, p.DeleteAtEnd)
 		}
 		if got := verifyPodUIDs(t, c); len(got) > 0 {
 			t.Errorf("verify left pods behind: %v", got)
@@ -157,4 +205,119 @@ func decodeVerifyPlan(t *testing.T, stdout string) verifyPlanDoc {
 		t.Fatalf("verify -o json: %v\n%s", err, stdout)
 	}
 	return doc
+}
+
+// podAsPlanned is a pod as the API server holds it, in the shape of a verify plan's create list: its
+// node is the one it is bound to, or else the one its required node affinity names.
+func podAsPlanned(pod corev1.Pod) verifyPodV1 {
+	vp := verifyPodV1{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
+	if a := pod.Spec.Affinity; vp.Node == "" && a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		var nodes []string
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == "metadata.name" {
+					nodes = append(nodes, f.Values...)
+				}
+			}
+		}
+		vp.Node = strings.Join(nodes, ",")
+	}
+	var images, resources []string
+	for _, ct := range pod.Spec.Containers {
+		images = append(images, ct.Image)
+		for r := range ct.Resources.Limits {
+			resources = append(resources, string(r))
+		}
+	}
+	vp.Image = strings.Join(images, ",")
+	slices.Sort(resources)
+	vp.Resource = strings.Join(resources, ",")
+	return vp
+}
+
+// podWatch records the verify pods of a namespace as the API server shows them from the moment it
+// starts: each as created (its ADDED event) and each deletion, in order.
+type podWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	seen   watchedPods
+	err    error
+}
+
+type watchedPods struct {
+	created, deleted []corev1.Pod
+}
+
+func watchVerifyPods(t *testing.T, c *sandbox.Cluster, ns string) *podWatch {
+	t.Helper()
+	pods := c.Kube.CoreV1().Pods(ns)
+	opts := metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName}
+	list, err := pods.List(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = opts.LabelSelector
+			return pods.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	w := &podWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer rw.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-rw.ResultChan():
+				if !ok {
+					return
+				}
+				w.mu.Lock()
+				switch pod, _ := ev.Object.(*corev1.Pod); {
+				case ev.Type == watch.Error:
+					w.err = apierrors.FromObject(ev.Object)
+				case ev.Type == watch.Added && pod != nil:
+					w.seen.created = append(w.seen.created, *pod)
+				case ev.Type == watch.Deleted && pod != nil:
+					w.seen.deleted = append(w.seen.deleted, *pod)
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// stop waits, up to a minute, until the watch has seen every pod it saw created deleted, ends it and
+// returns what it saw.
+func (w *podWatch) stop(t *testing.T) watchedPods {
+	t.Helper()
+	defer func() {
+		w.cancel()
+		<-w.done
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		w.mu.Lock()
+		seen, err := w.seen, w.err
+		w.mu.Unlock()
+		gone := func(c corev1.Pod) bool {
+			return slices.ContainsFunc(seen.deleted, func(d corev1.Pod) bool { return d.UID == c.UID })
+		}
+		if err != nil {
+			t.Fatalf("watch verify pods: %v", err)
+		}
+		if !slices.ContainsFunc(seen.created, func(c corev1.Pod) bool { return !gone(c) }) || time.Now().After(deadline) {
+			return seen
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

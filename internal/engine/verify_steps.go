@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -191,7 +192,7 @@ func (r *verifyRun) create(ctx context.Context, _ func(health.Progress)) (runner
 		}
 		r.templates[ct.Name] = made.UID
 		classes[ct.Name] = ct.DeviceClass
-		r.res.Done.ClaimTemplates = append(r.res.Done.ClaimTemplates, ct)
+		r.res.Done.ClaimTemplates = append(r.res.Done.ClaimTemplates, createdClaimTemplate(made))
 	}
 	for _, pp := range r.p.Create {
 		made, err := r.pods.Create(ctx, verifyPod(r.p, pp), metav1.CreateOptions{})
@@ -203,13 +204,64 @@ func (r *verifyRun) create(ctx context.Context, _ func(health.Progress)) (runner
 			nv.Resource = plan.VerifyGPUResource
 		}
 		r.created[pp.Name] = &createdPod{nv: nv, uid: made.UID, started: time.Now()}
-		r.res.Done.Create = append(r.res.Done.Create, pp)
+		r.res.Done.Create = append(r.res.Done.Create, createdVerifyPod(made))
 	}
 	msg := fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)
 	if len(r.templates) > 0 {
 		msg = fmt.Sprintf("created %d ResourceClaimTemplate(s) and %d pod(s) in %s", len(r.templates), len(r.created), r.p.Namespace)
 	}
 	return runner.Outcome{Changed: true, Message: msg}, nil
+}
+
+// createdVerifyPod is a pod as the API server returned it on create, in the plan's shape: what the run
+// reports it created is what the cluster holds (admission may have changed the pod), never the plan
+// copied. Its node is the one it is bound to, or else the one its node affinity pins it to (verify's
+// pods are not bound when created); "" when the affinity names no single node.
+func createdVerifyPod(pod *corev1.Pod) plan.VerifyPod {
+	vp := plan.VerifyPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
+	if a := pod.Spec.Affinity; vp.Node == "" && a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		var pinned []string
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn {
+					pinned = append(pinned, f.Values...)
+				}
+			}
+		}
+		if len(pinned) == 1 {
+			vp.Node = pinned[0]
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name != verifyContainer {
+			continue
+		}
+		vp.Image = c.Image
+		var resources []string
+		for name := range c.Resources.Limits {
+			resources = append(resources, string(name))
+		}
+		slices.Sort(resources)
+		vp.Resource = strings.Join(resources, ",")
+	}
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.Name == verifyClaimName && c.ResourceClaimTemplateName != nil {
+			vp.ClaimTemplate = *c.ResourceClaimTemplateName
+		}
+	}
+	return vp
+}
+
+// createdClaimTemplate is a ResourceClaimTemplate as the API server returned it on create, in the
+// plan's shape.
+func createdClaimTemplate(t *resourcev1.ResourceClaimTemplate) plan.VerifyClaimTemplate {
+	ct := plan.VerifyClaimTemplate{Namespace: t.Namespace, Name: t.Name}
+	for _, req := range t.Spec.Spec.Devices.Requests {
+		if req.Name == verifyClaimName && req.Exactly != nil {
+			ct.DeviceClass = req.Exactly.DeviceClassName
+		}
+	}
+	return ct
 }
 
 // createdState says which of the plan's pods exist (the run deletes them next).
