@@ -26,8 +26,9 @@ import (
 //     its values, the stack's objects and the nodes' labels;
 //   - gpuctl uninstall, with no install record, refuses too;
 //   - gpuctl install --adopt --dry-run lists what of it is kept and what changes, writing nothing;
-//   - gpuctl install --adopt takes it over keeping driver.enabled=false, moves NFD to gpuctl's own
-//     release with the nodes still labelled, and the real v26.7.0 controller reconciles; the release is
+//   - gpuctl install --adopt takes it over keeping driver.enabled=false, keeps the subchart's NFD
+//     running as it was (the same DaemonSet, outside the release) with the nodes still labelled, and
+//     the real v26.7.0 controller reconciles; the release is
 //     gpuctl's from then on (a rerun without --adopt changes nothing) and the record says it was adopted.
 func TestAdoptNVIDIAsOwnRelease(t *testing.T) {
 	t.Parallel()
@@ -44,6 +45,12 @@ func TestAdoptNVIDIAsOwnRelease(t *testing.T) {
 	}
 	assertReconciled(t, c, "cluster-policy")
 	waitGPUPresent(t, c)
+	const nfdWorker = "gpu-operator-node-feature-discovery-worker"
+	ds, err := c.Kube.AppsV1().DaemonSets("gpu-operator").Get(t.Context(), nfdWorker, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("NVIDIA's chart runs no NFD worker: %v", err)
+	}
+	nfdWorkerUID := ds.UID
 
 	t.Run("install refuses a release of gpuctl's name that gpuctl did not install, and changes nothing", func(t *testing.T) {
 		hist, values, before := history(t, c, "gpu-operator"), userValues(t, c), stackState(t, c)
@@ -109,8 +116,17 @@ func TestAdoptNVIDIAsOwnRelease(t *testing.T) {
 		if got := fmt.Sprint(nested(hist[1].Values, "driver", "enabled")); got != "false" {
 			t.Errorf("gpuctl's revision has driver.enabled=%s, want the adopted false (values %v)", got, hist[1].Values)
 		}
-		if nfd := releaseHistory(t, c, "node-feature-discovery"); len(nfd) == 0 {
-			t.Error("NFD did not become gpuctl's own release")
+		// NFD, NVIDIA's subchart, runs on untouched, outside any release: the same worker DaemonSet (its
+		// NodeFeatures would go with it), kept by Helm's resource policy; no NFD of gpuctl's beside it.
+		if nfd := releaseHistory(t, c, "node-feature-discovery"); len(nfd) != 0 {
+			t.Errorf("gpuctl installed an NFD of its own beside the subchart's: %d revisions", len(nfd))
+		}
+		ds, err := c.Kube.AppsV1().DaemonSets("gpu-operator").Get(t.Context(), nfdWorker, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the subchart's NFD worker is gone: %v", err)
+		}
+		if ds.UID != nfdWorkerUID || ds.Annotations["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("NFD worker UID %s (was %s), annotations %v: want the same DaemonSet, kept", ds.UID, nfdWorkerUID, ds.Annotations)
 		}
 		waitGPUPresent(t, c)
 		assertReconciled(t, c, "cluster-policy")

@@ -46,6 +46,7 @@ func TestSharing(t *testing.T) {
 		}
 	})
 
+	var dryLabels []plan.LabelWrite // what the dry run says the run writes on the nodes
 	t.Run("the dry run shows the ConfigMap's content, the values and each node's label", func(t *testing.T) {
 		code, stdout, stderr := gpuctl(t, c, "install", "--dry-run", "-o", "json", "--sharing", sharedPool+"=time-slicing=4")
 		if code != 0 {
@@ -56,6 +57,11 @@ func TestSharing(t *testing.T) {
 			t.Fatal(err)
 		}
 		labels := sharingLabels(t, &p)
+		if p.Writes == nil || len(p.Writes.Labels) != len(pools[sharedPool]) {
+			t.Errorf("the dry run's writes list the labels %+v, want one per node of %s", p.Writes, sharedPool)
+		} else {
+			dryLabels = p.Writes.Labels
+		}
 		for _, n := range pools[sharedPool] {
 			if labels[n] != "time-slicing-4" {
 				t.Errorf("node %s: planned label %q, want time-slicing-4", n, labels[n])
@@ -77,6 +83,21 @@ func TestSharing(t *testing.T) {
 	})
 
 	installJSON(t, c, "--sharing", sharedPool+"=time-slicing=4")
+	t.Run("the run wrote the node labels the dry run listed, read back from the API server", func(t *testing.T) {
+		after := nodesMetadata(t, c)
+		listed := map[string]bool{}
+		for _, w := range dryLabels {
+			listed[w.Node] = true
+			if got, ok := after[w.Node].Labels[w.Key]; !ok || got != w.Value || w.Remove {
+				t.Errorf("node %s: %s=%q after the run, the dry run listed %s", w.Node, w.Key, got, w)
+			}
+		}
+		for n, md := range after {
+			if v, ok := md.Labels["nvidia.com/device-plugin.config"]; ok && !listed[n] && before[n].Labels["nvidia.com/device-plugin.config"] != v {
+				t.Errorf("node %s got nvidia.com/device-plugin.config=%s, which the dry run did not list", n, v)
+			}
+		}
+	})
 	waitAdvertised(t, c, pools, 4)
 
 	t.Run("status shows the shared pool time-sliced 4 ways and the other unshared", func(t *testing.T) {

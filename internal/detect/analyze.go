@@ -49,6 +49,9 @@ func Analyze(s *Snapshot) Result {
 	r.GPUNodeWorkloads = gpuNodeWorkloads(s.Nodes, gpus, s.PodTemplates, s.PendingGPUPods)
 	r.Existing = existing(s)
 	r.PrometheusOperator = prometheusOperator(v)
+	if len(s.APIGroups) > 0 { // discovery answered: every server serves some group, apps at least
+		r.ResourceAPI = &ServedVersions{Versions: append([]string{}, s.ResourceAPIVersions...)}
+	}
 	r.Warnings = append(r.Warnings, existingWarnings(r.Existing)...)
 
 	// Empty lists print as [] rather than null in `gpuctl detect -o json`.

@@ -204,6 +204,11 @@ func (g *gatherer) discovery(ctx context.Context) error {
 			if grp.Name != "" {
 				g.s.APIGroups = append(g.s.APIGroups, grp.Name)
 			}
+			if grp.Name == ResourceGroup {
+				for _, gv := range grp.Versions {
+					g.s.ResourceAPIVersions = append(g.s.ResourceAPIVersions, gv.Version)
+				}
+			}
 		}
 		sort.Strings(g.s.APIGroups)
 	case apierrors.IsForbidden(err):

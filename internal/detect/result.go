@@ -1,6 +1,10 @@
 package detect
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Result is what Analyze concluded from a Snapshot. It is printed by `gpuctl detect` (Table, or
 // JSON/YAML through the json tags) and read by the planner.
@@ -38,6 +42,9 @@ type Result struct {
 	// API group (ServiceMonitor, PrometheusRule; kube-prometheus-stack installs it), from the API
 	// discovery detection already does; nil when that discovery was refused, so it is not known.
 	PrometheusOperator *Finding `json:"prometheusOperator,omitempty"`
+	// ResourceAPI says which versions of Dynamic Resource Allocation's API group (resource.k8s.io)
+	// the cluster serves; nil when discovery was refused, so it is not known.
+	ResourceAPI *ServedVersions `json:"resourceAPI,omitempty"`
 	// Warnings are things a person should know: reads that were refused, unsupported setups,
 	// conflicting installs.
 	Warnings []string `json:"warnings,omitempty"`
@@ -247,4 +254,17 @@ type DevicePlugin struct {
 	Provider string `json:"provider"`
 	// Nodes are the nodes its node selector, required node affinity and tolerations admit.
 	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ResourceGroup is Dynamic Resource Allocation's API group.
+const ResourceGroup = "resource.k8s.io"
+
+// ServedVersions are the versions of an API group the cluster serves (none: not served).
+type ServedVersions struct {
+	Versions []string `json:"versions"`
+}
+
+// Serves reports whether version is among them.
+func (s *ServedVersions) Serves(version string) bool {
+	return s != nil && slices.Contains(s.Versions, version)
 }

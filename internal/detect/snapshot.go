@@ -14,6 +14,8 @@ type Snapshot struct {
 	Nodes []corev1.Node `json:"nodes"`
 	// APIGroups are the API group names the server serves ("" for the core group is left out).
 	APIGroups []string `json:"apiGroups,omitempty"`
+	// ResourceAPIVersions are the versions the server serves of DRA's API group resource.k8s.io.
+	ResourceAPIVersions []string `json:"resourceAPIVersions,omitempty"`
 	// ServerVersion is what the API server reports; nil if discovery could not read it.
 	ServerVersion *version.Info `json:"serverVersion,omitempty"`
 	// KubeadmConfig is true when ConfigMap kube-system/kubeadm-config exists.

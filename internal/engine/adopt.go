@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
 
@@ -27,11 +31,25 @@ func (i *Install) adoptable(det *detect.Result) (*plan.Adopted, error) {
 }
 
 // adoptedLayer is the values layer the install record keeps of an adopted release's own values, so
-// an upgrade layers them where the install did; nil when the run adopts nothing and the options carry
-// none from an earlier record.
+// every later install and upgrade layers them where the adopting install did; nil when the run adopts
+// nothing and no earlier record carries any.
 func adoptedLayer(o InstallOptions, in *installInputs, p *plan.Plan) *plan.Layer {
 	if in != nil && in.adopt != nil && p != nil && p.Adoption != nil {
-		return &plan.Layer{Source: p.Adoption.Source, Values: in.adopt.User}
+		return &plan.Layer{Source: p.Adoption.Source, Values: p.Adoption.Values}
+	}
+	if o.AdoptedValues == nil && in != nil {
+		return in.adopted
 	}
 	return o.AdoptedValues
+}
+
+// recordedAdoption is the values layer of a release an earlier install adopted, from the install
+// record of a stack that is installed: every later install layers it again, as upgrade does, so a
+// rerun keeps the values the release ran with (driver.enabled=false on a node image with the driver).
+func recordedAdoption(ctx context.Context, clients *kube.Clients) (*plan.Layer, error) {
+	rec, err := record.Read(ctx, clients.Kube)
+	if err != nil || rec == nil || rec.Uninstalled {
+		return nil, err
+	}
+	return rec.Inputs.Adopted, nil
 }

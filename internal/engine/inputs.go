@@ -22,6 +22,8 @@ type installInputs struct {
 	charts map[string]plan.ChartInfo
 	// adopt is the release --adopt takes over, read after detection (nil: none).
 	adopt *plan.Adopted
+	// adopted is the values layer of a release an earlier install adopted, from the install record.
+	adopted *plan.Layer
 }
 
 // readInputs reads and judges o without the cluster. Every mistake wraps ErrInput.

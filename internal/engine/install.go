@@ -238,6 +238,12 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 			return res, nil, nil, err
 		}
 	}
+	if o.AdoptedValues == nil && in.adopt == nil {
+		if in.adopted, err = recordedAdoption(ctx, i.Clients); err != nil {
+			return res, nil, nil, err
+		}
+		o.AdoptedValues = in.adopted
+	}
 	p, planErr := i.planWith(ctx, det, o, in)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
 		return res, nil, nil, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors

@@ -8,6 +8,7 @@ import (
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,9 @@ func installWrites(ctx context.Context, clients *kube.Clients, p *plan.Plan) (*p
 	}
 	if ch := plan.TaintWrites(p, nodes.Items); ch != nil {
 		l.w.Nodes = ch
+	}
+	if err := l.labels(ctx, nodes.Items); err != nil {
+		return nil, err
 	}
 	l.w.NodeRule, l.w.Rules = plan.WriteRules(p)
 	if l.w.Bookkeeping, err = bookkeepingWrites(ctx, clients.Kube); err != nil {
@@ -369,4 +373,28 @@ func taintedUnlisted(ctx context.Context, kc kubernetes.Interface, p *plan.Plan,
 			Message: "tainted node " + n + ", which the plan did not name: NFD labelled it a GPU node during the run (the plan's rule for such nodes; --dry-run says it as nodeRule)"})
 	}
 	return out
+}
+
+// labels lists the node labels of the plan's node-labels steps (--sharing, --mig), decided as their
+// run decides them (runner.LabelWrites) against the nodes now and the install record's labels from
+// before gpuctl's first install.
+func (l *writeLister) labels(ctx context.Context, nodes []corev1.Node) error {
+	var steps []*plan.Step
+	for i := range l.plan.Steps {
+		if s := &l.plan.Steps[i]; s.Kind == plan.KindNodeLabels && s.Skip == "" {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	prev, err := record.Read(ctx, l.clients.Kube)
+	if err != nil {
+		return err
+	}
+	before := runner.StackMetadataBefore(prev, nodes)
+	for _, s := range steps {
+		l.w.Labels = append(l.w.Labels, runner.LabelWrites(nodes, s, before)...)
+	}
+	return nil
 }

@@ -35,9 +35,11 @@ type Adoption struct {
 	Kept []string `json:"kept,omitempty"`
 	// Changes are the values the release ran with that the install changes.
 	Changes []ValueChange `json:"changes,omitempty"`
-	// NFDSubchart: the release ran NFD as its subchart; gpuctl's own NFD release replaces it, installed
-	// and labelling the nodes before the operator's upgrade removes the subchart.
+	// NFDSubchart: the release ran NFD as its subchart, which keeps running as it is, outside any
+	// release (KeptSubchart); gpuctl uses it and installs no NFD of its own.
 	NFDSubchart bool `json:"nfdSubchart,omitempty"`
+	// Values are the adopted layer's values as planned: the install record keeps them for upgrades.
+	Values map[string]any `json:"-"`
 }
 
 // ValueChange is one value the install changes: From is what the release ran with, To what it gets.
@@ -102,6 +104,7 @@ func (b *builder) addAdoptedLayer(l *releaseLayers) string {
 		values["nfd"] = nfd
 	}
 	l.addSplit(source, values)
+	b.adoptedLayer = &Layer{Source: source, Values: values}
 	return source
 }
 
@@ -116,6 +119,9 @@ func (b *builder) adoption(source string, op *Release) *Adoption {
 	r := a.Release
 	out := &Adoption{Release: r.Name, Namespace: r.Namespace, Revision: r.Revision, Chart: r.Chart, ChartVersion: r.ChartVersion,
 		Source: source, NFDSubchart: b.nfdInAdopted()}
+	if b.adoptedLayer != nil {
+		out.Values = b.adoptedLayer.Values
+	}
 	was := leaves(a.All)
 	if len(was) == 0 {
 		was = leaves(a.User)
@@ -232,4 +238,13 @@ func describeRelease(h *detect.HelmRelease) string {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
 	return s
+}
+
+// keepSubchart marks the operator release of an adoption whose release ran NFD as its subchart
+// (KeptSubchart).
+func (b *builder) keepSubchart(op *Release) {
+	if b.p.Adoption == nil || !b.p.Adoption.NFDSubchart || op == nil {
+		return
+	}
+	op.KeepSubchart = &KeptSubchart{Release: op.Name, Namespace: op.Namespace, Chart: NFDKey}
 }

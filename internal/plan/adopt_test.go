@@ -21,7 +21,8 @@ func adoptedValues() *Adopted {
 		User: map[string]any{"driver": map[string]any{"enabled": false}, "nfd": map[string]any{"enabled": true},
 			"devicePlugin": map[string]any{"version": "v0.19.0"}},
 		All: map[string]any{"driver": map[string]any{"enabled": false, "version": "595.91.07"}, "nfd": map[string]any{"enabled": true},
-			"devicePlugin": map[string]any{"version": "v0.19.0"}, "toolkit": map[string]any{"enabled": true}},
+			"devicePlugin": map[string]any{"version": "v0.19.0"}, "toolkit": map[string]any{"enabled": true},
+			NFDKey: map[string]any{"worker": map[string]any{"serviceAccount": map[string]any{"name": "node-feature-discovery", "create": false}}}},
 	}
 }
 
@@ -60,9 +61,6 @@ func TestAdoptKeepsTheReleasesValues(t *testing.T) {
 	if got := at(op.Values, "nfd", "enabled"); got != false {
 		t.Errorf("nfd.enabled = %v, want false: NFD is gpuctl's own release now", got)
 	}
-	if s := p.Step("release-" + NFDRelease); s == nil || s.Skip != "" {
-		t.Errorf("NFD, the adopted release's subchart, must become gpuctl's own release first: %+v", s)
-	}
 	ad := p.Adoption
 	if ad == nil {
 		t.Fatal("the plan has no Adoption")
@@ -84,6 +82,16 @@ func TestAdoptKeepsTheReleasesValues(t *testing.T) {
 	}
 	if changed == nil || changed.From != "v0.19.0" || changed.To != "v0.19.3" || changed.Source != "--set" {
 		t.Errorf("changes %+v: want devicePlugin.version v0.19.0 → v0.19.3 from --set", ad.Changes)
+	}
+	// NFD, the release's subchart, keeps running as it is: gpuctl installs none of its own.
+	if s := p.Step("release-" + NFDRelease); s == nil || s.Skip == "" {
+		t.Errorf("gpuctl would install an NFD beside the adopted release's subchart: %+v", s)
+	}
+	if want := (KeptSubchart{Release: OperatorRelease, Namespace: "gpu-operator", Chart: NFDKey}); op.KeepSubchart == nil || *op.KeepSubchart != want {
+		t.Errorf("the operator release keeps %+v, want %+v", op.KeepSubchart, want)
+	}
+	if _, rules := WriteRules(p); !strings.Contains(strings.Join(rules, "\n"), "helm.sh/resource-policy: keep") {
+		t.Errorf("the dry run's rules %v do not say the subchart is kept", rules)
 	}
 	// nfd.enabled went from true to false: the NFD subchart goes, which the plan must say.
 	if !strings.Contains(strings.Join(changedKeys(ad), ","), "nfd.enabled") {

@@ -150,11 +150,13 @@ func Build(in Input) (*Plan, error) {
 // builder is one Build in progress: its input, the options with their defaults filled in, the chosen
 // profile, and the Plan as the steps are added to it.
 type builder struct {
-	in   Input
-	det  *detect.Result
-	o    Options
-	prof profile.Profile
-	p    *Plan
+	// adoptedLayer is the values layer of a release --adopt takes over, as planned (the record keeps it).
+	adoptedLayer *Layer
+	in           Input
+	det          *detect.Result
+	o            Options
+	prof         profile.Profile
+	p            *Plan
 }
 
 // newBuilder refuses options that contradict each other and clusters gpuctl cannot install on, and

@@ -17,9 +17,9 @@ func (b *builder) helm() (*Plan, error) {
 	if b.o.Channel != "" {
 		b.warn("--channel " + b.o.Channel + ": not used, OLM channels apply on OpenShift only and this is " + b.p.Distribution + " (installed with Helm)")
 	}
-	// NFD is someone else's unless gpuctl's release runs it, or it is the subchart of the release
-	// --adopt takes over: gpuctl's own NFD release then replaces it.
-	nfdForeign := b.det.Existing.NFD.Present && !b.ours(b.det.Existing.NFD.Helm, NFDRelease) && !b.nfdInAdopted()
+	// NFD is someone else's unless gpuctl's release runs it; the subchart of a release --adopt takes
+	// over is kept running as it is (KeptSubchart), and used as any NFD gpuctl did not install.
+	nfdForeign := b.det.Existing.NFD.Present && !b.ours(b.det.Existing.NFD.Helm, NFDRelease)
 	decision := DecideTaint(b.det, TaintOptions{Force: b.o.Taint, NoTaint: b.o.NoTaint, PolicyAvailable: true, Own: []string{b.o.Namespace}})
 	rel, err := b.helmReleases(decision)
 	if err != nil {

@@ -100,6 +100,7 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	rels.nfd = chartRelease(NFDRelease, b.o.Namespace, b.in.Charts[NFDRelease], l.nfd)
 	rels.operator = chartRelease(OperatorRelease, b.o.Namespace, b.in.Charts[OperatorRelease], l.op)
 	b.p.Adoption = b.adoption(adopted, rels.operator)
+	b.keepSubchart(rels.operator)
 	return rels, nil
 }
 

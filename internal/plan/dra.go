@@ -2,8 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
 // DRASource is the values layer --dra adds to the operator release.
@@ -50,6 +53,16 @@ func (b *builder) refuseDRA() error {
 	}
 	if !since(kv, draMinKubernetes) {
 		return &DRAError{fmt.Sprintf("the API server runs Kubernetes %s and DRA needs %s or newer (resource.k8s.io/v1 is GA from 1.34); upgrade the cluster, or install without --dra", kv, draMinKubernetes)}
+	}
+	// The version says DRA is GA; whether the API server serves it is discovery's to say (a cluster can
+	// turn the group off with --runtime-config). Unknown when discovery was refused: then the version
+	// stands.
+	if api := b.det.ResourceAPI; api != nil && !api.Serves("v1") {
+		served := "not the group at all"
+		if len(api.Versions) > 0 {
+			served = "only " + strings.Join(api.Versions, ", ")
+		}
+		return &DRAError{fmt.Sprintf("the API server does not serve %s/v1 (it serves %s), which NVIDIA's DRA driver and GPUCluster need; turn the API on (kube-apiserver --runtime-config=%s/v1=true), or install without --dra", detect.ResourceGroup, served, detect.ResourceGroup)}
 	}
 	if err := refuseDRASharing(b.o.Sharing); err != nil {
 		return err

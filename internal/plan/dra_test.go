@@ -86,6 +86,12 @@ func TestDRARefusals(t *testing.T) {
 			Options{DRA: true, Set: map[string]any{"draDriver": map[string]any{"computeDomains": map[string]any{"enabled": true}}}}, "draDriver.computeDomains.enabled=true"},
 		{"the ClusterPolicy asked for with --set", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,
 			Options{DRA: true, Set: map[string]any{"clusterPolicy": map[string]any{"deployCR": true}}}, "clusterPolicy.deployCR=true"},
+		{"resource.k8s.io/v1 turned off in the API server", detection("kubeadm", withKubernetes("v1.37.0"), func(r *detect.Result) {
+			r.ResourceAPI = &detect.ServedVersions{Versions: []string{"v1beta2"}}
+		}), testCharts, Options{DRA: true}, "does not serve resource.k8s.io/v1 (it serves only v1beta2)"},
+		{"DRA's API group not served at all", detection("kubeadm", withKubernetes("v1.37.0"), func(r *detect.Result) {
+			r.ResourceAPI = &detect.ServedVersions{}
+		}), testCharts, Options{DRA: true}, "(it serves not the group at all)"},
 		{"GPU sharing through the device plugin", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,
 			Options{DRA: true, Sharing: []string{"time-slicing=4"}}, "--sharing"},
 		{"GPU sharing for one pool", detection("kubeadm", withKubernetes("v1.37.0")), testCharts,

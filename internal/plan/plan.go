@@ -126,6 +126,25 @@ type Release struct {
 	Values map[string]any `json:"values"`
 	// Layers are where the values came from, lowest precedence first.
 	Layers []Layer `json:"layers"`
+	// KeepSubchart, on the operator release of an adopted release that ran NFD as its subchart, keeps
+	// that NFD running as it is through the release's upgrade (KeptSubchart).
+	KeepSubchart *KeptSubchart `json:"keepSubchart,omitempty"`
+}
+
+// KeptFromAnnotation marks the objects a KeptSubchart kept, with the release they were kept from.
+const KeptFromAnnotation = "gpuctl.io/kept-from"
+
+// KeptSubchart: before the upgrade of release Release (in Namespace) with gpuctl's chart, which does
+// not render NVIDIA's subchart Chart, each object of that subchart the release's deployed manifest
+// has gets helm.sh/resource-policy: keep, which the upgrade honours instead of deleting it
+// (helm.sh/helm/v4 v4.3.1 pkg/kube/client.go, Update). The subchart's NFD goes on as it ran, outside
+// any release: gpuctl cannot move it into a release of its own in place, as a DaemonSet's selector
+// names its release and cannot change, and a second NFD beside it would fight over the nodes'
+// NodeFeatures, whose deletion makes NFD take the nodes' labels off.
+type KeptSubchart struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	Chart     string `json:"chart"`
 }
 
 // Layer is one source of values.

@@ -61,7 +61,7 @@ func TestRefuseWhatComponentsRefuse(t *testing.T) {
 			[]string{"devicePlugin.env MIG_STRATEGY=mixed", "not supported with MPS"}},
 		{"one time-sliced replica is a config the plugin cannot read",
 			detection("gke", twoPools), nil, Options{Sharing: []string{"time-slicing=1"}},
-			[]string{"--sharing time-slicing=1", "number of replicas must be >= 2", citeConfig}},
+			[]string{"--sharing time-slicing=1", "number of replicas must be >= 2", "api/config/v1/replicas.go"}},
 		{"a config of the user's own without resources",
 			detection("gke", twoPools), nil, Options{Files: ownPluginConfig("empty", "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n")},
 			[]string{"devicePlugin.config.data.empty", "no resources specified", citeConfig}},

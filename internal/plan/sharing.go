@@ -110,10 +110,11 @@ func parseSharingChoice(v string) (SharingChoice, error) {
 	switch {
 	case c.Mode != SharingTimeSlicing && c.Mode != SharingMPS:
 		return c, fmt.Errorf("%w: --sharing %s: unknown mode %q: want time-slicing or mps", ErrInput, v, c.Mode)
-	case c.Mode == SharingTimeSlicing && n < 1:
-		return c, fmt.Errorf("%w: --sharing %s: time-slicing needs at least 1 replica", ErrInput, v)
-	case c.Mode == SharingMPS && n < 2:
-		return c, fmt.Errorf("%w: --sharing %s: MPS needs at least 2 replicas (NVIDIA's device plugin refuses fewer)", ErrInput, v)
+	case n < 2:
+		// Read before the lock, so the refusal writes nothing: NVIDIA's device plugin refuses a config
+		// with fewer replicas in either mode (NVIDIA/k8s-device-plugin api/config/v1/replicas.go,
+		// UnmarshalJSON, v0.19.0: "number of replicas must be >= 2").
+		return c, fmt.Errorf("%w: --sharing %s: %s needs at least 2 replicas: NVIDIA's device plugin exits at start with \"number of replicas must be >= 2\" (NVIDIA/k8s-device-plugin api/config/v1/replicas.go, v0.19.0)", ErrInput, v, c.Mode)
 	}
 	return c, nil
 }

@@ -127,7 +127,8 @@ func TestSharingRefuses(t *testing.T) {
 		o       Options
 		says    string
 	}{
-		{"no replicas", []string{"time-slicing=0"}, Options{}, "at least 1 replica"},
+		{"no replicas", []string{"time-slicing=0"}, Options{}, "at least 2 replicas"},
+		{"one time-sliced replica: the plugin refuses it", []string{"time-slicing=1"}, Options{}, `"number of replicas must be >= 2"`},
 		{"MPS with one replica", []string{"a100=mps=1"}, Options{}, "at least 2 replicas"},
 		{"an unknown mode", []string{"a100=mig=2"}, Options{}, `unknown mode "mig"`},
 		{"replicas that are no number", []string{"mps=two"}, Options{}, "is not a number"},

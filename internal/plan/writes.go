@@ -32,6 +32,8 @@ type Writes struct {
 	Releases []ReleaseWrite `json:"releases"`
 	// Nodes are the taints added, per node known now.
 	Nodes []NodeChange `json:"nodes"`
+	// Labels are the node labels the node-labels steps (--sharing, --mig) write, per node known now.
+	Labels []LabelWrite `json:"labels,omitempty"`
 	// NodeRule, when set, is the rule by which the taint step also taints nodes not known now.
 	NodeRule string `json:"nodeRule,omitempty"`
 	// Rules are other writes that depend on what the run finds, each with its condition.
@@ -223,14 +225,41 @@ func WriteRules(p *Plan) (nodeRule string, rules []string) {
 		}
 		rules = append(rules, r)
 	}
+	for _, s := range p.Steps {
+		if r := s.Release; r != nil && r.KeepSubchart != nil && s.Skip == "" {
+			rules = append(rules, fmt.Sprintf("before release %s is upgraded, each object of its %s subchart gets helm.sh/resource-policy: keep (and %s), so the upgrade leaves it running outside the release",
+				r.Name, r.KeepSubchart.Chart, KeptFromAnnotation))
+		}
+	}
 	if s := p.Step("approve-installplan"); s != nil && s.Skip == "" {
 		rules = append(rules, "approves the InstallPlan OLM creates for "+s.Target+" (its name is known only then)")
 	}
 	return nodeRule, rules
 }
 
+// LabelWrite is one node label a node-labels step writes: Value set, or (Remove) gpuctl's earlier
+// label taken off.
+type LabelWrite struct {
+	Step   string `json:"step"`
+	Node   string `json:"node"`
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Remove bool   `json:"remove,omitempty"`
+}
+
+func (l LabelWrite) String() string {
+	if l.Remove {
+		return "label node/" + l.Node + ": remove " + l.Key + " (gpuctl's earlier choice)"
+	}
+	return "label node/" + l.Node + ": " + l.Key + "=" + l.Value
+}
+
 // Sort orders every list, so that two listings compare line by line.
 func (w *Writes) Sort() {
+	sort.SliceStable(w.Labels, func(i, j int) bool {
+		a, b := w.Labels[i], w.Labels[j]
+		return a.Step+" "+a.Node+" "+a.Key < b.Step+" "+b.Node+" "+b.Key
+	})
 	objKey := func(o ObjectWrite) string { return o.Step + " " + o.Kind + " " + o.Namespace + "/" + o.Name }
 	sort.SliceStable(w.Objects, func(i, j int) bool { return objKey(w.Objects[i]) < objKey(w.Objects[j]) })
 	sort.SliceStable(w.Deletes, func(i, j int) bool {
@@ -286,6 +315,9 @@ func (w *Writes) Summary() []string {
 	}
 	for _, n := range w.Nodes {
 		out = append(out, "taint "+n.String())
+	}
+	for _, l := range w.Labels {
+		out = append(out, l.String())
 	}
 	switch {
 	case w.NodeRule != "" && len(w.Nodes) > 0:

@@ -159,7 +159,7 @@ func checkExistingNFD(_ context.Context, env *Env) Result {
 		return pass(describeRelease(n.Helm) + ": gpuctl's own, the install upgrades it")
 	}
 	if adopted(env, n.Helm) && n.OLM == nil {
-		return pass("NFD runs as the subchart of " + describeRelease(n.Helm) + ", which --adopt takes over: gpuctl installs NFD as its own release first, and the operator's upgrade then removes the subchart's")
+		return pass("NFD runs as the subchart of " + describeRelease(n.Helm) + ", which --adopt takes over: it keeps running as it is, outside the release (its objects marked helm.sh/resource-policy: keep), and gpuctl uses it")
 	}
 	if s := n.OLM; s != nil && s.Gpuctl && env.Plan != nil && s.Namespace == plan.OpenShiftNFDNS && s.Package == plan.NFDPackage {
 		if st := env.Plan.Step("release-nfd-operator"); st != nil && st.Skip == "" {

@@ -217,7 +217,12 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	res, err := x.applyRelease(ctx, &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, RunID: x.runID})
+	apply := &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, RunID: x.runID}
+	kept, err := x.keepSubchart(ctx, s, apply)
+	if err != nil {
+		return Outcome{}, err
+	}
+	res, err := x.applyRelease(ctx, apply)
 	if busy := (*release.BusyError)(nil); errors.As(err, &busy) {
 		return Outcome{}, &StepError{Err: err, Hint: busy.Hint()}
 	}
@@ -231,7 +236,8 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 	if len(res.Recreated) > 0 {
 		msg += "; recreated what was deleted: " + strings.Join(res.Recreated, ", ")
 	}
-	return Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != ""}, nil
+	msg += kept
+	return Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != "" || kept != ""}, nil
 }
 
 // applyRelease runs a Helm write to its end even when the run is interrupted meanwhile: Helm gives

@@ -183,19 +183,13 @@ func (x *executor) customResourcesBefore(ctx context.Context) (map[types.UID]boo
 // read now when no install of gpuctl's is in place, else what the record already keeps.
 func (x *executor) nodesBefore(ctx context.Context, prev *record.Record) (map[string]record.NodeMetadata, error) {
 	if prev != nil && !prev.Uninstalled {
-		return prev.NodeMetadataBefore, nil
+		return StackMetadataBefore(prev, nil), nil
 	}
 	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	md := map[string]record.NodeMetadata{}
-	for i := range nodes.Items {
-		if m := record.StackMetadata(&nodes.Items[i]); m != nil {
-			md[nodes.Items[i].Name] = *m
-		}
-	}
-	return md, nil
+	return StackMetadataBefore(prev, nodes.Items), nil
 }
 
 // gpuctlVersion is the version of this binary as the record states it.

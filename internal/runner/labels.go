@@ -26,27 +26,22 @@ func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error
 		return Outcome{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var set, reset []string
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		value, write := labelChange(n, s.Labels, x.labelsBefore[n.Name])
-		if !write {
-			continue
-		}
+	for _, w := range LabelWrites(nodes.Items, s, x.labelsBefore) {
 		var v any // nil removes the label
-		if value != nil {
-			v = *value
+		if !w.Remove {
+			v = w.Value
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{s.Labels.Key: v}}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{w.Key: v}}})
 		if err != nil {
 			return Outcome{}, err
 		}
-		if _, err := x.clients.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-			return Outcome{}, fmt.Errorf("label node %s: %w", n.Name, err)
+		if _, err := x.clients.Kube.CoreV1().Nodes().Patch(ctx, w.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+			return Outcome{}, fmt.Errorf("label node %s: %w", w.Node, err)
 		}
-		if _, planned := s.Labels.Nodes[n.Name]; planned {
-			set = append(set, n.Name)
+		if _, planned := s.Labels.Nodes[w.Node]; planned {
+			set = append(set, w.Node)
 		} else {
-			reset = append(reset, n.Name)
+			reset = append(reset, w.Node)
 		}
 	}
 	var missing []string
@@ -67,6 +62,44 @@ func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error
 		msg = "every node already as planned"
 	}
 	return Outcome{Message: msg, Changed: len(set)+len(reset) > 0}, nil
+}
+
+// LabelWrites are the label writes of the node-labels step s on nodes as they are now (before: the
+// nodes' stack labels before gpuctl's first install, StackMetadataBefore): what its run patches and,
+// being the same function, what the install's dry run lists.
+func LabelWrites(nodes []corev1.Node, s *plan.Step, before map[string]record.NodeMetadata) []plan.LabelWrite {
+	if s == nil || s.Labels == nil || s.Skip != "" {
+		return nil
+	}
+	var out []plan.LabelWrite
+	for i := range nodes {
+		n := &nodes[i]
+		value, write := labelChange(n, s.Labels, before[n.Name])
+		if !write {
+			continue
+		}
+		w := plan.LabelWrite{Step: s.ID, Node: n.Name, Key: s.Labels.Key, Remove: value == nil}
+		if value != nil {
+			w.Value = *value
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// StackMetadataBefore is the nodes' NFD and operator metadata before gpuctl's stack: the record's
+// while it has one of an installed stack, else the nodes' own now (a first install).
+func StackMetadataBefore(prev *record.Record, nodes []corev1.Node) map[string]record.NodeMetadata {
+	if prev != nil && !prev.Uninstalled {
+		return prev.NodeMetadataBefore
+	}
+	md := map[string]record.NodeMetadata{}
+	for i := range nodes {
+		if m := record.StackMetadata(&nodes[i]); m != nil {
+			md[nodes[i].Name] = *m
+		}
+	}
+	return md
 }
 
 // labelChange decides one node's write: the planned value for a planned node; for another node whose

@@ -57,3 +57,25 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestLabelWrites: the writes of a node-labels step, as the run patches them and the dry run lists
+// them, node by node; a skipped step writes nothing.
+func TestLabelWrites(t *testing.T) {
+	const key = plan.SharingLabel
+	gpuctls := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "l-1", Labels: map[string]string{key: "time-slicing-4"},
+		ManagedFields: []metav1.ManagedFieldsEntry{managed("gpuctl", []string{key}, nil)}}}
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "a-2", Labels: map[string]string{key: "mps-2"}}}, gpuctls}
+	s := &plan.Step{ID: "sharing-labels", Kind: plan.KindNodeLabels, Labels: &plan.NodeLabels{Key: key, Nodes: map[string]string{"a-1": "mps-2", "a-2": "mps-2"}}}
+	got := LabelWrites(nodes, s, map[string]record.NodeMetadata{"l-1": {Labels: map[string]string{key: "theirs"}}})
+	want := []plan.LabelWrite{{Step: "sharing-labels", Node: "a-1", Key: key, Value: "mps-2"}, {Step: "sharing-labels", Node: "l-1", Key: key, Value: "theirs"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("LabelWrites = %+v, want %+v", got, want)
+	}
+	if got := LabelWrites(nil, s, nil); got != nil {
+		t.Errorf("with no nodes: %+v", got)
+	}
+	s.Skip = "nothing to share"
+	if got := LabelWrites(nodes, s, nil); got != nil {
+		t.Errorf("a skipped step writes %+v", got)
+	}
+}

@@ -42,7 +42,7 @@ func printAdoption(b *strings.Builder, a *plan.Adoption, style Style) {
 		fmt.Fprintf(b, "  kept: %s\n", strings.Join(a.Kept, ", "))
 	}
 	if a.NFDSubchart {
-		fmt.Fprintf(b, "  NFD: its node-feature-discovery subchart is replaced by gpuctl's release %s, installed and labelling the nodes before the operator's upgrade removes the subchart\n", plan.NFDRelease)
+		fmt.Fprintf(b, "  NFD: its %s subchart keeps running as it is, outside the release (helm.sh/resource-policy: keep); gpuctl uses it and installs no NFD of its own\n", plan.NFDKey)
 	}
 	if len(a.Changes) == 0 {
 		fmt.Fprintf(b, "  changes: none of the values it runs with\n")
