@@ -182,16 +182,10 @@ func (f *ValuesFacts) Compare(from, to string, user map[string]any, gpuctl ...ma
 		return nil, fmt.Errorf("values facts: no release %s", to)
 	}
 	userKeys := LeafKeys(user)
-	for _, k := range userKeys {
-		if k == subchartKey || strings.HasPrefix(k, subchartKey+".") || tr.Reads(k) {
-			continue
-		}
-		u := UnreadKey{Key: k, ReadBefore: fr.Reads(k)}
-		if r, ok := renamed(tr, k); ok {
-			u.Replacement, u.Evidence = r.To, r.Evidence
-		}
+	for _, u := range tr.unread(userKeys) {
+		u.ReadBefore = fr.Reads(u.Key)
 		// A key neither release reads and nobody renamed is not about the upgrade (a typo, or a key
-		// of gpuctl's chart only): install already did not read it.
+		// of gpuctl's chart only): install already did not read it (Unread says so there).
 		if u.ReadBefore || u.Replacement != "" {
 			out.NotRead = append(out.NotRead, u)
 		}
@@ -208,6 +202,33 @@ func (f *ValuesFacts) Compare(from, to string, user map[string]any, gpuctl ...ma
 		out.ChangedDefaults = append(out.ChangedDefaults, ChangedDefault{Key: k, From: old, To: tr.Defaults[k]})
 	}
 	return out, nil
+}
+
+// Unread are the keys of user (leaf paths) that release's chart does not read, the NFD subchart's
+// section aside, each with the key NVIDIA replaced it with where it renamed one: values an install of
+// that release ignores.
+func (f *ValuesFacts) Unread(release string, user map[string]any) ([]UnreadKey, error) {
+	r, ok := f.Releases[release]
+	if !ok {
+		return nil, fmt.Errorf("values facts: no release %s", release)
+	}
+	return r.unread(LeafKeys(user)), nil
+}
+
+// unread are the keys the release does not read, NFD's section aside, with NVIDIA's replacements.
+func (r ReleaseValues) unread(keys []string) []UnreadKey {
+	var out []UnreadKey
+	for _, k := range keys {
+		if k == subchartKey || strings.HasPrefix(k, subchartKey+".") || r.Reads(k) {
+			continue
+		}
+		u := UnreadKey{Key: k}
+		if rn, ok := renamed(r, k); ok {
+			u.Replacement, u.Evidence = rn.To, rn.Evidence
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // renamed finds the rename of key or of one of its parents (driver.useOpenKernelModules, or

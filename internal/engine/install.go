@@ -342,6 +342,15 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 	if err != nil {
 		return nil, err
 	}
+	if i.command != "upgrade" {
+		w, err := unreadValues(in.bundle.Version, userOperatorValues(o, in))
+		if err != nil {
+			return nil, err
+		}
+		if w != "" {
+			p.Warnings = append(p.Warnings, w)
+		}
+	}
 	return p, addImageLayers(p, o)
 }
 
