@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,11 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
@@ -280,4 +284,169 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestUninstallTakesOnlyWhatTheRecordSaysIsGpuctls is gpuctl issue 32 (items 1 and 2) on the Day-2
+// sandbox with NVIDIA's real operator. A ConfigMap a user created in the operator's namespace keeps
+// that namespace through uninstall --purge: its dry run names both, the purge exits 0, says so and
+// keeps them, and a later purge, once the ConfigMap is gone, deletes the namespace. Without the
+// install record, uninstall refuses (exit 5, naming the releases and --adopt) and changes nothing,
+// its dry run too; --adopt removes the stack.
+func TestUninstallTakesOnlyWhatTheRecordSaysIsGpuctls(t *testing.T) {
+	t.Parallel()
+	s := cleanSandbox(t, day2Scenario)
+	c := s.Cluster
+	ns := "gpu-operator"
+
+	t.Run("purge keeps a namespace that holds a ConfigMap gpuctl did not create", func(t *testing.T) {
+		ctx := t.Context()
+		installJSON(t, c)
+		notes := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-notes", Namespace: ns}, Data: map[string]string{"owner": "team-a"}}
+		notes, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, notes, metav1.CreateOptions{FieldManager: "kubectl-create"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const kept = "namespace gpu-operator: it holds ConfigMap team-notes, which gpuctl did not create"
+
+		code, stdout, stderr := gpuctl(t, c, "uninstall", "--purge", "--dry-run")
+		if code != 0 || !strings.Contains(stdout, "keep "+kept) {
+			t.Errorf("uninstall --purge --dry-run: exit %d, want 0 and a plan saying %q:\n%s%s", code, "keep "+kept, stdout, stderr)
+		}
+		// The namespace holds nothing else that is not gpuctl's: the release's objects, the operator's
+		// operands, Helm's storage, what Kubernetes puts there are all known.
+		code, dryRun, stderr := uninstallJSON(t, c, "--purge", "--dry-run")
+		want := []runner.KeptNamespace{{Name: ns, Holds: []string{"ConfigMap team-notes"}}}
+		if code != 0 || dryRun.Plan == nil || dryRun.Plan.Purge == nil || !reflect.DeepEqual(dryRun.Plan.Purge.KeptNamespaces, want) {
+			t.Fatalf("uninstall --purge --dry-run -o json: exit %d, plan %+v; want namespace %s kept for team-notes alone: %s", code, dryRun.Plan, ns, stderr)
+		}
+
+		code, res, stderr := uninstallJSON(t, c, "--purge", "--yes")
+		if code != 0 || !res.Changed || !reflect.DeepEqual(res.KeptNamespaces, want) || !strings.Contains(stderr, "keeps "+kept) {
+			t.Errorf("uninstall --purge: exit %d, kept %+v; want 0, the namespace kept for team-notes, and a warning saying %q:\n%s", code, res.KeptNamespaces, "keeps "+kept, stderr)
+		}
+		if h := releaseHistory(t, c, "gpu-operator"); len(h) > 0 {
+			t.Errorf("release gpu-operator is still there: %s", history(t, c, "gpu-operator"))
+		}
+		if got, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "team-notes", metav1.GetOptions{}); err != nil || got.UID != notes.UID {
+			t.Fatalf("ConfigMap team-notes after the purge: %v", err)
+		}
+		if n, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+			t.Fatalf("namespace %s after the purge: %v (deleting: %v)", ns, err, n.DeletionTimestamp)
+		}
+
+		// Once the ConfigMap is gone, the record the purge kept lets a second purge finish.
+		if err := c.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "team-notes", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if code, res, stderr := uninstallJSON(t, c, "--purge", "--yes"); code != 0 || len(res.KeptNamespaces) > 0 {
+			t.Fatalf("the second purge: exit %d, kept %+v: %s", code, res.KeptNamespaces, stderr)
+		}
+		if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s after the second purge: %v, want it gone", ns, err)
+		}
+		if rec, err := record.Read(ctx, c.Kube); err != nil || rec != nil {
+			t.Errorf("install record after the second purge: %+v, %v; want none", rec, err)
+		}
+	})
+
+	t.Run("without the install record uninstall refuses unless --adopt", func(t *testing.T) {
+		ctx := t.Context()
+		crdsBefore, nodesBefore := crdNames(t, c), nodesMetadata(t, c)
+		installJSON(t, c)
+		defer removeLeftovers(t, c, ns, crdsBefore)
+		if err := c.Kube.CoreV1().ConfigMaps(record.Namespace).Delete(ctx, record.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		histories := map[string]string{}
+		for _, name := range []string{"gpu-operator", "node-feature-discovery"} {
+			histories[name] = history(t, c, name)
+		}
+		nodes := nodesMetadata(t, c)
+		lease := func() string {
+			l, err := c.Kube.CoordinationV1().Leases(lock.DefaultNamespace).Get(ctx, lock.DefaultName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return "none"
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l.ResourceVersion
+		}
+		leaseBefore := lease()
+		for _, args := range [][]string{{"uninstall", "--yes"}, {"uninstall", "--dry-run"}, {"uninstall", "--purge", "--yes"}} {
+			code, _, stderr := gpuctl(t, c, args...)
+			if code != cli.ExitPreflight || !strings.Contains(stderr, "gpu-operator/gpu-operator (labelled gpuctl.io/managed=true)") ||
+				!strings.Contains(stderr, "gpu-operator/node-feature-discovery (labelled gpuctl.io/managed=true)") || !strings.Contains(stderr, "--adopt") {
+				t.Errorf("gpuctl %v without a record: exit %d, want %d naming the releases, gpuctl's label and --adopt:\n%s", args, code, cli.ExitPreflight, stderr)
+			}
+		}
+		for name, h := range histories {
+			if got := history(t, c, name); got != h {
+				t.Errorf("the refused uninstall changed release %s: %s, was %s", name, got, h)
+			}
+		}
+		if got := nodesMetadata(t, c); !reflect.DeepEqual(got, nodes) {
+			t.Errorf("the refused uninstall changed the nodes' labels or taints")
+		}
+		if got := lease(); got != leaseBefore {
+			t.Errorf("the refused uninstall wrote the lock's Lease (resourceVersion %s, was %s): it refuses before taking the lock", got, leaseBefore)
+		}
+
+		code, res, stderr := uninstallJSON(t, c, "--adopt", "--yes")
+		if code != 0 || !res.Changed {
+			t.Fatalf("uninstall --adopt: exit %d, changed %v: %s", code, res.Changed, stderr)
+		}
+		for name := range histories {
+			if h := releaseHistory(t, c, name); len(h) > 0 {
+				t.Errorf("release %s is still there after uninstall --adopt: %s", name, history(t, c, name))
+			}
+		}
+		if got := nodesMetadata(t, c); !reflect.DeepEqual(got, nodesBefore) {
+			t.Errorf("node labels and taints after uninstall --adopt are not as before the install:\n%v\nwant\n%v", got, nodesBefore)
+		}
+	})
+}
+
+// removeLeftovers deletes what an uninstall without a record cannot know to purge (the namespace
+// and the CRDs the install created), as a user would by hand, so the shared sandbox is as it started.
+// Deferred: it runs after a failure too, and logs what it could not do.
+func removeLeftovers(t *testing.T, c *sandbox.Cluster, ns string, crdsBefore []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	crds := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	left := func() ([]string, error) {
+		list, err := crds.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, o := range list.Items {
+			if !slices.Contains(crdsBefore, o.GetName()) {
+				out = append(out, o.GetName())
+			}
+		}
+		if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			out = append(out, "namespace "+ns)
+		}
+		return out, nil
+	}
+	names, err := left()
+	for _, name := range names {
+		if name == "namespace "+ns {
+			err = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		} else {
+			err = crds.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("clean up %s: %v", name, err)
+		}
+	}
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
+		names, err = left()
+		return err == nil && len(names) == 0, nil
+	})
+	if err != nil {
+		t.Logf("clean up: still there: %v (%v)", names, err)
+	}
 }

@@ -126,7 +126,7 @@ func (u *uninstallCmd) validate() error {
 func (u *uninstallCmd) question() string {
 	what := "Uninstall the GPU stack gpuctl installed"
 	if u.o.Purge {
-		what += ", and delete the CRDs and namespaces it created (with every object in them)"
+		what += ", and delete the CRDs and namespaces it created (a namespace that holds anything gpuctl did not create stays)"
 		if u.o.Force {
 			what += ", custom resources gpuctl did not create included"
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/runner"
@@ -80,6 +82,9 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 			return &UninstallResult{DryRun: true}, err
 		}
 		un := uninstaller(rec)
+		if err := refuseUnrecorded(ctx, u.Clients, un, sink); err != nil {
+			return &UninstallResult{DryRun: true}, err
+		}
 		p, err := un.Plan(ctx)
 		if err == nil {
 			err = refuseOwned(ctx, u.Clients, uninstallTargets(p), sink)
@@ -96,7 +101,7 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	if err := uninstaller(rec).RefuseUnrecorded(ctx); err != nil {
+	if err := refuseUnrecorded(ctx, u.Clients, uninstaller(rec), sink); err != nil {
 		return res, err
 	}
 	err = runner.Locked(ctx, u.Clients, o.WaitForLock, sink, func(ctx context.Context, _ *runner.Lock) error {
@@ -128,6 +133,27 @@ func (u *Uninstall) Run(ctx context.Context) (res *UninstallResult, err error) {
 		purgeLease(rctx, u.Clients)
 	}
 	return res, err
+}
+
+// refuseUnrecorded refuses an uninstall without an install record that finds releases of gpuctl's
+// names (runner.UnrecordedError, exit 5) unless adopted. A release a GitOps engine manages is refused
+// as that first: the engine, not --adopt, is the way to remove it.
+func refuseUnrecorded(ctx context.Context, clients *kube.Clients, un *runner.Uninstaller, sink event.Sink) error {
+	err := un.RefuseUnrecorded(ctx)
+	var ue *runner.UnrecordedError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	var t writeTargets
+	for _, r := range ue.Releases {
+		t.releases = append(t.releases, plan.Release{Name: r.Name, Namespace: r.Namespace})
+	}
+	if oerr := refuseOwned(ctx, clients, t, sink); oerr != nil {
+		return oerr
+	}
+	sink.Event(event.Event{Time: time.Now(), Type: event.StepFailed, Step: preflightStep, Title: preflightTitle, Err: ue.Error(),
+		Hint: "if gpuctl installed them, gpuctl uninstall --adopt removes them; if not, remove them with the tool that did (helm uninstall NAME -n NAMESPACE)"})
+	return err
 }
 
 // requireUninstall refuses (a failed preflight, exit 5) an uninstall whose caller may not make every

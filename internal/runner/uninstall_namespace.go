@@ -75,14 +75,14 @@ type nsObject struct {
 func (o nsObject) key() string { return o.kind + "/" + o.obj.GetName() }
 
 // foreignIn lists what namespace ns holds that is not gpuctl's ("Kind name", sorted): every object
-// of every namespaced kind the API server lists (discovery), but Events. gpuctl's are those whose UID
-// is in ours (what the plan deletes, the record's objects, what an earlier look judged gpuctl's), the
-// objects of its releases (Helm's ownership annotations), those releases' own storage Secrets, what
-// Kubernetes puts in every namespace, and whatever has an owner reference to one of them (the
-// Endpoints of a Service of theirs too, and the Secrets of a ServiceAccount, the Leases of the stack's
-// controllers). The UIDs judged gpuctl's are added to ours, so a later look, when owners have gone, still knows
-// their dependents. A kind it may not list is named as unreadable: it cannot say the namespace holds
-// nothing else.
+// of every namespaced kind the API server lists (discovery), but Events and Endpoints. gpuctl's are
+// those whose UID is in ours (what the plan deletes, the record's objects, what an earlier look judged
+// gpuctl's), the objects of its releases (Helm's ownership annotations), those releases' own storage
+// Secrets, what Kubernetes puts in every namespace, and whatever has an owner reference to one of them
+// (the EndpointSlices of a Service of theirs too, and the Secrets of a ServiceAccount, the Leases of
+// the stack's controllers). The UIDs judged gpuctl's are added to ours, so a later look, when owners
+// have gone, still knows their dependents. A kind it may not list is named as unreadable: it cannot
+// say the namespace holds nothing else.
 func (u *Uninstaller) foreignIn(ctx context.Context, ns string, ours map[types.UID]bool, rels []uninstallRelease) ([]string, error) {
 	lists, err := discovery.ServerPreferredNamespacedResources(u.Clients.Discovery)
 	var unreadable []string
@@ -104,8 +104,12 @@ func (u *Uninstaller) foreignIn(ctx context.Context, ns string, ours map[types.U
 			continue
 		}
 		for _, r := range l.APIResources {
+			// Core Events are the events.k8s.io ones (one store). Core Endpoints are derived from
+			// Services (the endpoints controller writes them; a selectorless Service's user writes them
+			// next to the Service, which is listed), and listing them draws a deprecation warning from
+			// Kubernetes 1.33 on.
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "delete") ||
-				gv.Group == "" && r.Name == "events" {
+				gv.Group == "" && (r.Name == "events" || r.Name == "endpoints") {
 				continue
 			}
 			list, err := u.Clients.Dynamic.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{})
@@ -148,8 +152,6 @@ func (u *Uninstaller) foreignIn(ctx context.Context, ns string, ours map[types.U
 			// the token and pull Secrets of a ServiceAccount of gpuctl's or the platform's.
 			return l["owner"] == "helm" && releases[l["name"]] ||
 				a[corev1.ServiceAccountNameKey] != "" && (oursByName["ServiceAccount/"+a[corev1.ServiceAccountNameKey]] || everyNamespace["ServiceAccount/"+a[corev1.ServiceAccountNameKey]])
-		case "Endpoints":
-			return oursByName["Service/"+obj.GetName()]
 		case "EndpointSlice":
 			return oursByName["Service/"+l["kubernetes.io/service-name"]]
 		case "Lease":

@@ -103,12 +103,14 @@ func (u *Uninstaller) purgeStep(ctx context.Context, step string, progress func(
 		}
 		names = append(names, g.d.String())
 	}
-	msg := "none left"
+	var parts []string
 	if len(names) > 0 {
-		msg = fmt.Sprintf("deleted %d: %s", len(names), strings.Join(names, ", "))
+		parts = append(parts, fmt.Sprintf("deleted %d: %s", len(names), strings.Join(names, ", ")))
 	}
-	msg = strings.Join(append([]string{msg}, kept...), "; ")
-	return Outcome{Changed: len(names) > 0, Skipped: len(names) == 0, Message: msg}, nil
+	if parts = append(parts, kept...); len(parts) == 0 {
+		parts = []string{"none left"}
+	}
+	return Outcome{Changed: len(names) > 0, Skipped: len(names) == 0, Message: strings.Join(parts, "; ")}, nil
 }
 
 // purgeStepOf is the purge step that deletes objects of kind.
@@ -172,13 +174,18 @@ func (u *Uninstaller) purgeNamespaces(ctx context.Context, progress func(string)
 	if err != nil {
 		return Outcome{}, err
 	}
+	parts := []string{out.Message}
+	if out.Message == "none left" && (len(released) > 0 || len(u.p.Purge.KeptNamespaces) > 0) {
+		parts = nil
+	}
 	if len(released) > 0 {
-		out.Message += "; removed gpuctl's labels from " + strings.Join(released, ", ") + " (found, kept)"
+		parts = append(parts, "removed gpuctl's labels from "+strings.Join(released, ", ")+" (found, kept)")
 		out.Changed, out.Skipped = true, false
 	}
 	for _, k := range u.p.Purge.KeptNamespaces {
-		out.Message += "; kept " + k.String()
+		parts = append(parts, "kept "+k.String())
 	}
+	out.Message = strings.Join(parts, "; ")
 	return out, nil
 }
 
