@@ -467,7 +467,13 @@ func (s *sharedSandbox) reset(t *testing.T) string {
 	if rec == nil && s.unchanged(t) {
 		return ""
 	}
-	if code, _, stderr := gpuctl(t, s.Cluster, "uninstall", "--yes", "--purge"); code != 0 {
+	args := []string{"uninstall", "--yes", "--purge"}
+	if rec == nil {
+		// A test that deleted the record leaves releases only --adopt lets uninstall take (the
+		// sandbox's, every one of them a test's).
+		args = append(args, "--adopt")
+	}
+	if code, _, stderr := gpuctl(t, s.Cluster, args...); code != 0 {
 		return fmt.Sprintf("uninstall --purge exited %d: %s", code, stderr)
 	}
 	if !s.unchanged(t) {
