@@ -134,9 +134,9 @@ func TestDay2Status(t *testing.T) {
 	})
 }
 
-// TestDay2Upgrade: from v25.10.1 with the user's values to v26.7.0 — refused in CI without --yes,
-// previewed by --dry-run without a write, then done as the preview said; once there, a downgrade is
-// refused and a second upgrade changes nothing.
+// TestDay2Upgrade: from v25.10.1 with the user's values to v26.7.0, through v26.3.3 (NVIDIA's upgrade
+// path: TestUpgradePath) — refused in CI without --yes, previewed by --dry-run without a write, then
+// done as the preview said; once there, a downgrade is refused and a second upgrade changes nothing.
 func TestDay2Upgrade(t *testing.T) {
 	t.Parallel()
 	s := cleanSandbox(t, day2Scenario)
@@ -203,13 +203,21 @@ func TestDay2Upgrade(t *testing.T) {
 		if got, want := diffObjects(res.Preview.Diffs), diffObjects(dry.Preview.Diffs); !slices.Equal(got, want) {
 			t.Errorf("the run changed objects %v; the dry run said %v", got, want)
 		}
-		for _, r := range res.Preview.Releases {
-			want := before[r.Name]
-			if r.Outcome != release.Unchanged {
-				want++
+		if want := []string{"v25.10.1", "v26.3.3", "v26.7.0"}; !slices.Equal(res.Path, want) || len(res.Hops) != 2 {
+			t.Errorf("path %v in %d hops, want %v in 2", res.Path, len(res.Hops), want)
+		}
+		// One Helm revision per hop that changes a release.
+		moves := map[string]int{}
+		for _, h := range res.Hops {
+			for _, r := range h.Preview.Releases {
+				if r.Outcome != release.Unchanged {
+					moves[r.Name]++
+				}
 			}
-			if got := helmRelease(t, c, r.Name).Revision; got != want {
-				t.Errorf("release %s (%s): revision %d, want %d", r.Name, r.Outcome, got, want)
+		}
+		for _, r := range res.Preview.Releases {
+			if want := before[r.Name] + moves[r.Name]; helmRelease(t, c, r.Name).Revision != want {
+				t.Errorf("release %s: revision %d, want %d", r.Name, helmRelease(t, c, r.Name).Revision, want)
 			}
 		}
 		if r := helmRelease(t, c, "gpu-operator"); r.AppVersion != "v26.7.0" && r.AppVersion != "26.7.0" {
