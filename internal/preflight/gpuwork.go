@@ -96,7 +96,11 @@ func checkGPUWork(ctx context.Context, env *Env) Result {
 			drained = append(drained, h.Node)
 		}
 	}
-	msg := fmt.Sprintf("the run would stop %d pods holding GPUs:\n%s", len(holders), strings.Join(lines, "\n"))
+	count := fmt.Sprintf("%d pods", len(holders))
+	if len(holders) == 1 {
+		count = "a pod"
+	}
+	msg := fmt.Sprintf("the run would stop %s holding GPUs:\n%s", count, strings.Join(lines, "\n"))
 	var drains []string
 	for _, n := range drained {
 		drains = append(drains, "kubectl drain "+n+" --ignore-daemonsets --delete-emptydir-data")
