@@ -39,7 +39,12 @@ func TestGPUWork(t *testing.T) {
 	story(t,
 		step{"a MIG change under the running pod is refused, naming it, and nothing changes", func(t *testing.T) {
 			before, revision := clusterState(t, c), helmRelease(t, c, plan.OperatorRelease).Revision
-			code, _, stderr := gpuctl(t, c, append([]string{"upgrade", "--yes"}, migArgs...)...)
+			// The dry run says the run would stop, and why.
+			code, _, stderr := gpuctl(t, c, append([]string{"upgrade", "--dry-run"}, migArgs...)...)
+			if code != 0 || !strings.Contains(stderr, "the run would stop before its first write (exit 5)") || !strings.Contains(stderr, "default/cuda on node "+a100) {
+				t.Errorf("upgrade --dry-run %v: exit %d, want 0 and the refusal the run would make, naming the pod:\n%s", migArgs, code, stderr)
+			}
+			code, _, stderr = gpuctl(t, c, append([]string{"upgrade", "--yes"}, migArgs...)...)
 			if code != cli.ExitPreflight {
 				t.Fatalf("upgrade %v exited %d, want %d:\n%s", migArgs, code, cli.ExitPreflight, stderr)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -297,4 +298,35 @@ func preflightError(rep preflight.Report) error {
 		return fmt.Errorf("%w: %s", ErrInput, strings.Join(msgs, "; "))
 	}
 	return fmt.Errorf("%w: %s", preflight.ErrFailed, strings.Join(failed, ", "))
+}
+
+// dryRunRefusals are what a dry run says of the checks whose verdict is about the run's own writes
+// rather than the cluster's readiness (gpu-work: the GPU pods a MIG, sharing or DRA change would
+// stop), as warnings: "the run would stop here". Skipped checks (--skip-check, --force) stay skipped.
+func dryRunRefusals(ctx context.Context, clients *kube.Clients, skip []string, det *detect.Result, p *plan.Plan) []string {
+	var checks []preflight.Check
+	for _, c := range preflight.Checks() {
+		if c.ID == "gpu-work" && !slices.Contains(skip, c.ID) {
+			checks = append(checks, c)
+		}
+	}
+	if len(checks) == 0 {
+		return nil
+	}
+	env := &preflight.Env{Kube: clients.Kube, Mapper: clients.Mapper, Namespace: p.Namespace, Detection: det, Plan: p}
+	rep, err := (&preflight.Runner{Checks: checks}).Run(ctx, env)
+	if err != nil {
+		return []string{"the run's gpu-work check could not run: " + err.Error()}
+	}
+	var out []string
+	for _, r := range rep.Results {
+		if r.Status == preflight.StatusFail {
+			w := "the run would stop before its first write (exit 5): " + r.Description + ": " + strings.ReplaceAll(r.Message, "\n", "; ")
+			if r.Hint != "" {
+				w += " (" + r.Hint + ")"
+			}
+			out = append(out, w)
+		}
+	}
+	return out
 }

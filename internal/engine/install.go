@@ -261,6 +261,12 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 	}
 	if o.DryRun && planErr == nil {
 		p.Writes, err = installWrites(ctx, i.Clients, p)
+		if err == nil {
+			for _, w := range dryRunRefusals(ctx, i.Clients, o.SkipChecks, det, p) {
+				sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
+				p.Warnings = append(p.Warnings, w)
+			}
+		}
 		return res, p, nil, err
 	}
 	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink, i.registry())

@@ -226,6 +226,9 @@ func WriteRules(p *Plan) (nodeRule string, rules []string) {
 		rules = append(rules, r)
 	}
 	for _, s := range p.Steps {
+		if s.Kind == KindMIGAfterGFD && s.Skip == "" && s.Labels != nil {
+			rules = append(rules, "once GPU Feature Discovery has labelled the GPU nodes ("+MIGCapableLabel+"), labels "+s.Labels.Key+" on the nodes of step "+s.ID+" whose GPUs take their config; if no GPU can, the run stops there with exit 2 (the operator release is installed by then, and no node is labelled)")
+		}
 		if r := s.Release; r != nil && r.KeepSubchart != nil && s.Skip == "" {
 			rules = append(rules, fmt.Sprintf("before release %s is upgraded, each object of its %s subchart gets helm.sh/resource-policy: keep (and %s), so the upgrade leaves it running outside the release",
 				r.Name, r.KeepSubchart.Chart, KeptFromAnnotation))
