@@ -515,12 +515,8 @@ func (u *Upgrade) migChange(ctx context.Context, rec *record.Record, labels *pla
 	if err != nil {
 		return nil, fmt.Errorf("read the nodes' MIG configs: %w", err)
 	}
-	for _, n := range nodes.Items {
-		if want, ok := labels.Nodes[n.Name]; ok && n.Labels[labels.Key] != want {
-			c.Repartition = append(c.Repartition, n.Name)
-		}
-	}
-	slices.Sort(c.Repartition)
+	// The same rule as preflight's gpu-work check, which refuses a repartition under GPU pods.
+	c.Repartition = plan.MIGRepartition(labels, nodes.Items)
 	return c, nil
 }
 
