@@ -45,7 +45,9 @@ func TestVerify(t *testing.T) {
 	}
 
 	t.Run("verify fails on the broken GPU node, names it, passes the others and leaves no pod", func(t *testing.T) {
+		w := watchVerifyPods(t, c, "gpu-operator")
 		code, stdout, stderr := gpuctl(t, c, "verify", "-o", "json")
+		seen := w.stop(t)
 		if code != cli.ExitVerifyFailed {
 			t.Fatalf("exit %d, want %d:\n%s", code, cli.ExitVerifyFailed, stderr)
 		}
@@ -74,6 +76,32 @@ func TestVerify(t *testing.T) {
 			t.Errorf("removed %v, want one pod per GPU node", res.Removed)
 		}
 		assertNoVerifyPods(t, c)
+		// What the run reports it created is what the API server shows it created, and each pod ran on
+		// the node its verdict names (its last state before deletion: bound there).
+		var reported, created []verifyPodV1
+		if res.Done != nil {
+			for _, pp := range res.Done.Create {
+				reported = append(reported, verifyPodV1{Namespace: pp.Namespace, Name: pp.Name, Node: pp.Node, Image: pp.Image, Resource: pp.Resource})
+			}
+		}
+		for _, pod := range seen.created {
+			created = append(created, podAsPlanned(pod))
+		}
+		if len(created) != len(gpu) || !slices.Equal(reported, created) {
+			t.Errorf("the run reports it created\n%+v\nthe API server shows\n%+v", reported, created)
+		}
+		if len(seen.deleted) != len(created) {
+			t.Errorf("the API server shows %d of the run's pods deleted, %d created", len(seen.deleted), len(created))
+		}
+		verdicts := map[string]string{}
+		for _, n := range res.Nodes {
+			verdicts[n.Pod] = n.Node
+		}
+		for _, pod := range seen.deleted {
+			if pod.Spec.NodeName == "" || verdicts[pod.Name] != pod.Spec.NodeName {
+				t.Errorf("pod %s ran on %q, its verdict names node %q", pod.Name, pod.Spec.NodeName, verdicts[pod.Name])
+			}
+		}
 	})
 
 	t.Run("verify --nodes on the healthy nodes passes with exit 0", func(t *testing.T) {

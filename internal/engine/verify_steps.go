@@ -199,12 +199,14 @@ func (r *verifyRun) create(ctx context.Context, _ func(health.Progress)) (runner
 		if err != nil {
 			return runner.Outcome{}, fmt.Errorf("create pod %s/%s: %w", pp.Namespace, pp.Name, err)
 		}
-		nv := &NodeVerification{Node: pp.Node, Pod: pp.Name, Resource: pp.Resource, DeviceClass: classes[pp.ClaimTemplate]}
+		// The verdict names the node and request of the pod as created, as Done does.
+		done := createdVerifyPod(made)
+		nv := &NodeVerification{Node: done.Node, Pod: done.Name, Resource: done.Resource, DeviceClass: classes[done.ClaimTemplate]}
 		if nv.Resource == "" && nv.DeviceClass == "" {
 			nv.Resource = plan.VerifyGPUResource
 		}
 		r.created[pp.Name] = &createdPod{nv: nv, uid: made.UID, started: time.Now()}
-		r.res.Done.Create = append(r.res.Done.Create, createdVerifyPod(made))
+		r.res.Done.Create = append(r.res.Done.Create, done)
 	}
 	msg := fmt.Sprintf("created %d pod(s) in %s", len(r.created), r.p.Namespace)
 	if len(r.templates) > 0 {

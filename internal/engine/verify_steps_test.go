@@ -11,7 +11,8 @@ import (
 )
 
 // What a run reports it created is what the API server returned on create: an admission policy that
-// rewrites the image to a mirror and binds the pod itself shows in Done, while the plan stays as planned.
+// rewrites the image to a mirror and binds the pod itself shows in Done and in the pod's verdict, while
+// the plan stays as planned.
 func TestVerifyReportsThePodsTheAPIServerCreated(t *testing.T) {
 	const mirror = "mirror.example/cuda-sample:vectoradd"
 	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds, "gpu-2": succeeds}, gpuNode("gpu-1", nil), gpuNode("gpu-2", nil))
@@ -43,5 +44,10 @@ func TestVerifyReportsThePodsTheAPIServerCreated(t *testing.T) {
 	// The fake kubelet binds each pod to the node of its annotation, which the policy above moved.
 	if got := res.Done.Create[1].Node; got != "gpu-1" || p.Create[1].Node != "gpu-2" {
 		t.Errorf("the run reports pod %s on %q (planned %q), the API server bound it to gpu-1", res.Done.Create[1].Name, got, p.Create[1].Node)
+	}
+	for _, nv := range res.Nodes {
+		if nv.Pod == res.Done.Create[1].Name && nv.Node != "gpu-1" {
+			t.Errorf("the verdict of pod %s names node %s, the API server bound it to gpu-1", nv.Pod, nv.Node)
+		}
 	}
 }
