@@ -105,6 +105,8 @@ current-context: c1
 		{"a values file that does not parse, in upgrade", nil, append(unreachable, "upgrade", "-f", write("bad2.yaml", "driver: [\n")), "bad2.yaml"},
 		{"an unknown operator release, in upgrade", nil, append(unreachable, "upgrade", "--operator-version", "v1.0.0"), "v1.0.0"},
 		{"MPS with one replica", nil, append(unreachable, "install", "--sharing", "mps=1"), "--sharing mps=1: mps needs at least 2 replicas"},
+		{"MPS under the mixed MIG strategy, which NVIDIA's device plugin refuses", nil, append(unreachable, "install", "--mig", "mixed", "--sharing", "mps=2"),
+			`"using --mig-strategy=mixed is not supported with MPS"`},
 		{"an unknown sharing mode, in upgrade", nil, append(unreachable, "upgrade", "--sharing", "gpu-pool=mig=2"), `unknown mode "mig"`},
 		{"two MIG strategies", nil, append(unreachable, "install", "--mig", "single", "--mig", "mixed"), "--mig mixed: the strategy is single already"},
 		{"all-balanced under single, in upgrade", nil, append(unreachable, "upgrade", "--mig", "gpu-pool=all-balanced"), "add --mig mixed"},

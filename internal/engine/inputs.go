@@ -42,6 +42,9 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	if _, err := plan.ParseMIG(o.MIG); err != nil {
 		return nil, err
 	}
+	if err := plan.CheckSharingMIGInputs(o.Sharing, o.MIG); err != nil {
+		return nil, err
+	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)

@@ -328,3 +328,25 @@ func splitFlag(s string) []string {
 // validDiscovery: the device plugin's --device-discovery-strategy values (validateFlags, v0.19.0; GPU
 // feature discovery takes vfio too).
 func validDiscovery(s string) bool { return slices.Contains([]string{"auto", "nvml", "tegra"}, s) }
+
+// CheckSharingMIGInputs refuses, from the flags alone and so before anything is written (the lock's
+// Lease included), MPS sharing under the mixed MIG strategy, which NVIDIA's device plugin refuses at
+// start (refuseDevicePlugin judges the planned values, -f and --set included, the same way).
+func CheckSharingMIGInputs(sharing, mig []string) error {
+	m, err := ParseMIG(mig)
+	if err != nil || m == nil || m.Strategy != MIGMixed {
+		return err
+	}
+	choices, err := ParseSharing(sharing)
+	if err != nil {
+		return err
+	}
+	for _, c := range choices {
+		if c.Mode == SharingMPS {
+			return refusal("--sharing "+c.String()+" with --mig "+MIGMixed, "NVIDIA's device plugin exits at start with",
+				"using --mig-strategy=mixed is not supported with MPS", pluginAt("cmd/nvidia-device-plugin/main.go", "validateFlags"),
+				"the MIG strategy is the whole cluster's (the ClusterPolicy's mig.strategy), so no node may run MPS under mixed: share those GPUs by time-slicing, or use the single strategy")
+		}
+	}
+	return nil
+}

@@ -164,3 +164,26 @@ func TestComponentsTakeWhatIsPlanned(t *testing.T) {
 		})
 	}
 }
+
+// TestSharingMIGInputs: MPS under the mixed strategy is refused from the flags alone, in the plugin's
+// words; other combinations pass to the plan.
+func TestSharingMIGInputs(t *testing.T) {
+	for _, tc := range []struct {
+		sharing, mig []string
+		want         string
+	}{
+		{[]string{"mps=2"}, []string{"mixed"}, "using --mig-strategy=mixed is not supported with MPS"},
+		{[]string{"a100=mps=4"}, []string{"mixed", "a100=all-1g.10gb"}, "--sharing a100=mps=4 with --mig mixed"},
+		{[]string{"time-slicing=4"}, []string{"mixed"}, ""},
+		{[]string{"mps=2"}, []string{"single"}, ""},
+		{[]string{"mps=2"}, nil, ""},
+	} {
+		err := CheckSharingMIGInputs(tc.sharing, tc.mig)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v %v: %v, want no refusal", tc.sharing, tc.mig, err)
+		case tc.want != "" && (!errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "validateFlags")):
+			t.Errorf("%v %v: %v, want ErrInput naming %q and citing validateFlags", tc.sharing, tc.mig, err, tc.want)
+		}
+	}
+}
