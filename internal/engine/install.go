@@ -75,6 +75,8 @@ type InstallOptions struct {
 	// AdoptedValues are the values of a release an earlier install adopted (upgrade passes the
 	// recorded layer on): layered where the adopting install layered them.
 	AdoptedValues *plan.Layer
+	// renderOnly: the plan is rendered (template, export), never run (plan.Options.Render).
+	renderOnly bool
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -338,7 +340,7 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 		Precompiled: facts,
 		Adopt:       in.adopt,
 		Options: plan.Options{
-			Adopt: o.Adopt, AdoptedValues: o.AdoptedValues,
+			Adopt: o.Adopt, AdoptedValues: o.AdoptedValues, Render: o.renderOnly,
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,

@@ -50,6 +50,7 @@ func (t *Template) Plan(ctx context.Context) (*plan.Plan, error) {
 		ns = DefaultNamespace
 	}
 	o := t.Options
+	o.renderOnly = true
 	p, err := (&Install{Clients: &kube.Clients{Namespace: ns}}).buildPlan(ctx, det, o)
 	if !errors.Is(err, plan.ErrMissingLicense) {
 		return p, err

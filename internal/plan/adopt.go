@@ -57,13 +57,13 @@ func AdoptedSource(ns, name string) string {
 }
 
 // ours: h is the release gpuctl installs by that name into the install namespace, and it is gpuctl's
-// by proof (its gpuctl.io/managed label) or by --adopt. A release of gpuctl's name without either is
-// someone else's: gpuctl never upgrades it.
+// by proof (its gpuctl.io/managed label) or by --adopt, or the plan is only rendered (Options.Render).
+// A release of gpuctl's name without either is someone else's: gpuctl never upgrades it.
 func (b *builder) ours(h *detect.HelmRelease, name string) bool {
 	if h == nil || h.Name != name || h.Namespace != b.o.Namespace {
 		return false
 	}
-	return h.Gpuctl || b.adopting(h)
+	return h.Gpuctl || b.adopting(h) || b.o.Render
 }
 
 // adopting: --adopt takes h over.

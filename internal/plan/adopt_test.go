@@ -38,6 +38,18 @@ func TestReleaseOfGpuctlsNameIsOursOnlyByProof(t *testing.T) {
 		}
 	}
 
+	// A plan only rendered (template, export) describes the releases of gpuctl's names whoever applied
+	// them: a GitOps engine applies export's, without gpuctl's label.
+	if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: testCharts, Options: Options{Render: true}}); err != nil {
+		t.Errorf("a rendered plan: %v", err)
+	}
+	flux := detection("kubeadm", func(r *detect.Result) {
+		r.Existing.NFD = detect.NFDInstall{Present: true, Helm: &detect.HelmRelease{Name: NFDRelease, Namespace: "gpu-operator"}}
+	})
+	if p := build(t, flux, Options{Render: true}); p.Step("release-"+NFDRelease).Skip != "" {
+		t.Errorf("a rendered plan drops the NFD release a GitOps engine applied: %s", p.Step("release-"+NFDRelease).Skip)
+	}
+
 	det.Existing.GPUOperator.Helm.Gpuctl = true
 	if _, err := Build(Input{Detection: det, Profile: fakeProfiles, Charts: testCharts}); err != nil {
 		t.Errorf("gpuctl's own labelled release: %v", err)

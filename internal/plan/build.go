@@ -103,6 +103,10 @@ type Options struct {
 	// AdoptedValues are the values of a release an earlier install adopted, from the install record:
 	// layered where Input.Adopt's are (above the detected facts, below gpuctl's flags, -f and --set).
 	AdoptedValues *Layer
+	// Render: the plan is rendered, never run (template, export): the releases of gpuctl's names are
+	// the ones it describes, whoever applied them (a GitOps engine applies export's), so none is
+	// refused as someone else's.
+	Render bool
 }
 
 // Input is everything Build reads.
