@@ -8,10 +8,12 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
@@ -95,7 +97,12 @@ func runWizard(ctx context.Context, streams Streams, g *globals, getenv func(str
 		SavePath:  w.save,
 		PlanFile:  w.planFile,
 	}
+	// client-go logs through klog to stderr (a reflector whose watch broke under load, say), which
+	// would write across the wizard's screen: while the screen is up, those lines are dropped; what
+	// they report reaches the wizard as errors where it matters.
+	klog.SetLogger(logr.Discard())
 	out, err := wizard.Run(ctx, cfg, streams.In, streams.Out)
+	klog.ClearLogger()
 	if err != nil {
 		return err
 	}
