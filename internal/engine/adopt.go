@@ -33,14 +33,27 @@ func (i *Install) adoptable(det *detect.Result) (*plan.Adopted, error) {
 // adoptedLayer is the values layer the install record keeps of an adopted release's own values, so
 // every later install and upgrade layers them where the adopting install did; nil when the run adopts
 // nothing and no earlier record carries any.
-func adoptedLayer(o InstallOptions, in *installInputs, p *plan.Plan) *plan.Layer {
-	if in != nil && in.adopt != nil && p != nil && p.Adoption != nil {
+func adoptedLayer(in *installInputs, p *plan.Plan) *plan.Layer {
+	if in.adopt != nil && p != nil && p.Adoption != nil {
 		return &plan.Layer{Source: p.Adoption.Source, Values: p.Adoption.Values}
 	}
-	if o.AdoptedValues == nil && in != nil {
-		return in.adopted
+	return in.adopted
+}
+
+// readAdoption reads, once detection has run, what the plan layers of an adopted release: with
+// --adopt the release to take over (in.adopt); else, where the options carry no adopted layer
+// (upgrade passes the recorded one), the one the install record keeps (in.adopted).
+func (i *Install) readAdoption(ctx context.Context, o InstallOptions, det *detect.Result, in *installInputs) error {
+	var err error
+	if o.Adopt {
+		if in.adopt, err = i.adoptable(det); err != nil || in.adopt != nil {
+			return err
+		}
 	}
-	return o.AdoptedValues
+	if in.adopted == nil {
+		in.adopted, err = recordedAdoption(ctx, i.Clients)
+	}
+	return err
 }
 
 // recordedAdoption is the values layer of a release an earlier install adopted, from the install

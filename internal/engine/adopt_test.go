@@ -18,7 +18,11 @@ func TestUpgradeKeepsAnAdoptedReleasesValues(t *testing.T) {
 	if inst.Options.AdoptedValues != adopted {
 		t.Errorf("the upgrade's install options carry %+v, want the recorded adopted layer", inst.Options.AdoptedValues)
 	}
-	if got := recordInputs(inst.Options, nil, adoptedLayer(inst.Options, nil, nil)).Adopted; got != adopted {
+	in, err := readInputs(inst.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recordInputs(inst.Options, nil, adoptedLayer(in, nil)).Adopted; got != adopted {
 		t.Errorf("the upgrade's record keeps %+v, want the adopted layer", got)
 	}
 	user, err := userValues(rec.Inputs, nil, nil)

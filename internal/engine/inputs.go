@@ -22,7 +22,8 @@ type installInputs struct {
 	charts map[string]plan.ChartInfo
 	// adopt is the release --adopt takes over, read after detection (nil: none).
 	adopt *plan.Adopted
-	// adopted is the values layer of a release an earlier install adopted, from the install record.
+	// adopted is the values layer of a release an earlier install adopted: the options' (upgrade's),
+	// else the install record's (readAdoption).
 	adopted *plan.Layer
 }
 
@@ -65,7 +66,7 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 			return nil, err
 		}
 	}
-	return &installInputs{files: files, set: set, bundle: b, charts: infos}, nil
+	return &installInputs{files: files, set: set, bundle: b, charts: infos, adopted: o.AdoptedValues}, nil
 }
 
 // checkUserValuesSize refuses -f and --set values that alone make a release too large for Helm's

@@ -187,7 +187,7 @@ func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan
 		return res, err
 	}
 	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
-		Inputs: recordInputs(o, i.files, adoptedLayer(o, in, p)), Version: i.Version, Command: i.verb()}).Run(ctx)
+		Inputs: recordInputs(o, i.files, adoptedLayer(in, p)), Version: i.Version, Command: i.verb()}).Run(ctx)
 	res.TaintedUnlisted = taintedUnlisted(ctx, i.Clients.Kube, p, taintedBefore, sink)
 	if ierr := (*runner.InterruptedError)(nil); errors.As(err, &ierr) {
 		res.Interrupted = ierr
@@ -235,16 +235,8 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return nil, nil, nil, err
 	}
 	res := &InstallResult{Detection: det}
-	if o.Adopt {
-		if in.adopt, err = i.adoptable(det); err != nil {
-			return res, nil, nil, err
-		}
-	}
-	if o.AdoptedValues == nil && in.adopt == nil {
-		if in.adopted, err = recordedAdoption(ctx, i.Clients); err != nil {
-			return res, nil, nil, err
-		}
-		o.AdoptedValues = in.adopted
+	if err := i.readAdoption(ctx, o, det, in); err != nil {
+		return res, nil, nil, err
 	}
 	p, planErr := i.planWith(ctx, det, o, in)
 	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
@@ -262,14 +254,7 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return res, nil, nil, err
 	}
 	if o.DryRun && planErr == nil {
-		p.Writes, err = installWrites(ctx, i.Clients, p)
-		if err == nil {
-			for _, w := range dryRunRefusals(ctx, i.Clients, o.SkipChecks, det, p) {
-				sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
-				p.Warnings = append(p.Warnings, w)
-			}
-		}
-		return res, p, nil, err
+		return res, p, nil, i.dryRun(ctx, o, det, p, sink)
 	}
 	rep, err := installPreflight(ctx, i.Clients, o, o.SkipChecks, det, p, planErr, sink, i.registry())
 	res.Preflight = &rep
@@ -289,6 +274,19 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return res, nil, nil, fmt.Errorf("%w: no permission to take gpuctl's install lock: %w", preflight.ErrFailed, lockErr)
 	}
 	return res, p, secrets, nil
+}
+
+// dryRun lists every write of p's run, and says where the run would stop on its own writes.
+func (i *Install) dryRun(ctx context.Context, o InstallOptions, det *detect.Result, p *plan.Plan, sink event.Sink) error {
+	var err error
+	if p.Writes, err = installWrites(ctx, i.Clients, p); err != nil {
+		return err
+	}
+	for _, w := range dryRunRefusals(ctx, i.Clients, o.SkipChecks, det, p) {
+		sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
+		p.Warnings = append(p.Warnings, w)
+	}
+	return nil
 }
 
 // buildPlan reads the inputs and plans for det (check --pre and template: they take no lock).
@@ -340,7 +338,7 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 		Precompiled: facts,
 		Adopt:       in.adopt,
 		Options: plan.Options{
-			Adopt: o.Adopt, AdoptedValues: o.AdoptedValues, Render: o.renderOnly,
+			Adopt: o.Adopt, AdoptedValues: in.adopted, Render: o.renderOnly,
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,

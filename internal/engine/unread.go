@@ -76,8 +76,8 @@ func userOperatorValues(o InstallOptions, in *installInputs) map[string]any {
 	switch {
 	case in.adopt != nil:
 		out = plan.MergeValues(out, in.adopt.User)
-	case o.AdoptedValues != nil:
-		out = plan.MergeValues(out, o.AdoptedValues.Values)
+	case in.adopted != nil:
+		out = plan.MergeValues(out, in.adopted.Values)
 	}
 	for _, f := range in.files {
 		out = plan.MergeValues(out, f.Values)

@@ -37,8 +37,9 @@ func (l *releaseLayers) addSplit(source string, values map[string]any) {
 
 // helmReleases layers the NFD and operator releases' values, lowest precedence first: the operator
 // bundle's image pins, the profile, the detected facts, tolerations of the GPU nodes' own taints
-// (--tolerate-existing-taints), the values of a release --adopt takes over, --monitoring, --sharing, --mig, --precompiled, the -f files, --set. It refuses a bundle the operator
-// chart is not loaded for, and plans the monitoring release where --monitoring can have one.
+// (--tolerate-existing-taints), the values of a release --adopt takes over, gpuctl's flags
+// (addFlagLayers), the -f files, --set. It refuses a bundle the operator chart is not loaded for,
+// and plans the monitoring release where --monitoring can have one.
 func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	var l releaseLayers
 	if bundle := b.in.Bundle; bundle != nil {
@@ -53,35 +54,9 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 		addExistingTaintLayers(&l, b.det)
 	}
 	adopted := b.addAdoptedLayer(&l)
-	var rels helmReleases
-	if b.o.Monitoring {
-		rels.monitoring = b.addMonitoringLayer(&l)
-	}
-	layer, step, err := b.sharing()
+	rels, pre, err := b.addFlagLayers(&l)
 	if err != nil {
 		return helmReleases{}, err
-	}
-	if layer != nil {
-		l.op = append(l.op, *layer)
-	}
-	rels.sharing = step
-	layer, step, err = b.mig()
-	if err != nil {
-		return helmReleases{}, err
-	}
-	if layer != nil {
-		l.op = append(l.op, *layer)
-	}
-	rels.mig = step
-	pre, err := b.precompiled()
-	if err != nil {
-		return helmReleases{}, err
-	}
-	if pre != nil {
-		l.op = append(l.op, *pre)
-	}
-	if b.o.DRA {
-		l.op = append(l.op, Layer{Source: DRASource, Values: draValues()})
 	}
 	for _, f := range b.o.Files {
 		l.addSplit("file "+f.Source, f.Values)
@@ -102,6 +77,43 @@ func (b *builder) helmReleases(decision TaintDecision) (helmReleases, error) {
 	b.p.Adoption = b.adoption(adopted, rels.operator)
 	b.keepSubchart(rels.operator)
 	return rels, nil
+}
+
+// addFlagLayers adds the layers of gpuctl's own flags, in order: --monitoring, --sharing, --mig,
+// --precompiled, --dra. It returns the releases and steps they plan, and --precompiled's layer (nil
+// without it).
+func (b *builder) addFlagLayers(l *releaseLayers) (helmReleases, *Layer, error) {
+	var rels helmReleases
+	if b.o.Monitoring {
+		rels.monitoring = b.addMonitoringLayer(l)
+	}
+	layer, step, err := b.sharing()
+	if err != nil {
+		return rels, nil, err
+	}
+	if layer != nil {
+		l.op = append(l.op, *layer)
+	}
+	rels.sharing = step
+	layer, step, err = b.mig()
+	if err != nil {
+		return rels, nil, err
+	}
+	if layer != nil {
+		l.op = append(l.op, *layer)
+	}
+	rels.mig = step
+	pre, err := b.precompiled()
+	if err != nil {
+		return rels, nil, err
+	}
+	if pre != nil {
+		l.op = append(l.op, *pre)
+	}
+	if b.o.DRA {
+		l.op = append(l.op, Layer{Source: DRASource, Values: draValues()})
+	}
+	return rels, pre, nil
 }
 
 // chartRelease is a release of an embedded chart with the values its layers flatten to.

@@ -274,29 +274,8 @@ func (w *Writes) Sort() {
 }
 
 // Summary is the listing in a few lines for a person: counts by action, each release operation, each
-// node's taint, and the rules.
+// node's taint and label, and the rules.
 func (w *Writes) Summary() []string {
-	var out []string
-	count := func(what string, actions []string) {
-		n := map[string]int{}
-		var order []string
-		for _, a := range actions {
-			if n[a] == 0 {
-				order = append(order, a)
-			}
-			n[a]++
-		}
-		if len(actions) == 0 {
-			return
-		}
-		var parts []string
-		for _, a := range []string{WriteCreate, WriteUpdate, WriteApply, WriteUnchanged, WriteKeep} {
-			if n[a] > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n[a], a))
-			}
-		}
-		out = append(out, fmt.Sprintf("%d %s: %s", len(actions), what, strings.Join(parts, ", ")))
-	}
 	var objs, crds []string
 	for _, o := range w.Objects {
 		objs = append(objs, o.Action)
@@ -304,7 +283,7 @@ func (w *Writes) Summary() []string {
 	for _, c := range w.CRDs {
 		crds = append(crds, c.Action)
 	}
-	count("objects", objs)
+	out := countLine(nil, "objects", objs)
 	if len(w.Deletes) > 0 {
 		var names []string
 		for _, d := range w.Deletes {
@@ -312,15 +291,43 @@ func (w *Writes) Summary() []string {
 		}
 		out = append(out, fmt.Sprintf("delete %d objects: %s", len(w.Deletes), strings.Join(names, ", ")))
 	}
-	count("CRDs", crds)
+	out = countLine(out, "CRDs", crds)
 	for _, r := range w.Releases {
 		out = append(out, "release: "+r.String())
 	}
+	out = append(out, w.nodeLines()...)
+	for _, r := range w.Rules {
+		out = append(out, "and "+r)
+	}
+	for _, b := range w.Bookkeeping {
+		out = append(out, b.String()+" (gpuctl's own)")
+	}
+	return out
+}
+
+// countLine appends "N what: n create, n update, …" to out, where there are any actions.
+func countLine(out []string, what string, actions []string) []string {
+	if len(actions) == 0 {
+		return out
+	}
+	n := map[string]int{}
+	for _, a := range actions {
+		n[a]++
+	}
+	var parts []string
+	for _, a := range []string{WriteCreate, WriteUpdate, WriteApply, WriteUnchanged, WriteKeep} {
+		if n[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[a], a))
+		}
+	}
+	return append(out, fmt.Sprintf("%d %s: %s", len(actions), what, strings.Join(parts, ", ")))
+}
+
+// nodeLines are the node writes: each taint, the taint rule for nodes found during the run, each label.
+func (w *Writes) nodeLines() []string {
+	var out []string
 	for _, n := range w.Nodes {
 		out = append(out, "taint "+n.String())
-	}
-	for _, l := range w.Labels {
-		out = append(out, l.String())
 	}
 	switch {
 	case w.NodeRule != "" && len(w.Nodes) > 0:
@@ -328,11 +335,8 @@ func (w *Writes) Summary() []string {
 	case w.NodeRule != "":
 		out = append(out, "taint "+strings.TrimPrefix(w.NodeRule, "and "))
 	}
-	for _, r := range w.Rules {
-		out = append(out, "and "+r)
-	}
-	for _, b := range w.Bookkeeping {
-		out = append(out, b.String()+" (gpuctl's own)")
+	for _, l := range w.Labels {
+		out = append(out, l.String())
 	}
 	return out
 }

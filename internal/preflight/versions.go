@@ -173,13 +173,7 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 	}
 	msg := strings.Join(lines, "\n")
 	if worst == StatusFail {
-		hint := "upgrade the container runtime on the GPU nodes to a version GPU Operator " + env.Bundle.Version + " supports, or install an older GPU Operator release"
-		if slices.ContainsFunc(runtimes, beforeCDI) {
-			// CDI, on by default since v25.10 (cdi.enabled), needs containerd 1.7 or newer
-			// (canonical/k8s-snap#2388); every release of gpuctl's catalog is tested from 1.7 on.
-			hint = "CDI, which the operator uses by default since v25.10, needs containerd 1.7 or newer (canonical/k8s-snap#2388), and no GPU Operator release gpuctl installs was tested on an older one: upgrade containerd on the GPU nodes"
-		}
-		return fail(msg, hint)
+		return fail(msg, runtimeHint(env.Bundle.Version, runtimes))
 	}
 	return warn(msg, "gpuctl goes ahead; the NVIDIA container toolkit configures this runtime on GPU nodes, so watch the toolkit pods' logs if operands fail to start")
 }
@@ -195,6 +189,16 @@ func rank(s Status) int {
 		return 1
 	}
 	return 0
+}
+
+// runtimeHint is what to do about a GPU node's runtime the release does not support.
+func runtimeHint(version string, runtimes []string) string {
+	if slices.ContainsFunc(runtimes, beforeCDI) {
+		// CDI, on by default since v25.10 (cdi.enabled), needs containerd 1.7 or newer
+		// (canonical/k8s-snap#2388); every release of gpuctl's catalog is tested from 1.7 on.
+		return "CDI, which the operator uses by default since v25.10, needs containerd 1.7 or newer (canonical/k8s-snap#2388), and no GPU Operator release gpuctl installs was tested on an older one: upgrade containerd on the GPU nodes"
+	}
+	return "upgrade the container runtime on the GPU nodes to a version GPU Operator " + version + " supports, or install an older GPU Operator release"
 }
 
 // beforeCDI: a containerd runtime ("containerd://1.6.28") older than 1.7, which cannot run CDI devices.
