@@ -21,6 +21,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // InstallOptions are the choices of `gpuctl install` (flags, config file, or the wizard).
@@ -186,7 +187,7 @@ func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan
 	if err != nil {
 		return res, err
 	}
-	out, err := (&runner.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
+	out, err := (&step.Install{Clients: i.Clients, Plan: p, Sink: sink, Secrets: secrets, Lock: lk,
 		Inputs: recordInputs(o, i.files, adoptedLayer(in, p)), Version: i.Version, Command: i.verb()}).Run(ctx)
 	res.TaintedUnlisted = taintedUnlisted(ctx, i.Clients.Kube, p, taintedBefore, sink)
 	if ierr := (*runner.InterruptedError)(nil); errors.As(err, &ierr) {

@@ -26,7 +26,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
-	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/step"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -180,7 +180,7 @@ func (l *writeLister) release(ctx context.Context, s *plan.Step) error {
 	values := r.Values
 	if r.Chart == plan.OLMChart {
 		// The Subscription's channel and CSV as the run resolves them from the catalog.
-		if values, err = runner.OLMValues(ctx, l.clients, values); err != nil {
+		if values, err = step.OLMValues(ctx, l.clients, values); err != nil {
 			return err
 		}
 	}
@@ -304,7 +304,7 @@ func currentUID(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapp
 // psp lists the PodSecurityPolicy RoleBinding where the cluster serves PodSecurityPolicy (the step
 // applies it only there).
 func (l *writeLister) psp(ctx context.Context, s *plan.Step) error {
-	served, err := runner.PSPServed(l.clients)
+	served, err := step.PSPServed(l.clients)
 	if err != nil || !served {
 		return err
 	}
@@ -376,7 +376,7 @@ func taintedUnlisted(ctx context.Context, kc kubernetes.Interface, p *plan.Plan,
 }
 
 // labels lists the node labels of the plan's node-labels steps (--sharing, --mig), decided as their
-// run decides them (runner.LabelWrites) against the nodes now and the install record's labels from
+// run decides them (step.LabelWrites) against the nodes now and the install record's labels from
 // before gpuctl's first install.
 func (l *writeLister) labels(ctx context.Context, nodes []corev1.Node) error {
 	var steps []*plan.Step
@@ -392,9 +392,9 @@ func (l *writeLister) labels(ctx context.Context, nodes []corev1.Node) error {
 	if err != nil {
 		return err
 	}
-	before := runner.StackMetadataBefore(prev, nodes)
+	before := step.StackMetadataBefore(prev, nodes)
 	for _, s := range steps {
-		l.w.Labels = append(l.w.Labels, runner.LabelWrites(nodes, s, before)...)
+		l.w.Labels = append(l.w.Labels, step.LabelWrites(nodes, s, before)...)
 	}
 	return nil
 }

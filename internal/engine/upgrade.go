@@ -20,6 +20,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // UpgradeOptions are the choices of `gpuctl upgrade`.
@@ -540,7 +541,7 @@ func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *pla
 	if r.Chart == plan.OLMChart {
 		// The Subscription's channel (and CSV) as the run will resolve them from the catalog, so an
 		// unchanged Subscription previews as unchanged.
-		if values, err = runner.OLMValues(ctx, u.Clients, values); err != nil {
+		if values, err = step.OLMValues(ctx, u.Clients, values); err != nil {
 			return move, nil, releaseState{}, err
 		}
 	}

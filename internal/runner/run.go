@@ -11,6 +11,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 )
 
+// ResumeHint is what an interrupted install or upgrade tells the user to do.
+const ResumeHint = "run gpuctl install again: it continues where this run stopped"
+
 // Step is one step of a plan as the runner carries it out. Every verb that writes turns its plan
 // into Steps (an install Plan's by its kinds, an UninstallPlan's by its parts) and hands them to Run.
 type Step struct {

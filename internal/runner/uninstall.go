@@ -20,7 +20,6 @@ import (
 // Custom resources of the operator (NVIDIA/gpu-operator api/nvidia/v1 and v1alpha1@v26.7.0) and NFD.
 var (
 	nodeFeaturesGVR = schema.GroupVersionResource{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Resource: "nodefeatures"}
-	nfdInstancesGVR = schema.GroupVersionResource{Group: "nfd.openshift.io", Version: "v1", Resource: "nodefeaturediscoveries"}
 )
 
 // Uninstaller plans an uninstall and carries the plan out, step by step.

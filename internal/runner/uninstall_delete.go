@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // FinalizerError names an object a finalizer keeps from going away.
@@ -139,9 +140,9 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 
 // resourceOf is the resource name of the kinds uninstall plans deletions of.
 func resourceOf(kind string) string {
-	for _, r := range stackResources() {
-		if r.kind == kind {
-			return r.gvr.Resource
+	for _, r := range record.StackResources() {
+		if r.Kind == kind {
+			return r.GVR.Resource
 		}
 	}
 	if kind == "NodeFeature" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 )
 
 // owned is a namespaced object of kind in gpu-operator owned by the object of owner.
@@ -42,7 +43,7 @@ func TestDeletingTheClusterPolicyLeavesItsOperandsToTheGarbageCollector(t *testi
 	ds := owned("apps/v1", "DaemonSet", "nvidia-device-plugin-daemonset", "ds-1", "cp-1")
 	pod := owned("v1", "Pod", "nvidia-device-plugin-daemonset-abcde", "pod-1", "ds-1")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds,
-		customResource("ClusterPolicy", "cluster-policy", "cp-1", nil), customResource("NVIDIADriver", "default", "drv-1", nil), ds, pod)
+		kubetest.CustomResource("ClusterPolicy", "cluster-policy", "cp-1", nil), kubetest.CustomResource("NVIDIADriver", "default", "drv-1", nil), ds, pod)
 	u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Namespace: "gpu-operator"}, FinalizerWait: time.Second}
 
 	deleted, err := u.deleteObjects(t.Context(), []PlannedDeletion{

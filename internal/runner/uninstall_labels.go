@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/record"
@@ -51,33 +49,6 @@ func stackWritten(key string, managers []string) bool {
 	return true
 }
 
-// metadataManagers returns the field managers of each label and annotation of an object.
-func metadataManagers(entries []metav1.ManagedFieldsEntry) (labels, annotations map[string][]string) {
-	labels, annotations = map[string][]string{}, map[string][]string{}
-	for _, e := range entries {
-		if e.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Labels      map[string]json.RawMessage `json:"f:labels"`
-				Annotations map[string]json.RawMessage `json:"f:annotations"`
-			} `json:"f:metadata"`
-		}
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		for into, from := range map[*map[string][]string]map[string]json.RawMessage{&labels: fields.Metadata.Labels, &annotations: fields.Metadata.Annotations} {
-			for k := range from {
-				if key, ok := strings.CutPrefix(k, "f:"); ok && !slices.Contains((*into)[key], e.Manager) {
-					(*into)[key] = append((*into)[key], e.Manager)
-				}
-			}
-		}
-	}
-	return labels, annotations
-}
-
 // NodeLabelPlan is what uninstall changes on one node: the labels and annotations in NFD's and the
 // operator's prefixes that the stack wrote go (or get back the value they had before the install);
 // those someone else wrote stay.
@@ -118,7 +89,7 @@ func planNodeMetadata(n *corev1.Node, before record.NodeMetadata, nfd, operator 
 		}
 		return operator
 	}
-	labelManagers, annotationManagers := metadataManagers(n.ManagedFields)
+	labelManagers, annotationManagers := kube.MetadataManagers(n.ManagedFields)
 	p := NodeLabelPlan{Node: n.Name}
 	decide := func(cur, was map[string]string, managers map[string][]string, annotation bool) (remove []string, restore map[string]string) {
 		restore = map[string]string{}
@@ -158,7 +129,7 @@ func planNodeMetadata(n *corev1.Node, before record.NodeMetadata, nfd, operator 
 // patch is the merge patch that carries out the plan on node n as it is now: a key someone else has
 // written since the plan was made is left to them.
 func (p NodeLabelPlan) patch(n *corev1.Node) map[string]any {
-	labelManagers, annotationManagers := metadataManagers(n.ManagedFields)
+	labelManagers, annotationManagers := kube.MetadataManagers(n.ManagedFields)
 	build := func(cur map[string]string, remove []string, restore map[string]string, managers map[string][]string) map[string]any {
 		out := map[string]any{}
 		for _, k := range remove {

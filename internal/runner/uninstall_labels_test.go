@@ -1,13 +1,13 @@
 package runner
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -37,27 +37,6 @@ func TestStackWritten(t *testing.T) {
 	}
 }
 
-// managed is a managedFields entry owning the given labels and annotations.
-func managed(manager string, labels, annotations []string) metav1.ManagedFieldsEntry {
-	md := map[string]any{}
-	if len(labels) > 0 {
-		l := map[string]any{}
-		for _, k := range labels {
-			l["f:"+k] = map[string]any{}
-		}
-		md["f:labels"] = l
-	}
-	if len(annotations) > 0 {
-		a := map[string]any{}
-		for _, k := range annotations {
-			a["f:"+k] = map[string]any{}
-		}
-		md["f:annotations"] = a
-	}
-	raw, _ := json.Marshal(map[string]any{"f:metadata": md})
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}
-}
-
 func TestPlanNodeMetadata(t *testing.T) {
 	node := func(labels, annotations map[string]string, mf ...metav1.ManagedFieldsEntry) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: labels, Annotations: annotations, ManagedFields: mf}}
@@ -74,9 +53,9 @@ func TestPlanNodeMetadata(t *testing.T) {
 			name: "labels NFD and the operator wrote go, every other label stays",
 			node: node(map[string]string{"kubernetes.io/hostname": "gpu-1", "feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true", "team": "ml"},
 				map[string]string{"nfd.node.kubernetes.io/feature-labels": "pci-10de.present", "other": "x"},
-				managed("kubelet", []string{"kubernetes.io/hostname", "team"}, []string{"other"}),
-				managed("nfd-master", []string{"feature.node.kubernetes.io/pci-10de.present"}, []string{"nfd.node.kubernetes.io/feature-labels"}),
-				managed("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)),
+				kubetest.ManagedFields("kubelet", []string{"kubernetes.io/hostname", "team"}, []string{"other"}),
+				kubetest.ManagedFields("nfd-master", []string{"feature.node.kubernetes.io/pci-10de.present"}, []string{"nfd.node.kubernetes.io/feature-labels"}),
+				kubetest.ManagedFields("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)),
 			nfd: true, operator: true,
 			want: NodeLabelPlan{Node: "gpu-1", RemoveLabels: []string{"feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present"},
 				RemoveAnnotations: []string{"nfd.node.kubernetes.io/feature-labels"}},
@@ -88,8 +67,8 @@ func TestPlanNodeMetadata(t *testing.T) {
 		{
 			name: "an admin's labels in the operator's prefix, set after the install with kubectl label, stay",
 			node: node(map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/device-plugin.config": "a100"}, nil,
-				managed("gpu-operator", []string{"nvidia.com/gpu.present"}, nil),
-				managed("kubectl-label", []string{"nvidia.com/mig.config", "nvidia.com/device-plugin.config"}, nil)),
+				kubetest.ManagedFields("gpu-operator", []string{"nvidia.com/gpu.present"}, nil),
+				kubetest.ManagedFields("kubectl-label", []string{"nvidia.com/mig.config", "nvidia.com/device-plugin.config"}, nil)),
 			nfd: true, operator: true,
 			want: NodeLabelPlan{Node: "gpu-1", RemoveLabels: []string{"nvidia.com/gpu.present"}, Kept: []KeptKey{
 				{Key: "nvidia.com/device-plugin.config", Managers: []string{"kubectl-label"}},
@@ -99,7 +78,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 		{
 			name: "a label the stack changed gets its value from before the install back; one it removed comes back",
 			node: node(map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "A100"}, nil,
-				managed("gpu-operator", []string{"nvidia.com/gpu.product"}, nil), managed("sandbox", []string{"nvidia.com/gpu.present"}, nil)),
+				kubetest.ManagedFields("gpu-operator", []string{"nvidia.com/gpu.product"}, nil), kubetest.ManagedFields("sandbox", []string{"nvidia.com/gpu.present"}, nil)),
 			before: record.NodeMetadata{Labels: map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}},
 			nfd:    true, operator: true,
 			want:  NodeLabelPlan{Node: "gpu-1", RestoreLabels: map[string]string{"nvidia.com/gpu.product": "H100", "nvidia.com/mig.config": "all-disabled"}},
@@ -107,7 +86,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 		},
 		{
 			name:   "a label that was there before and that an admin changed since keeps the admin's value",
-			node:   node(map[string]string{"nvidia.com/mig.config": "all-1g.10gb"}, nil, managed("kubectl-label", []string{"nvidia.com/mig.config"}, nil)),
+			node:   node(map[string]string{"nvidia.com/mig.config": "all-1g.10gb"}, nil, kubetest.ManagedFields("kubectl-label", []string{"nvidia.com/mig.config"}, nil)),
 			before: record.NodeMetadata{Labels: map[string]string{"nvidia.com/mig.config": "all-disabled"}},
 			nfd:    true, operator: true,
 			want: NodeLabelPlan{Node: "gpu-1", Kept: []KeptKey{{Key: "nvidia.com/mig.config", Managers: []string{"kubectl-label"}}}},
@@ -115,7 +94,7 @@ func TestPlanNodeMetadata(t *testing.T) {
 		{
 			name: "NFD's labels stay when gpuctl did not install NFD",
 			node: node(map[string]string{"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true"}, nil,
-				managed("nfd-master", []string{"feature.node.kubernetes.io/pci-10de.present"}, nil), managed("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)),
+				kubetest.ManagedFields("nfd-master", []string{"feature.node.kubernetes.io/pci-10de.present"}, nil), kubetest.ManagedFields("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)),
 			nfd: false, operator: true,
 			want:  NodeLabelPlan{Node: "gpu-1", RemoveLabels: []string{"nvidia.com/gpu.present"}},
 			patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"nvidia.com/gpu.present": nil}}},
@@ -141,10 +120,10 @@ func TestPlanNodeMetadata(t *testing.T) {
 
 func TestPlannedLabelChangeSomeoneTookOverIsLeft(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"nvidia.com/gpu.present": "true"},
-		ManagedFields: []metav1.ManagedFieldsEntry{managed("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{kubetest.ManagedFields("gpu-operator", []string{"nvidia.com/gpu.present"}, nil)}}}
 	p := planNodeMetadata(n, record.NodeMetadata{}, true, true)
 	// Between the plan and its execution an admin sets the label themselves.
-	n.ManagedFields = []metav1.ManagedFieldsEntry{managed("kubectl-label", []string{"nvidia.com/gpu.present"}, nil)}
+	n.ManagedFields = []metav1.ManagedFieldsEntry{kubetest.ManagedFields("kubectl-label", []string{"nvidia.com/gpu.present"}, nil)}
 	if patch := p.patch(n); patch != nil {
 		t.Errorf("patch %v removes a label an admin wrote after the plan", patch)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 // KeptNamespace is a namespace gpuctl created that --purge keeps: it holds objects gpuctl did not
@@ -140,7 +141,7 @@ func (u *Uninstaller) foreignIn(ctx context.Context, ns string, ours map[types.U
 		switch {
 		case ours[obj.GetUID()], everyNamespace[o.key()]:
 			return true
-		case strings.HasPrefix(provenance(withoutManagedFields(obj), rels), "release "):
+		case strings.HasPrefix(record.Provenance(withoutManagedFields(obj), releaseRefs(rels)), "release "):
 			return true
 		case slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return ours[r.UID] }):
 			return true

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/render"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -70,8 +71,8 @@ func (u *Uninstaller) Permissions(ctx context.Context, p *UninstallPlan) ([]pref
 				continue // Helm's uninstall leaves it
 			}
 			addObject(o.GroupVersionKind(), o.GetNamespace(), r.namespace)
-			if o.GetKind() == "Subscription" && o.GroupVersionKind().Group == csvsGVR.Group {
-				add("delete", csvsGVR.Group, csvsGVR.Resource, r.namespace)
+			if o.GetKind() == "Subscription" && o.GroupVersionKind().Group == kube.CSVsGVR.Group {
+				add("delete", kube.CSVsGVR.Group, kube.CSVsGVR.Resource, r.namespace)
 			}
 		}
 	}

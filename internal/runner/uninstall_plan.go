@@ -185,7 +185,7 @@ func (u *Uninstaller) Plan(ctx context.Context) (*UninstallPlan, error) {
 // those the record names by UID; with a record of an older gpuctl (or none), those provably gpuctl's
 // by their Helm release or gpuctl's field manager. Every other one stays, and the plan says so.
 func (u *Uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan, rels []uninstallRelease) error {
-	refs, objs, err := listStackResources(ctx, u.Clients.Dynamic)
+	refs, objs, err := record.ListStackResources(ctx, u.Clients.Dynamic)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (u *Uninstaller) planCustomResources(ctx context.Context, p *UninstallPlan,
 		case tracked && recorded[o.UID]:
 			why = "created by gpuctl (install record)"
 		case !tracked:
-			if prov := provenance(&objs[i], rels); prov != "" {
+			if prov := record.Provenance(&objs[i], releaseRefs(rels)); prov != "" {
 				why = prov
 			}
 		}
@@ -303,7 +303,7 @@ func (u *Uninstaller) planPurgeObjects(ctx context.Context, pp *PurgePlan) error
 		if !o.Created {
 			continue
 		}
-		uid, err := objectUID(ctx, u.Clients, o)
+		uid, err := record.UIDNow(ctx, u.Clients, o)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", describe(o.Kind, o.Namespace, o.Name), err)
 		}
@@ -362,7 +362,7 @@ func (u *Uninstaller) planPurgeCRDs(ctx context.Context, pp *PurgePlan, rels []u
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			if pp.ours[o.GetUID()] || strings.HasPrefix(provenance(withoutManagedFields(o), rels), "release ") ||
+			if pp.ours[o.GetUID()] || strings.HasPrefix(record.Provenance(withoutManagedFields(o), releaseRefs(rels)), "release ") ||
 				slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return pp.ours[r.UID] }) {
 				continue
 			}
@@ -379,7 +379,7 @@ func (u *Uninstaller) planPurgeNamespaces(ctx context.Context, pp *PurgePlan, re
 		// On OpenShift the operator runs from the CSV the release's Subscription installed: OLM's, for
 		// gpuctl's Subscription, deleted with the release.
 		for _, csv := range u.installedCSVs(ctx, r.namespace) {
-			if obj, err := u.Clients.Dynamic.Resource(csvsGVR).Namespace(r.namespace).Get(ctx, csv, metav1.GetOptions{}); err == nil {
+			if obj, err := u.Clients.Dynamic.Resource(kube.CSVsGVR).Namespace(r.namespace).Get(ctx, csv, metav1.GetOptions{}); err == nil {
 				pp.ours[obj.GetUID()] = true
 			}
 		}

@@ -9,51 +9,36 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
-	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
-
-// customResource is a ClusterPolicy or NVIDIADriver (cluster-scoped) as the API server returns it.
-func customResource(kind, name string, uid types.UID, annotations map[string]string, mf ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
-	apiVersion := "nvidia.com/v1"
-	if kind == "NVIDIADriver" {
-		apiVersion = "nvidia.com/v1alpha1"
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
-	u.SetUID(uid)
-	u.SetAnnotations(annotations)
-	u.SetManagedFields(mf)
-	return u
-}
 
 func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}: "ClusterPolicyList",
 		health.NVIDIADriverResource():                                     "NVIDIADriverList",
 		health.GPUClusterResource():                                       "GPUClusterList",
-		nfdInstancesGVR:                                                   "NodeFeatureDiscoveryList",
+		record.NFDInstancesResource():                                     "NodeFeatureDiscoveryList",
 		nodeFeaturesGVR:                                                   "NodeFeatureList",
 	}, objs...)
 }
 
 func TestUninstallDeletesOnlyTheCustomResourcesGpuctlCreated(t *testing.T) {
-	helm := map[string]string{helmReleaseNameAnnotation: "gpu-operator", helmReleaseNamespaceAnnotation: "gpu-operator"}
+	helm := map[string]string{"meta.helm.sh/release-name": "gpu-operator", "meta.helm.sh/release-namespace": "gpu-operator"}
 	applied := metav1.ManagedFieldsEntry{Manager: "gpuctl", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:driver":{}}}`)}}
 	objs := []runtime.Object{
-		customResource("ClusterPolicy", "cluster-policy", "cp-1", helm),
-		customResource("NVIDIADriver", "default", "drv-1", helm),
-		customResource("NVIDIADriver", "team-a", "drv-2", nil, metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}),
-		customResource("ClusterPolicy", "applied", "cp-2", nil, applied),
+		kubetest.CustomResource("ClusterPolicy", "cluster-policy", "cp-1", helm),
+		kubetest.CustomResource("NVIDIADriver", "default", "drv-1", helm),
+		kubetest.CustomResource("NVIDIADriver", "team-a", "drv-2", nil, metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}),
+		kubetest.CustomResource("ClusterPolicy", "applied", "cp-2", nil, applied),
 	}
 	rels := []uninstallRelease{{"gpu-operator", "gpu-operator"}}
 	for _, tc := range []struct {
@@ -118,7 +103,7 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "nvidiadrivers.nvidia.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "nvidia.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "nvidiadrivers", Kind: "NVIDIADriver"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true}}}}
-	objs := []runtime.Object{customResource("NVIDIADriver", "default", "drv-1", nil), customResource("NVIDIADriver", "team-a", "drv-2", nil)}
+	objs := []runtime.Object{kubetest.CustomResource("NVIDIADriver", "default", "drv-1", nil), kubetest.CustomResource("NVIDIADriver", "team-a", "drv-2", nil)}
 	rec := &record.Record{CRDs: []record.Object{{Name: "nvidiadrivers.nvidia.com", Created: true}, {Name: "gone.nvidia.com", Created: true}}}
 	planned := &UninstallPlan{Delete: []PlannedDeletion{{Kind: "NVIDIADriver", Name: "default", UID: "drv-1"}}}
 	for _, force := range []bool{false, true} {
@@ -136,44 +121,5 @@ func TestPurgeRefusesCRDsWithCustomResourcesGpuctlDidNotCreate(t *testing.T) {
 		if pp == nil || !slices.Equal(pp.CRDs, []string{"nvidiadrivers.nvidia.com"}) || !slices.Equal(pp.Foreign, []string{"NVIDIADriver team-a"}) || pp.Forced != force {
 			t.Errorf("force %v: purge plan %+v", force, pp)
 		}
-	}
-}
-
-func TestTheRecordKeepsTheUIDsOfTheCustomResourcesGpuctlCreated(t *testing.T) {
-	helm := map[string]string{helmReleaseNameAnnotation: "gpu-operator", helmReleaseNamespaceAnnotation: "gpu-operator"}
-	now := []runtime.Object{
-		customResource("ClusterPolicy", "cluster-policy", "cp-new", helm),
-		customResource("ClusterPolicy", "found", "cp-found", helm),
-		customResource("NVIDIADriver", "team-a", "drv-team", nil),
-		customResource("NVIDIADriver", "earlier", "drv-earlier", nil),
-	}
-	p := &plan.Plan{Namespace: "gpu-operator", Steps: []plan.Step{{Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator"}}}}
-	for _, tc := range []struct {
-		name string
-		prev *record.Record
-		want []types.UID
-	}{
-		{"a first install records what it created and its releases made, not what was there or someone else made", nil, []types.UID{"cp-new"}},
-		{"a later run keeps what an earlier one recorded",
-			&record.Record{TracksCustomResources: true, CustomResources: []record.Object{{UID: "drv-earlier"}, {UID: "gone"}}}, []types.UID{"cp-new", "drv-earlier"}},
-		{"over a record of an older gpuctl, what its releases made counts even if it was there before",
-			&record.Record{}, []types.UID{"cp-new", "cp-found"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			x := &executor{clients: &kube.Clients{Dynamic: stackDynamicClient(now...)}, plan: p}
-			b := &recordBefore{prev: tc.prev, customResources: map[types.UID]bool{"cp-found": true, "drv-earlier": true}}
-			got, err := x.recordCustomResources(t.Context(), b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var uids []types.UID
-			for _, o := range got {
-				uids = append(uids, o.UID)
-			}
-			slices.Sort(uids)
-			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(uids, want) {
-				t.Errorf("recorded %v, want %v", uids, want)
-			}
-		})
 	}
 }

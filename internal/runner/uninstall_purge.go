@@ -28,7 +28,7 @@ func (u *Uninstaller) purgeResource(d PlannedDeletion) (dynamic.ResourceInterfac
 	case "Namespace":
 		return u.Clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}), nil
 	}
-	return recordedResource(u.Clients, record.Object{APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name})
+	return record.Resource(u.Clients, record.Object{APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name})
 }
 
 // purgeDelete deletes a planned object with its UID as the precondition (an object of that name

@@ -89,7 +89,7 @@ func nsItem(apiVersion, kind, name string, uid types.UID, set func(*unstructured
 // the record of it all, with UIDs. discovery lists the kinds they are of.
 func purgeCluster(extra ...runtime.Object) (*Uninstaller, *dynamicfake.FakeDynamicClient) {
 	helm := func(o *unstructured.Unstructured) {
-		o.SetAnnotations(map[string]string{helmReleaseNameAnnotation: "gpu-operator", helmReleaseNamespaceAnnotation: "gpu-operator"})
+		o.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "gpu-operator", "meta.helm.sh/release-namespace": "gpu-operator"})
 	}
 	owned := func(uid types.UID) func(*unstructured.Unstructured) {
 		return func(o *unstructured.Unstructured) {
@@ -131,7 +131,7 @@ func purgeCluster(extra ...runtime.Object) (*Uninstaller, *dynamicfake.FakeDynam
 		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}: "EndpointSliceList",
 		{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}:      "LeaseList",
 		{Group: "nvidia.com", Version: "v1alpha1", Resource: "nvidiadrivers"}:  "NVIDIADriverList",
-		subscriptionsGVR: "SubscriptionList",
+		kube.SubscriptionsGVR:                                                  "SubscriptionList",
 	}, append(objs, extra...)...)
 	kc := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator", UID: "ns-1"}})
 	resource := func(name, kind string, verbs ...string) metav1.APIResource {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -112,7 +113,7 @@ func (u *Uninstaller) uninstallRelease(ctx context.Context, r uninstallRelease, 
 // installedCSVs names the ClusterServiceVersions the Subscriptions in namespace ns installed (none
 // when they cannot be listed).
 func (u *Uninstaller) installedCSVs(ctx context.Context, ns string) []string {
-	subs, err := u.Clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	subs, err := u.Clients.Dynamic.Resource(kube.SubscriptionsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
@@ -132,7 +133,7 @@ func (u *Uninstaller) installedCSVs(ctx context.Context, ns string) []string {
 // Deployment some time after the CSV is gone: waiting for those too means the operator is really gone
 // when the step ends.
 func (u *Uninstaller) deleteCSV(ctx context.Context, ns, csv string) (string, error) {
-	ri := u.Clients.Dynamic.Resource(csvsGVR).Namespace(ns)
+	ri := u.Clients.Dynamic.Resource(kube.CSVsGVR).Namespace(ns)
 	obj, err := ri.Get(ctx, csv, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil

@@ -30,8 +30,8 @@ func olmObject(gvr schema.GroupVersionResource, kind, ns, name string, uid types
 
 func olmDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		subscriptionsGVR: "SubscriptionList",
-		csvsGVR:          "ClusterServiceVersionList",
+		kube.SubscriptionsGVR: "SubscriptionList",
+		kube.CSVsGVR:          "ClusterServiceVersionList",
 		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
 	}, objs...)
 }
@@ -42,7 +42,7 @@ func TestInstalledCSVs(t *testing.T) {
 		if csv != "" {
 			status["installedCSV"] = csv
 		}
-		return olmObject(subscriptionsGVR, "Subscription", ns, name, "", status)
+		return olmObject(kube.SubscriptionsGVR, "Subscription", ns, name, "", status)
 	}
 	for _, tc := range []struct {
 		name string
@@ -66,11 +66,11 @@ func TestInstalledCSVs(t *testing.T) {
 
 func TestDeleteCSV(t *testing.T) {
 	const ns, csv = "nvidia-gpu-operator", "gpu-operator-certified.v26.7.0"
-	csvObj := olmObject(csvsGVR, "ClusterServiceVersion", ns, csv, "csv-uid", nil)
+	csvObj := olmObject(kube.CSVsGVR, "ClusterServiceVersion", ns, csv, "csv-uid", nil)
 	deployment := func(name string, owner types.UID) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 		if owner != "" {
-			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: csvsGVR.GroupVersion().String(), Kind: "ClusterServiceVersion", Name: csv, UID: owner}}
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: kube.CSVsGVR.GroupVersion().String(), Kind: "ClusterServiceVersion", Name: csv, UID: owner}}
 		}
 		return d
 	}
@@ -99,7 +99,7 @@ func TestDeleteCSV(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
 			}
-			if _, err := dyn.Resource(csvsGVR).Namespace(ns).Get(context.Background(), csv, metav1.GetOptions{}); err == nil {
+			if _, err := dyn.Resource(kube.CSVsGVR).Namespace(ns).Get(context.Background(), csv, metav1.GetOptions{}); err == nil {
 				t.Errorf("ClusterServiceVersion %s is still there", csv)
 			}
 		})

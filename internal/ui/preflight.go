@@ -3,10 +3,11 @@ package ui
 import (
 	"bufio"
 	"fmt"
-	"github.com/gpuctl/gpuctl/internal/preflight"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
 // mark is a status's symbol: linkerd's √ ‼ × (and – for skipped) in colour, or words a log reader

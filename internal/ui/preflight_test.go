@@ -3,9 +3,10 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/gpuctl/gpuctl/internal/preflight"
 	"strings"
 	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/preflight"
 )
 
 func sampleReport() preflight.Report {

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // migAfterGFD carries out a KindMIGAfterGFD step, planned where gpuctl could not tell before the
@@ -21,7 +22,7 @@ import (
 // labels the nodes whose GPUs take their config as a KindNodeLabels step does. A MIG request no GPU
 // can honour stops the run as a mistake in the inputs (plan.ErrInput: exit 2), naming each node and
 // its GPU; the operator release is in by then, with MIG manager on and no node labelled.
-func (x *executor) migAfterGFD(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) migAfterGFD(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
 	l := s.Labels
 	nodes := slices.Collect(maps.Keys(l.Nodes))
 	if l.Pools[plan.MIGEveryGPUNode] != "" || len(l.Nodes) == 0 {
@@ -29,11 +30,11 @@ func (x *executor) migAfterGFD(ctx context.Context, s *plan.Step, progress func(
 	}
 	nodes = health.SortedUniqueNames(nodes)
 	if err := x.waiter(progress).NodesHaveLabel(ctx, nodes, plan.MIGCapableLabel, "GPU nodes labelled "+plan.MIGCapableLabel+" by GPU Feature Discovery"); err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	list, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("list nodes: %w", err)
+		return runner.Outcome{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var found []plan.GFDNode
 	for i := range list.Items {
@@ -46,7 +47,7 @@ func (x *executor) migAfterGFD(ctx context.Context, s *plan.Step, progress func(
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: w})
 	}
 	if err != nil {
-		return Outcome{}, &StepError{Err: err,
+		return runner.Outcome{}, &runner.StepError{Err: err,
 			Hint: "the operator runs, with MIG manager on and no node labelled " + plan.MIGLabel + ": gpuctl upgrade --mig none takes --mig off and finishes the install " +
 				"(or name the pools of MIG-capable GPUs: gpuctl upgrade --mig POOL=CONFIG)"}
 	}

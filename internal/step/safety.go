@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -28,29 +29,29 @@ import (
 // (they tolerate only the control plane, NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0;
 // NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0), and warns about other DaemonSets that run on GPU
 // nodes without tolerating the taint.
-func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) safety(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	// NFD may have found GPU nodes detection did not know: decide again whether to taint.
 	if skipped, err := x.retaint(ctx, s); err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	} else if skipped != "" {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "GPU nodes are not tainted: " + skipped})
-		return Outcome{Message: "GPU nodes are not tainted: " + skipped}, nil
+		return runner.Outcome{Message: "GPU nodes are not tainted: " + skipped}, nil
 	}
 	if err := x.overridesTolerate(s); err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	gpuNodes, open, err := x.safetyNodes(ctx)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	if err := x.reach(s, gpuNodes); err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	var msgs []string
 	changed := false
 	if len(open) == 0 {
 		if changed, err = x.tolerateEverywhere(ctx, s); err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 		msgs = append(msgs, "every schedulable worker is a GPU node: the operator and NFD master/gc tolerate the taint")
 	} else {
@@ -58,7 +59,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 	}
 	dss, err := x.clients.Kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	if stranded := strandedDaemonSets(dss.Items, gpuNodes); len(stranded) > 0 {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
@@ -66,7 +67,7 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (Outcome, error) {
 			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
 		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
 	}
-	return Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
+	return runner.Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
 }
 
 // gpuTaint is the taint gpuctl puts on GPU nodes.
@@ -93,7 +94,7 @@ func (x *executor) overridesTolerate(s *plan.Step) error {
 			return err
 		}
 		if set && !taint.Tolerates(tols, gpuTaint()) {
-			return &StepError{
+			return &runner.StepError{
 				Err:  fmt.Errorf("%s would not tolerate %s=%s:%s, so they could not run on the tainted GPU nodes", check.what, plan.TaintKey, plan.TaintValue, plan.TaintEffect),
 				Hint: "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to that list (setting it replaces the default), or install with --no-taint",
 			}
@@ -206,7 +207,7 @@ func (x *executor) reach(s *plan.Step, nodes []corev1.Node) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	return &StepError{
+	return &runner.StepError{
 		Err:  fmt.Errorf("gpuctl's DaemonSets cannot reach every GPU node: %s", strings.Join(lines, "; ")),
 		Hint: "run gpuctl install again with --tolerate-existing-taints (NFD's labels now tell detection about these nodes), or remove the taint",
 	}

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // tolerationWait bounds the wait for gpuctl's MutatingAdmissionPolicy to be in force: the API server
@@ -24,7 +25,7 @@ const tolerationWait = 2 * time.Minute
 // the taint lands only once gpuctl's MutatingAdmissionPolicy (installed with the operator release) is in
 // force: a GPU pod created in between would otherwise never tolerate it. The probe's pod goes without
 // its label, which the policy otherwise leaves alone (detect.ProbeLabel).
-func (x *executor) waitToleration(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) waitToleration(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, tolerationWait, true, func(ctx context.Context) (bool, error) {
 		added, err := detect.ProbeGPUToleration(ctx, x.clients.Kube, func(p *corev1.Pod) { delete(p.Labels, detect.ProbeLabel) })
@@ -43,19 +44,19 @@ func (x *executor) waitToleration(ctx context.Context, progress func(health.Prog
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return Outcome{}, ctx.Err()
+			return runner.Outcome{}, ctx.Err()
 		}
 		if apierrors.IsForbidden(err) {
-			return Outcome{}, &StepError{Err: err, Hint: "nothing is tainted yet; gpuctl needs to create pods (with dryRun) in namespace " + detect.ProbeNamespace + " to see that its policy is in force (docs/rbac.yaml), or install with --no-taint"}
+			return runner.Outcome{}, &runner.StepError{Err: err, Hint: "nothing is tainted yet; gpuctl needs to create pods (with dryRun) in namespace " + detect.ProbeNamespace + " to see that its policy is in force (docs/rbac.yaml), or install with --no-taint"}
 		}
 		msg := fmt.Sprintf("after %s a pod that requests %s still does not get the toleration from gpuctl's MutatingAdmissionPolicy", tolerationWait, detect.GPUResource)
 		if last != nil {
 			msg += ": " + last.Error()
 		}
-		return Outcome{}, &StepError{Err: errors.New(msg),
+		return runner.Outcome{}, &runner.StepError{Err: errors.New(msg),
 			Hint: "nothing is tainted yet; see kubectl get mutatingadmissionpolicies,mutatingadmissionpolicybindings gpuctl-gpu-toleration, or install with --no-taint"}
 	}
-	return Outcome{Message: "pods that request GPUs get the toleration"}, nil
+	return runner.Outcome{Message: "pods that request GPUs get the toleration"}, nil
 }
 
 // retaint decides again whether to taint once NFD has labelled the GPU nodes, when they are not the
@@ -92,7 +93,7 @@ func (x *executor) retaint(ctx context.Context, s *plan.Step) (skipped string, e
 	}
 	ts.Taint.Workloads = d.Workloads
 	if len(d.Stranded) > 0 {
-		return "", &StepError{Err: errors.New(plan.StrandedMessage(d.Stranded)), Hint: "nothing is tainted yet; " + plan.StrandedHint}
+		return "", &runner.StepError{Err: errors.New(plan.StrandedMessage(d.Stranded)), Hint: "nothing is tainted yet; " + plan.StrandedHint}
 	}
 	return "", nil
 }

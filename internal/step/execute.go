@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -46,13 +47,13 @@ type executor struct {
 
 // steps are the Plan's steps as the runner carries them out: each kind's handler, what an interrupted
 // one left behind, and the operator's own diagnosis of a failed wait on the stack.
-func (x *executor) steps() []Step {
-	out := make([]Step, len(x.plan.Steps))
+func (x *executor) steps() []runner.Step {
+	out := make([]runner.Step, len(x.plan.Steps))
 	for i := range x.plan.Steps {
 		s := &x.plan.Steps[i]
 		// The plan's step, not a copy: an earlier step may skip a later one at run time (retaint).
-		out[i] = Step{ID: s.ID, Title: s.Title, Skipped: func() string { return s.Skip },
-			Do: func(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
+		out[i] = runner.Step{ID: s.ID, Title: s.Title, Skipped: func() string { return s.Skip },
+			Do: func(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
 				return x.step(ctx, s, progress)
 			},
 			State: func(ctx context.Context) (string, error) { return x.readState(ctx, s) },
@@ -81,7 +82,7 @@ func (x *executor) waiter(progress func(health.Progress)) *health.Waiter {
 	return &health.Waiter{Kube: x.clients.Kube, Dynamic: x.clients.Dynamic, OnProgress: progress, Namespace: x.plan.Namespace}
 }
 
-func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
 	switch s.Kind {
 	case plan.KindObjects:
 		return x.objects(ctx, s)
@@ -101,17 +102,17 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.waitToleration(ctx, progress)
 	case plan.KindWaitOperator:
 		err := x.waiter(progress).DeploymentAvailable(ctx, x.plan.Namespace, s.Target)
-		return Outcome{Message: "Deployment " + s.Target + " is Available"}, err
+		return runner.Outcome{Message: "Deployment " + s.Target + " is Available"}, err
 	case plan.KindWaitValidators:
 		validated, err := x.waiter(progress).ValidatorsReady(ctx, x.plan.Namespace, x.gpuNodes)
 		if err == nil {
 			// The operator may have labelled GPU nodes NFD had not when the earlier steps ran.
 			x.gpuNodes = health.SortedUniqueNames(append(slices.Clone(x.gpuNodes), validated...))
 		}
-		return Outcome{Message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
+		return runner.Outcome{Message: fmt.Sprintf("%d/%d GPU nodes validated", len(validated), len(x.gpuNodes))}, err
 	case plan.KindWaitAllocatable:
 		err := x.waiter(progress).GPUsAllocatable(ctx, x.gpuNodes)
-		return Outcome{Message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
+		return runner.Outcome{Message: fmt.Sprintf("nvidia.com/gpu allocatable on %d nodes", len(x.gpuNodes))}, err
 	case plan.KindWaitCSV:
 		return x.waitCSV(ctx, s, progress)
 	case plan.KindApprove:
@@ -126,26 +127,26 @@ func (x *executor) step(ctx context.Context, s *plan.Step, progress func(health.
 		return x.migAfterGFD(ctx, s, progress)
 	case plan.KindWaitPolicy:
 		err := x.waiter(progress).ClusterPolicyReady(ctx, s.Target)
-		return Outcome{Message: "ready (Reconciled)"}, err
+		return runner.Outcome{Message: "ready (Reconciled)"}, err
 	case plan.KindWaitGPUCluster:
 		err := x.waiter(progress).GPUClusterReady(ctx, s.Target)
-		return Outcome{Message: "ready (Reconciled)"}, err
+		return runner.Outcome{Message: "ready (Reconciled)"}, err
 	case plan.KindWaitResourceSlices:
 		err := x.waiter(progress).ResourceSlicesPublished(ctx, plan.DRADriverName, x.gpuNodes)
-		return Outcome{Message: fmt.Sprintf("%s ResourceSlices on %d GPU nodes", plan.DRADriverName, len(x.gpuNodes))}, err
+		return runner.Outcome{Message: fmt.Sprintf("%s ResourceSlices on %d GPU nodes", plan.DRADriverName, len(x.gpuNodes))}, err
 	default:
-		return Outcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
+		return runner.Outcome{}, fmt.Errorf("unknown step kind %q", s.Kind)
 	}
 }
 
-func (x *executor) objects(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) objects(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	var objs []*unstructured.Unstructured
 	for _, o := range s.Objects {
 		objs = append(objs, &unstructured.Unstructured{Object: o})
 	}
 	res, err := (&kube.Apply{Dynamic: x.clients.Dynamic, Mapper: x.clients.Mapper, Objects: objs}).Run(ctx)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	var parts []string
 	changed := false
@@ -153,25 +154,25 @@ func (x *executor) objects(ctx context.Context, s *plan.Step) (Outcome, error) {
 		parts = append(parts, r.String())
 		changed = changed || r.Action != kube.ObjectUnchanged
 	}
-	return Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
+	return runner.Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
 }
 
-func (x *executor) crds(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) crds(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	var total []kube.CRDResult
 	for _, name := range s.Charts {
 		crds, version, err := render.ChartCRDs(name, s.ChartReleases[name])
 		if err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 		var known map[string][]*apiextensionsv1.CustomResourceDefinition
 		if name == plan.OperatorRelease {
 			if known, err = render.OperatorReleaseCRDs(); err != nil {
-				return Outcome{}, err
+				return runner.Outcome{}, err
 			}
 		}
 		res, err := (&kube.ApplyCRDs{Client: x.clients.Extensions, Dynamic: x.clients.Dynamic, CRDs: crds, Version: version, Releases: known}).Run(ctx)
 		if err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 		total = append(total, res...)
 	}
@@ -196,13 +197,13 @@ func (x *executor) crds(ctx context.Context, s *plan.Step) (Outcome, error) {
 	if changed {
 		x.clients.Refresh()
 	}
-	return Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
+	return runner.Outcome{Message: strings.Join(parts, ", "), Changed: changed}, nil
 }
 
-func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) release(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	values := s.Release.Values
 	if extra := x.extraValues[s.ID]; extra != nil {
@@ -210,24 +211,24 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 	}
 	if s.Release.Chart == plan.OLMChart {
 		if values, err = x.olmValues(ctx, values); err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 	}
 	rc, err := x.releaseClient(s.Release.Namespace)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	apply := &release.Apply{Client: rc, Name: s.Release.Name, Chart: ch, Values: values, RunID: x.runID}
 	kept, err := x.keepSubchart(ctx, s, apply)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	res, err := x.applyRelease(ctx, apply)
 	if busy := (*release.BusyError)(nil); errors.As(err, &busy) {
-		return Outcome{}, &StepError{Err: err, Hint: busy.Hint()}
+		return runner.Outcome{}, &runner.StepError{Err: err, Hint: busy.Hint()}
 	}
 	if err != nil {
-		return Outcome{}, &StepError{Err: err, Hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
+		return runner.Outcome{}, &runner.StepError{Err: err, Hint: "helm history " + s.Release.Name + " -n " + x.plan.Namespace + " shows the release's revisions"}
 	}
 	if res.Recovered != "" {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning, Message: "release " + s.Release.Name + ": " + res.Recovered})
@@ -237,7 +238,7 @@ func (x *executor) release(ctx context.Context, s *plan.Step) (Outcome, error) {
 		msg += "; recreated what was deleted: " + strings.Join(res.Recreated, ", ")
 	}
 	msg += kept
-	return Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != "" || kept != ""}, nil
+	return runner.Outcome{Message: msg, Changed: res.Outcome != release.Unchanged || res.Recovered != "" || kept != ""}, nil
 }
 
 // applyRelease runs a Helm write to its end even when the run is interrupted meanwhile: Helm gives
@@ -267,7 +268,7 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 		return r.res, r.err
 	case <-ctx.Done():
 	}
-	if Interrupted(ctx) {
+	if runner.Interrupted(ctx) {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
 			Message: "interrupted: letting Helm finish writing release " + a.Name + " so that it is not left pending",
 			Hint:    "press Ctrl-C again to stop at once"})
@@ -276,21 +277,21 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 	return r.res, r.err
 }
 
-func (x *executor) taint(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) taint(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	if len(x.gpuNodes) == 0 {
-		return Outcome{Skipped: true, Message: "no GPU nodes"}, nil
+		return runner.Outcome{Skipped: true, Message: "no GPU nodes"}, nil
 	}
 	t := corev1.Taint{Key: s.Taint.Key, Value: s.Taint.Value, Effect: corev1.TaintEffect(s.Taint.Effect)}
 	res, err := (&taint.Taint{Client: x.clients.Kube, Taint: t}).Run(ctx, x.gpuNodes)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	added, present := res.Count(taint.ActionAdded), res.Count(taint.ActionAlreadyPresent)
 	msg := fmt.Sprintf("%d tainted", added)
 	if present > 0 {
 		msg += fmt.Sprintf(", %d already were", present)
 	}
-	return Outcome{Message: msg, Changed: added > 0}, nil
+	return runner.Outcome{Message: msg, Changed: added > 0}, nil
 }
 
 // releaseClient is the Helm client of a namespace (releases are stored where they are installed).

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -21,21 +20,14 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
-)
-
-// OLM's API (operators.coreos.com, packages.operators.coreos.com), as OpenShift serves it.
-var (
-	subscriptionsGVR   = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "subscriptions"}
-	installPlansGVR    = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "installplans"}
-	csvsGVR            = schema.GroupVersionResource{Group: "operators.coreos.com", Version: "v1alpha1", Resource: "clusterserviceversions"}
-	packageManifestGVR = schema.GroupVersionResource{Group: "packages.operators.coreos.com", Version: "v1", Resource: "packagemanifests"}
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // catalogChannel is what a package's channel offers: the PackageManifest's default channel when none
 // is given, its current CSV (the head), and every CSV it lists (status.channels[].entries, newest
 // first; the head alone when the catalog lists no entries). One read of the PackageManifest.
 func (x *executor) catalogChannel(ctx context.Context, source, pkg, channel string) (name, head string, offered []string, err error) {
-	pm, err := x.clients.Dynamic.Resource(packageManifestGVR).Namespace("openshift-marketplace").Get(ctx, pkg, metav1.GetOptions{})
+	pm, err := x.clients.Dynamic.Resource(kube.PackageManifestGVR).Namespace("openshift-marketplace").Get(ctx, pkg, metav1.GetOptions{})
 	if err != nil {
 		return "", "", nil, fmt.Errorf("package %s in catalog %s: %w", pkg, source, err)
 	}
@@ -95,7 +87,7 @@ func OLMValues(ctx context.Context, clients *kube.Clients, values map[string]any
 		// The release asked for (--operator-version) must be in the channel, or OLM would wait forever
 		// for a CSV the catalog does not offer there.
 		if !slices.Contains(offered, want) {
-			return nil, &StepError{Err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", plan.ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
+			return nil, &runner.StepError{Err: fmt.Errorf("%w: channel %s of package %s does not offer %s (it offers %s)", plan.ErrInput, ch, pkg, want, strings.Join(offered, ", ")),
 				Hint: "choose another --operator-version, or a --channel that has it (oc get packagemanifest " + pkg + " -n openshift-marketplace -o yaml lists them)"}
 		}
 	} else if values["installPlanApproval"] == "Manual" {
@@ -136,10 +128,10 @@ func untilObject(ctx context.Context, ri dynamic.NamespaceableResourceInterface,
 // waitCSV waits for the Subscription to install the CSV it resolved (status.currentCSV; during an
 // upgrade status.installedCSV still names the old one until the approved InstallPlan has run) and for
 // that CSV to reach Succeeded.
-func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
 	ns, sub := splitTarget(s.Target)
 	progress(health.Progress{Message: "waiting for subscription " + sub + " to install a CSV"})
-	subObj, err := untilObject(ctx, x.clients.Dynamic.Resource(subscriptionsGVR), ns, sub, func(u *unstructured.Unstructured) (bool, error) {
+	subObj, err := untilObject(ctx, x.clients.Dynamic.Resource(kube.SubscriptionsGVR), ns, sub, func(u *unstructured.Unstructured) (bool, error) {
 		installed, _, _ := unstructured.NestedString(u.Object, "status", "installedCSV")
 		current, _, _ := unstructured.NestedString(u.Object, "status", "currentCSV")
 		if installed != "" && current != "" && installed != current {
@@ -148,12 +140,12 @@ func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(heal
 		return installed != "" && (current == "" || installed == current), nil
 	})
 	if err != nil {
-		return Outcome{}, &StepError{Err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), Detail: subscriptionDetail(subObj),
+		return runner.Outcome{}, &runner.StepError{Err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), Detail: subscriptionDetail(subObj),
 			Hint: "oc get subscription,installplan -n " + ns + " shows what OLM is waiting for"}
 	}
 	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
 	var phase string
-	csv, err := untilObject(ctx, x.clients.Dynamic.Resource(csvsGVR), ns, csvName, func(u *unstructured.Unstructured) (bool, error) {
+	csv, err := untilObject(ctx, x.clients.Dynamic.Resource(kube.CSVsGVR), ns, csvName, func(u *unstructured.Unstructured) (bool, error) {
 		phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
 		progress(health.Progress{Message: "CSV " + csvName + ": " + phase})
 		return phase == "Succeeded", nil
@@ -164,35 +156,35 @@ func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(heal
 			reason, _, _ = unstructured.NestedString(csv.Object, "status", "reason")
 			msg, _, _ = unstructured.NestedString(csv.Object, "status", "message")
 		}
-		return Outcome{}, &StepError{Err: fmt.Errorf("CSV %s/%s is %s, not Succeeded: %w", ns, csvName, phase, err),
+		return runner.Outcome{}, &runner.StepError{Err: fmt.Errorf("CSV %s/%s is %s, not Succeeded: %w", ns, csvName, phase, err),
 			Detail: strings.TrimSpace(reason + " " + msg), Hint: "oc describe csv " + csvName + " -n " + ns}
 	}
-	return Outcome{Message: csvName + " Succeeded"}, nil
+	return runner.Outcome{Message: csvName + " Succeeded"}, nil
 }
 
 // approve approves exactly the InstallPlan that installs the CSV the Subscription's channel names,
 // as NVIDIA's OpenShift guide does by hand; any other plan stays unapproved.
-func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
 	ns, sub := splitTarget(s.Target)
-	subObj, err := x.clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
+	subObj, err := x.clients.Dynamic.Resource(kube.SubscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	spec, _, _ := unstructured.NestedStringMap(subObj.Object, "spec")
 	want := spec["startingCSV"]
 	if want == "" {
 		if _, want, err = x.channelHead(ctx, spec["source"], spec["name"], spec["channel"]); err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 	}
 	if installed, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV"); installed == want {
-		return Outcome{Skipped: true, Message: want + " is installed"}, nil
+		return runner.Outcome{Skipped: true, Message: want + " is installed"}, nil
 	}
 	if spec["installPlanApproval"] != "Manual" {
-		return Outcome{Skipped: true, Message: "Automatic approval"}, nil
+		return runner.Outcome{Skipped: true, Message: "Automatic approval"}, nil
 	}
 	progress(health.Progress{Message: "waiting for OLM's InstallPlan for " + want})
-	ips := x.clients.Dynamic.Resource(installPlansGVR).Namespace(ns)
+	ips := x.clients.Dynamic.Resource(kube.InstallPlansGVR).Namespace(ns)
 	var planName string
 	_, err = watchtools.UntilWithSync(ctx, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ips.List(ctx, o) },
@@ -212,33 +204,33 @@ func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(heal
 		return false, nil
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("no InstallPlan for %s appeared: %w", want, err)
+		return runner.Outcome{}, fmt.Errorf("no InstallPlan for %s appeared: %w", want, err)
 	}
 	patch := []byte(`{"spec":{"approved":true}}`)
 	if _, err := ips.Patch(ctx, planName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-		return Outcome{}, fmt.Errorf("approve InstallPlan %s: %w", planName, err)
+		return runner.Outcome{}, fmt.Errorf("approve InstallPlan %s: %w", planName, err)
 	}
-	return Outcome{Message: "approved InstallPlan " + planName + " for " + want, Changed: true}, nil
+	return runner.Outcome{Message: "approved InstallPlan " + planName + " for " + want, Changed: true}, nil
 }
 
 // clusterPolicy builds the ClusterPolicy from the installed CSV's alm-examples, merges the step's
 // overrides over its spec, and server-side applies it.
-func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	// OLM has just installed the bundle's CRDs: forget the discovery gpuctl cached before.
 	x.clients.Refresh()
 	ns, sub := splitTarget(s.Target)
-	subObj, err := x.clients.Dynamic.Resource(subscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
+	subObj, err := x.clients.Dynamic.Resource(kube.SubscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
-	csv, err := x.clients.Dynamic.Resource(csvsGVR).Namespace(ns).Get(ctx, csvName, metav1.GetOptions{})
+	csv, err := x.clients.Dynamic.Resource(kube.CSVsGVR).Namespace(ns).Get(ctx, csvName, metav1.GetOptions{})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("CSV %s: %w", csvName, err)
+		return runner.Outcome{}, fmt.Errorf("CSV %s: %w", csvName, err)
 	}
 	var examples []map[string]any
 	if err := json.Unmarshal([]byte(csv.GetAnnotations()["alm-examples"]), &examples); err != nil {
-		return Outcome{}, fmt.Errorf("CSV %s alm-examples: %w", csvName, err)
+		return runner.Outcome{}, fmt.Errorf("CSV %s alm-examples: %w", csvName, err)
 	}
 	var policy map[string]any
 	for _, e := range examples {
@@ -248,7 +240,7 @@ func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (Outcome, er
 		}
 	}
 	if policy == nil {
-		return Outcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
+		return runner.Outcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
 	}
 	spec, _ := policy["spec"].(map[string]any)
 	policy["spec"] = plan.MergeValues(spec, s.PolicySpec)

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -9,11 +9,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -37,44 +34,8 @@ type recordBefore struct {
 
 // objectExists reads an object the record names; a kind the cluster does not serve has none.
 func objectExists(ctx context.Context, clients *kube.Clients, o record.Object) (bool, error) {
-	uid, err := objectUID(ctx, clients, o)
+	uid, err := record.UIDNow(ctx, clients, o)
 	return uid != "", err
-}
-
-// objectUID is the UID of the object the record names as it is now ("" when there is none; a kind
-// the cluster does not serve has none).
-func objectUID(ctx context.Context, clients *kube.Clients, o record.Object) (types.UID, error) {
-	ri, err := recordedResource(clients, o)
-	if err != nil {
-		if kube.Absent(err) {
-			return "", nil
-		}
-		return "", err
-	}
-	obj, err := ri.Get(ctx, o.Name, metav1.GetOptions{})
-	if kube.Absent(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return obj.GetUID(), nil
-}
-
-// recordedResource is the dynamic client of a recorded object.
-func recordedResource(clients *kube.Clients, o record.Object) (dynamic.ResourceInterface, error) {
-	gv, err := schema.ParseGroupVersion(o.APIVersion)
-	if err != nil {
-		return nil, err
-	}
-	m, err := clients.Mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return nil, err
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return clients.Dynamic.Resource(m.Resource).Namespace(o.Namespace), nil
-	}
-	return clients.Dynamic.Resource(m.Resource), nil
 }
 
 // snapshotBefore reads what the record needs to know of the cluster before the first write.
@@ -168,7 +129,7 @@ func (x *executor) objectsBefore(ctx context.Context) (map[record.Object]bool, e
 
 // customResourcesBefore are the UIDs of the stack's custom resources that exist.
 func (x *executor) customResourcesBefore(ctx context.Context) (map[types.UID]bool, error) {
-	existing, _, err := listStackResources(ctx, x.clients.Dynamic)
+	existing, _, err := record.ListStackResources(ctx, x.clients.Dynamic)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +260,7 @@ func (x *executor) recordObjects(ctx context.Context, r *record.Record, b *recor
 		}
 	}
 	for o, existed := range b.objects {
-		if uid, err := objectUID(ctx, x.clients, o); err == nil && uid != "" {
+		if uid, err := record.UIDNow(ctx, x.clients, o); err == nil && uid != "" {
 			o.UID, o.Created = uid, !existed
 			r.Objects = append(r.Objects, o)
 		}
@@ -343,13 +304,13 @@ func mergePrevious(r, prev *record.Record) {
 // provably its own (an object of its releases, or applied by gpuctl: a ClusterPolicy someone else
 // created meanwhile is neither).
 func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) ([]record.Object, error) {
-	now, objs, err := listStackResources(ctx, x.clients.Dynamic)
+	now, objs, err := record.ListStackResources(ctx, x.clients.Dynamic)
 	if err != nil {
 		return nil, err
 	}
-	var rels []uninstallRelease
+	var rels []record.ReleaseRef
 	for _, r := range x.plan.RunningReleases() {
-		rels = append(rels, uninstallRelease{r.Name, x.plan.ReleaseNamespace(r)})
+		rels = append(rels, record.ReleaseRef{Name: r.Name, Namespace: x.plan.ReleaseNamespace(r)})
 	}
 	var prev map[types.UID]bool
 	if b.prev != nil {
@@ -363,7 +324,7 @@ func (x *executor) recordCustomResources(ctx context.Context, b *recordBefore) (
 	legacy := b.prev != nil && !b.prev.TracksCustomResources && !b.prev.Uninstalled
 	var out []record.Object
 	for i, o := range now {
-		if prev[o.UID] || ((!b.customResources[o.UID] || legacy) && provenance(&objs[i], rels) != "") {
+		if prev[o.UID] || ((!b.customResources[o.UID] || legacy) && record.Provenance(&objs[i], rels) != "") {
 			out = append(out, o)
 		}
 	}

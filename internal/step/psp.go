@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -9,19 +9,20 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // psp binds VMware's privileged PodSecurityPolicy to the namespace's service accounts on clusters
 // that still serve PodSecurityPolicy (removed in Kubernetes 1.25;
 // https://raw.githubusercontent.com/wavefrontHQ/wavefront-collector-for-kubernetes/master/deploy/vsphere-tanzu/0-vsphere-tanzu-rolebinding.yaml):
 // the GPU operator dropped PSP support in 24.3.0, so without this its privileged operands are rejected there.
-func (x *executor) psp(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) psp(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	served, err := PSPServed(x.clients)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	if !served {
-		return Outcome{Skipped: true, Message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
+		return runner.Outcome{Skipped: true, Message: "this cluster serves no PodSecurityPolicy (removed in Kubernetes 1.25)"}, nil
 	}
 	return x.objects(ctx, &plan.Step{Objects: []map[string]any{plan.PSPBinding(s.Target)}})
 }

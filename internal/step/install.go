@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -9,10 +9,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
-
-// ResumeHint is what an interrupted install or upgrade tells the user to do.
-const ResumeHint = "run gpuctl install again: it continues where this run stopped"
 
 // Install carries out an install (or upgrade) Plan under the lock its verb holds, then writes the
 // install record from what existed before the first write and what exists after.
@@ -23,8 +21,8 @@ type Install struct {
 	// Secrets are the Secret objects of the plan's KindSecrets steps, read before the run (their
 	// contents never reach an event).
 	Secrets []map[string]any
-	// Lock is the install lock the verb took; its holder identity labels what the releases write.
-	Lock *Lock
+	// runner.Lock is the install lock the verb took; its holder identity labels what the releases write.
+	Lock *runner.Lock
 	// Inputs, Version and Command are what the install record says of the run.
 	Inputs  record.Inputs
 	Version string
@@ -33,7 +31,7 @@ type Install struct {
 
 // InstallOutcome is what an install run did.
 type InstallOutcome struct {
-	Steps []StepResult
+	Steps []runner.StepResult
 	// GPUNodes are the GPU nodes at the end: the plan's, and any NFD or the operator labelled since.
 	GPUNodes []string
 	Changed  bool
@@ -50,7 +48,7 @@ func (in *Install) Run(ctx context.Context) (*InstallOutcome, error) {
 		return &InstallOutcome{}, err
 	}
 	x.labelsBefore = before.nodes
-	r := &Runner{Sink: x.sink, Resume: ResumeHint}
+	r := &runner.Runner{Sink: x.sink, Resume: runner.ResumeHint}
 	err = r.Run(ctx, x.steps())
 	if rerr := x.writeRecord(ctx, before, in.Inputs, in.Version, in.Command, err); rerr != nil {
 		err = errors.Join(err, rerr)

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 func TestInterrupted(t *testing.T) {
@@ -39,7 +40,7 @@ func TestInterrupted(t *testing.T) {
 		{"the deadline is not an interrupt", late, false},
 		{"running", context.Background(), false},
 	} {
-		if got := Interrupted(tc.ctx); got != tc.want {
+		if got := runner.Interrupted(tc.ctx); got != tc.want {
 			t.Errorf("%s: interrupted = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -15,10 +15,11 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 func TestPSPStep(t *testing.T) {
-	run := func(t *testing.T, served bool) (Outcome, []k8stesting.Action, error) {
+	run := func(t *testing.T, served bool) (runner.Outcome, []k8stesting.Action, error) {
 		t.Helper()
 		cs := fake.NewClientset()
 		disc := cs.Discovery().(*fakediscovery.FakeDiscovery)

@@ -1,10 +1,11 @@
-package runner
+package step
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -21,13 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 func TestRunResult(t *testing.T) {
@@ -38,7 +42,7 @@ func TestRunResult(t *testing.T) {
 	}{
 		{"a run that ended well succeeded", nil, "succeeded"},
 		{"a run that failed failed", errors.New("wait for the validators: timed out"), "failed"},
-		{"an interrupted run was interrupted", &InterruptedError{Count: 3}, "interrupted"},
+		{"an interrupted run was interrupted", &runner.InterruptedError{Count: 3}, "interrupted"},
 		{"a cancellation wrapped in a step's error was an interrupt", fmt.Errorf("apply: %w", context.Canceled), "interrupted"},
 		{"the run's deadline is a failure", context.DeadlineExceeded, "failed"},
 	} {
@@ -212,4 +216,52 @@ func TestRecordObjectsKeepTheirUIDs(t *testing.T) {
 	if want := []record.Object{ngc}; !reflect.DeepEqual(r.Objects, want) {
 		t.Errorf("objects %+v, want %+v (found, with its UID)", r.Objects, want)
 	}
+}
+
+func TestTheRecordKeepsTheUIDsOfTheCustomResourcesGpuctlCreated(t *testing.T) {
+	helm := map[string]string{"meta.helm.sh/release-name": "gpu-operator", "meta.helm.sh/release-namespace": "gpu-operator"}
+	now := []runtime.Object{
+		kubetest.CustomResource("ClusterPolicy", "cluster-policy", "cp-new", helm),
+		kubetest.CustomResource("ClusterPolicy", "found", "cp-found", helm),
+		kubetest.CustomResource("NVIDIADriver", "team-a", "drv-team", nil),
+		kubetest.CustomResource("NVIDIADriver", "earlier", "drv-earlier", nil),
+	}
+	p := &plan.Plan{Namespace: "gpu-operator", Steps: []plan.Step{{Kind: plan.KindRelease, Release: &plan.Release{Name: "gpu-operator"}}}}
+	for _, tc := range []struct {
+		name string
+		prev *record.Record
+		want []types.UID
+	}{
+		{"a first install records what it created and its releases made, not what was there or someone else made", nil, []types.UID{"cp-new"}},
+		{"a later run keeps what an earlier one recorded",
+			&record.Record{TracksCustomResources: true, CustomResources: []record.Object{{UID: "drv-earlier"}, {UID: "gone"}}}, []types.UID{"cp-new", "drv-earlier"}},
+		{"over a record of an older gpuctl, what its releases made counts even if it was there before",
+			&record.Record{}, []types.UID{"cp-new", "cp-found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := &executor{clients: &kube.Clients{Dynamic: stackDynamicClient(now...)}, plan: p}
+			b := &recordBefore{prev: tc.prev, customResources: map[types.UID]bool{"cp-found": true, "drv-earlier": true}}
+			got, err := x.recordCustomResources(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uids []types.UID
+			for _, o := range got {
+				uids = append(uids, o.UID)
+			}
+			slices.Sort(uids)
+			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(uids, want) {
+				t.Errorf("recorded %v, want %v", uids, want)
+			}
+		})
+	}
+}
+
+// stackDynamicClient serves the stack's custom resource kinds (record.StackResources) with objs.
+func stackDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	kinds := map[schema.GroupVersionResource]string{}
+	for _, r := range record.StackResources() {
+		kinds[r.GVR] = r.Kind + "List"
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 }

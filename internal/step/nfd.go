@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // nfdLabelPrefix starts every label NFD sets (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0).
@@ -26,18 +27,18 @@ const nfdLabelPrefix = "feature.node.kubernetes.io/"
 // for each of them to get the PCI label. When it knew none (bare metal, kubeadm), it waits for NFD's
 // first pass — the worker DaemonSet rolled out and as many nodes labelled as it has pods — and takes
 // the nodes NFD found an NVIDIA PCI device on.
-func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) (Outcome, error) {
+func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) (runner.Outcome, error) {
 	pci := health.NFDGPULabels()
 	if len(x.plan.GPUNodes) > 0 {
 		if err := x.waiter(progress).NodesLabelled(ctx, x.plan.GPUNodes, pci); err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 	} else if err := x.waitNFDFirstPass(ctx, progress); err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	gpu := append([]string(nil), x.plan.GPUNodes...)
 	for _, n := range nodes.Items {
@@ -49,12 +50,12 @@ func (x *executor) waitNFD(ctx context.Context, progress func(health.Progress)) 
 	}
 	x.gpuNodes = health.SortedUniqueNames(gpu)
 	if len(x.gpuNodes) == 0 {
-		return Outcome{}, &StepError{
+		return runner.Outcome{}, &runner.StepError{
 			Err:  fmt.Errorf("NFD labelled the nodes and found no NVIDIA PCI device (vendor 10de) on any"),
 			Hint: "check that the GPU nodes have joined and that nfd-worker runs on them (kubectl get pods -A -l app.kubernetes.io/name=node-feature-discovery -o wide)",
 		}
 	}
-	return Outcome{Message: fmt.Sprintf("%d GPU nodes: %s", len(x.gpuNodes), strings.Join(x.gpuNodes, ", "))}, nil
+	return runner.Outcome{Message: fmt.Sprintf("%d GPU nodes: %s", len(x.gpuNodes), strings.Join(x.gpuNodes, ", "))}, nil
 }
 
 // waitNFDFirstPass waits for the NFD worker DaemonSet (ours or another, recognised as detection

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -19,7 +20,7 @@ func TestLabelChange(t *testing.T) {
 			n.Labels[key] = value
 		}
 		for _, m := range managers {
-			n.ManagedFields = append(n.ManagedFields, managed(m, []string{key}, nil))
+			n.ManagedFields = append(n.ManagedFields, kubetest.ManagedFields(m, []string{key}, nil))
 		}
 		return n
 	}
@@ -63,7 +64,7 @@ func deref(s *string) string {
 func TestLabelWrites(t *testing.T) {
 	const key = plan.SharingLabel
 	gpuctls := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "l-1", Labels: map[string]string{key: "time-slicing-4"},
-		ManagedFields: []metav1.ManagedFieldsEntry{managed("gpuctl", []string{key}, nil)}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{kubetest.ManagedFields("gpuctl", []string{key}, nil)}}}
 	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "a-2", Labels: map[string]string{key: "mps-2"}}}, gpuctls}
 	s := &plan.Step{ID: "sharing-labels", Kind: plan.KindNodeLabels, Labels: &plan.NodeLabels{Key: key, Nodes: map[string]string{"a-1": "mps-2", "a-2": "mps-2"}}}
 	got := LabelWrites(nodes, s, map[string]record.NodeMetadata{"l-1": {Labels: map[string]string{key: "theirs"}}})

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // taintPlan is what plan.Build gives where detection saw no GPU node yet (NFD had not run) on a
@@ -71,7 +72,7 @@ func TestRetaint(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want it to name %s", err, tc.wantErr)
 				}
-				var se *StepError
+				var se *runner.StepError
 				if !errors.As(err, &se) || !strings.Contains(se.Hint, "--no-taint") {
 					t.Errorf("hint of %v names no way out", err)
 				}

@@ -1,4 +1,4 @@
-package runner
+package step
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // nodeLabels carries out a KindNodeLabels step: the planned nodes get the label (merge patches under
 // gpuctl's field manager, so uninstall knows the label as gpuctl's: uninstall_labels.go); every other
 // node whose label only gpuctl wrote (an earlier --sharing choice) gets the value it had before
 // gpuctl's first install back, or loses it. A label someone else also wrote there is theirs.
-func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error) {
+func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
 	nodes, err := x.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("list nodes: %w", err)
+		return runner.Outcome{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var set, reset []string
 	for _, w := range LabelWrites(nodes.Items, s, x.labelsBefore) {
@@ -33,10 +34,10 @@ func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{w.Key: v}}})
 		if err != nil {
-			return Outcome{}, err
+			return runner.Outcome{}, err
 		}
 		if _, err := x.clients.Kube.CoreV1().Nodes().Patch(ctx, w.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-			return Outcome{}, fmt.Errorf("label node %s: %w", w.Node, err)
+			return runner.Outcome{}, fmt.Errorf("label node %s: %w", w.Node, err)
 		}
 		if _, planned := s.Labels.Nodes[w.Node]; planned {
 			set = append(set, w.Node)
@@ -52,7 +53,7 @@ func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return Outcome{Changed: len(set)+len(reset) > 0}, fmt.Errorf("label nodes: %s gone since the plan was made", strings.Join(missing, ", "))
+		return runner.Outcome{Changed: len(set)+len(reset) > 0}, fmt.Errorf("label nodes: %s gone since the plan was made", strings.Join(missing, ", "))
 	}
 	msg := fmt.Sprintf("%d nodes labelled %s", len(set), s.Labels.Key)
 	if len(reset) > 0 {
@@ -61,7 +62,7 @@ func (x *executor) nodeLabels(ctx context.Context, s *plan.Step) (Outcome, error
 	if len(set)+len(reset) == 0 {
 		msg = "every node already as planned"
 	}
-	return Outcome{Message: msg, Changed: len(set)+len(reset) > 0}, nil
+	return runner.Outcome{Message: msg, Changed: len(set)+len(reset) > 0}, nil
 }
 
 // LabelWrites are the label writes of the node-labels step s on nodes as they are now (before: the
@@ -113,7 +114,7 @@ func labelChange(n *corev1.Node, l *plan.NodeLabels, before record.NodeMetadata)
 	if !has {
 		return nil, false
 	}
-	managers, _ := metadataManagers(n.ManagedFields)
+	managers, _ := kube.MetadataManagers(n.ManagedFields)
 	if !slices.Equal(managers[l.Key], []string{kube.FieldManager}) {
 		return nil, false
 	}
