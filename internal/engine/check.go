@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // Check runs the pre-install checks (`gpuctl check --pre`): detect, plan with the same options an
@@ -121,11 +122,12 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 	}
 	if in.plan != nil {
 		env.Namespace = in.plan.Namespace
+		env.StepNeeds = step.Needs(in.plan)
 		kubeVersion := ""
 		if in.detection != nil {
 			kubeVersion = in.detection.KubernetesVersion
 		}
-		objs, sizes, err := render.Plan(ctx, in.plan, kubeVersion)
+		objs, sizes, err := step.Render(ctx, in.plan, kubeVersion)
 		env.ReleaseSizes = sizes
 		if err != nil {
 			if ctx.Err() != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // checkCluster is a kubeadm cluster at the sandbox's Kubernetes version: a control plane and one GPU
@@ -221,7 +222,7 @@ func TestPlanObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, _, err := render.Plan(context.Background(), p, det.KubernetesVersion)
+	objs, _, err := step.Render(context.Background(), p, det.KubernetesVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

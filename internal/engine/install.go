@@ -280,7 +280,7 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 // dryRun lists every write of p's run, and says where the run would stop on its own writes.
 func (i *Install) dryRun(ctx context.Context, o InstallOptions, det *detect.Result, p *plan.Plan, sink event.Sink) error {
 	var err error
-	if p.Writes, err = installWrites(ctx, i.Clients, p); err != nil {
+	if p.Writes, err = step.Writes(ctx, i.Clients, p); err != nil {
 		return err
 	}
 	for _, w := range dryRunRefusals(ctx, i.Clients, o.SkipChecks, det, p) {

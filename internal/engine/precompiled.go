@@ -10,7 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
 	"github.com/gpuctl/gpuctl/internal/plan"
-	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // PrecompiledNone is upgrade's --precompiled value that takes the recorded "auto" off: the driver
@@ -40,7 +40,7 @@ func (i *Install) precompiledFacts(ctx context.Context, det *detect.Result, firs
 	if len(keys) == 0 {
 		return f, nil
 	}
-	objs, _, err := render.Plan(ctx, first, det.KubernetesVersion)
+	objs, _, err := step.Render(ctx, first, det.KubernetesVersion)
 	if err != nil {
 		return nil, fmt.Errorf("render the plan to find the driver image: %w", err)
 	}

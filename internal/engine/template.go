@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
-	"github.com/gpuctl/gpuctl/internal/release"
-	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // Template renders every chart, in install order, with the values an install would use: the namespace
@@ -33,7 +31,7 @@ func (t *Template) Run(ctx context.Context) (string, *plan.Plan, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	out, err := t.render(ctx, p, p.Namespace)
+	out, err := step.RenderYAML(ctx, p, p.Namespace, t.KubeVersion)
 	return out, p, err
 }
 
@@ -80,35 +78,4 @@ func (t *Template) detection(ctx context.Context) (*detect.Result, error) {
 		return nil, fmt.Errorf("without --profile, template detects the cluster: no cluster configured")
 	}
 	return detect.Run(ctx, detect.From(t.Clients))
-}
-
-// render writes the plan's objects steps and releases (with their CRDs) as one YAML stream.
-func (t *Template) render(ctx context.Context, p *plan.Plan, ns string) (string, error) {
-	var b strings.Builder
-	for _, s := range p.Steps {
-		if s.Skip != "" {
-			continue
-		}
-		switch s.Kind {
-		case plan.KindObjects:
-			for _, o := range s.Objects {
-				y, err := render.YAMLDoc(o)
-				if err != nil {
-					return "", err
-				}
-				fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
-			}
-		case plan.KindRelease:
-			ch, err := render.LoadChart(s.Release.Chart, s.Release.AppVersion)
-			if err != nil {
-				return "", err
-			}
-			out, err := (&release.Render{Name: s.Release.Name, Namespace: ns, Chart: ch, Values: s.Release.Values, KubeVersion: t.KubeVersion, IncludeCRDs: true}).Run(ctx)
-			if err != nil {
-				return "", err
-			}
-			b.WriteString(out)
-		}
-	}
-	return b.String(), nil
 }

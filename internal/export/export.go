@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // Engine is the GitOps engine the export is for.
@@ -141,32 +142,22 @@ func (e *Export) Run(p *plan.Plan) (*Result, error) {
 	var releases []*plan.Release
 	for i := range p.Steps {
 		s := &p.Steps[i]
-		if s.Kind == plan.KindTaint && s.Skip != "" {
-			r.Notes = append(r.Notes, "gpuctl would not taint the GPU nodes here ("+s.Skip+"); where you want the taint, set it in the node pool's configuration or run `gpuctl taint`: a GitOps engine does not change nodes")
+		k, err := step.For(s.Kind)
+		if err != nil {
+			return nil, err
 		}
-		if s.Skip != "" {
-			continue
+		x := k.Exported(s)
+		for _, o := range x.Objects {
+			r.Documents = append(r.Documents, plainDocument(o.Object, s.ID, o.Comment...))
 		}
-		switch s.Kind {
-		case plan.KindObjects:
-			for _, o := range s.Objects {
-				r.Documents = append(r.Documents, plainDocument(o, s.ID))
-			}
-		case plan.KindPSP:
-			r.Documents = append(r.Documents, plainDocument(plan.PSPBinding(s.Target), s.ID,
-				"binds the privileged PodSecurityPolicy on older TKGS; harmless where PodSecurityPolicy is no longer served (Kubernetes 1.25 and newer)"))
-		case plan.KindSecrets:
-			r.Notes = append(r.Notes, secretNotes(s)...)
-		case plan.KindTaint:
-			r.Notes = append(r.Notes, taintNote(s.Taint))
-		case plan.KindSafety:
-			r.Notes = append(r.Notes, "gpuctl's run-time check that the taint strands no workload (and the tolerations it adds to the operator and NFD where every schedulable node is a GPU node) is not part of an export: check with `gpuctl check --pre` before tainting")
-		case plan.KindCRDs:
+		r.Notes = append(r.Notes, x.Notes...)
+		if x.CRDs {
 			if err := e.crds(r, s); err != nil {
 				return nil, err
 			}
-		case plan.KindRelease:
-			releases = append(releases, s.Release)
+		}
+		if x.Release != nil {
+			releases = append(releases, x.Release)
 		}
 	}
 	for _, w := range p.Warnings {
@@ -196,30 +187,6 @@ func plainDocument(o map[string]any, step string, comment ...string) Document {
 	kind, _ := o["kind"].(string)
 	return Document{File: strings.ToLower(kind) + "-" + name, Object: plan.CloneValues(o),
 		Comment: append([]string{"gpuctl plan step " + step}, comment...)}
-}
-
-// secretNotes say which Secrets the values name and how to create them: their material never enters
-// the export.
-func secretNotes(s *plan.Step) []string {
-	var out []string
-	for _, sec := range s.Secrets {
-		how := "kubectl create secret generic " + sec.Name + " -n " + sec.Namespace
-		if sec.Type == "kubernetes.io/dockerconfigjson" {
-			how = "kubectl create secret docker-registry " + sec.Name + " -n " + sec.Namespace + " --docker-server=" + sec.Server + " --docker-username='$oauthtoken' --docker-password=\"$NGC_API_KEY\""
-		} else {
-			for _, k := range sec.Keys {
-				how += " --from-file=" + k + "=" + k
-			}
-		}
-		out = append(out, fmt.Sprintf("Secret %s/%s (%s, keys %s) is referenced by the values, never written here: create it on each cluster before the operator's release (`%s`), or deliver it with your secrets tooling (SOPS, Sealed Secrets, External Secrets); never commit it",
-			sec.Namespace, sec.Name, sec.Type, strings.Join(sec.Keys, ", "), how))
-	}
-	return out
-}
-
-// taintNote: an engine applies objects, it does not taint nodes.
-func taintNote(t *plan.Taint) string {
-	return fmt.Sprintf("the GPU nodes' taint %s=%s:%s is not exported: a GitOps engine does not change nodes; set it in the node pool's configuration (so new nodes get it), or run `gpuctl taint` once the operator is in", t.Key, t.Value, t.Effect)
 }
 
 // layerNames are a release's value layers, lowest precedence first.

@@ -65,6 +65,9 @@ type Env struct {
 	// Objects are every object the install would write: the Plan's Objects, the CRDs, and the rendered
 	// manifests of each release.
 	Objects []*unstructured.Unstructured
+	// StepNeeds are the reads and writes the Plan's steps make beyond the objects they apply (each step
+	// kind says its own: internal/step, Kind.Needs).
+	StepNeeds []Access
 	// Removed are the objects of the releases' deployed manifests that the new render no longer has:
 	// an upgrade's Helm deletes them.
 	Removed []*unstructured.Unstructured

@@ -22,7 +22,7 @@ import (
 )
 
 // authorizer answers SelfSubjectAccessReviews in tests.
-type authorizer func(a access) bool
+type authorizer func(a Access) bool
 
 // fakeKube is a fake clientset whose SelfSubjectAccessReviews are answered by allow; asked counts them.
 func fakeKube(allow authorizer, objs ...runtime.Object) (*fake.Clientset, *atomic.Int64) {
@@ -31,11 +31,11 @@ func fakeKube(allow authorizer, objs ...runtime.Object) (*fake.Clientset, *atomi
 	cs.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		asked.Add(1)
 		r := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
-		var a access
+		var a Access
 		if ra := r.Spec.ResourceAttributes; ra != nil {
-			a = access{Namespace: ra.Namespace, Verb: ra.Verb, Group: ra.Group, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name}
+			a = Access{Namespace: ra.Namespace, Verb: ra.Verb, Group: ra.Group, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name}
 		} else if na := r.Spec.NonResourceAttributes; na != nil {
-			a = access{Verb: na.Verb, Path: na.Path}
+			a = Access{Verb: na.Verb, Path: na.Path}
 		}
 		r.Status.Allowed = allow != nil && allow(a)
 		return true, r, nil
@@ -44,12 +44,12 @@ func fakeKube(allow authorizer, objs ...runtime.Object) (*fake.Clientset, *atomi
 }
 
 // allowAll is cluster-admin.
-func allowAll(access) bool { return true }
+func allowAll(Access) bool { return true }
 
 // allowExcept allows everything but the wildcard question and the listed accesses, written as
-// access.String() ("create apps/daemonsets in gpu-operator").
+// Access.String() ("create apps/daemonsets in gpu-operator").
 func allowExcept(denied ...string) authorizer {
-	return func(a access) bool {
+	return func(a Access) bool {
 		if a.Verb == "*" && a.Resource == "*" {
 			return false
 		}
@@ -146,7 +146,9 @@ func testDetection() *detect.Result {
 // testEnv is an Env for the test cluster, with everything allowed.
 func testEnv() *Env {
 	kube, _ := fakeKube(allowAll)
-	return &Env{Kube: kube, Detection: testDetection(), Plan: testPlan(nil, false), Bundle: bundle.Default(), Mapper: testMapper(), Namespace: "gpu-operator"}
+	// StepNeeds as the taint step asks for them (internal/step, whose tests check each kind's own).
+	return &Env{Kube: kube, Detection: testDetection(), Plan: testPlan(nil, false), Bundle: bundle.Default(), Mapper: testMapper(), Namespace: "gpu-operator",
+		StepNeeds: []Access{{Verb: "patch", Resource: "nodes"}, {Verb: "list", Group: "apps", Resource: "daemonsets"}}}
 }
 
 // run runs one check by ID.

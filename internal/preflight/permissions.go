@@ -11,14 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // need is a permission the install needs, and why, when the reason is not simply "it writes that
 // object".
 type need struct {
-	access
+	Access
 	// via names the role whose rules the caller must hold to create or bind it, e.g. "ClusterRole
 	// gpu-operator"; empty for the install's own reads and writes.
 	via string
@@ -40,8 +39,8 @@ func checkPermissions(ctx context.Context, env *Env) Result {
 	rv := newReviewer(env.Kube)
 
 	// One question settles it for cluster-admin and its equivalents.
-	everything := access{Verb: "*", Group: "*", Resource: "*"}
-	ans, err := rv.allowed(ctx, []access{everything})
+	everything := Access{Verb: "*", Group: "*", Resource: "*"}
+	ans, err := rv.allowed(ctx, []Access{everything})
 	if err != nil {
 		return reviewFailed(err)
 	}
@@ -50,19 +49,19 @@ func checkPermissions(ctx context.Context, env *Env) Result {
 		return pass(fmt.Sprintf("you may do anything, like cluster-admin; the install needs %d permissions", countDistinct(needs)))
 	}
 
-	qs := make([]access, 0, len(needs))
+	qs := make([]Access, 0, len(needs))
 	for _, n := range needs {
-		qs = append(qs, n.access)
+		qs = append(qs, n.Access)
 	}
 	ans, err = rv.allowed(ctx, qs)
 	if err != nil {
 		return reviewFailed(err)
 	}
-	missing := map[access]need{}
+	missing := map[Access]need{}
 	for _, n := range needs {
-		if !ans[n.access] {
-			if _, dup := missing[n.access]; !dup {
-				missing[n.access] = n
+		if !ans[n.Access] {
+			if _, dup := missing[n.Access]; !dup {
+				missing[n.Access] = n
 			}
 		}
 	}
@@ -72,16 +71,16 @@ func checkPermissions(ctx context.Context, env *Env) Result {
 	}
 	qs = qs[:0]
 	for _, n := range esc {
-		qs = append(qs, n.access)
+		qs = append(qs, n.Access)
 	}
 	ans, err = rv.allowed(ctx, qs)
 	if err != nil {
 		return reviewFailed(err)
 	}
 	for _, n := range esc {
-		if !ans[n.access] {
-			if _, dup := missing[n.access]; !dup {
-				missing[n.access] = n
+		if !ans[n.Access] {
+			if _, dup := missing[n.Access]; !dup {
+				missing[n.Access] = n
 			}
 		}
 	}
@@ -98,21 +97,22 @@ func reviewFailed(err error) Result {
 }
 
 func countDistinct(needs []need) int {
-	seen := map[access]bool{}
+	seen := map[Access]bool{}
 	for _, n := range needs {
-		seen[n.access] = true
+		seen[n.Access] = true
 	}
 	return len(seen)
 }
 
 // installNeeds are the install's own reads and writes: every object it writes (get, create, patch,
-// update: Helm and server-side apply use create or patch, Helm upgrades update), Helm's release
-// Secrets, the CRD step, the taint, and the lists and watches of its waits.
+// update: Helm and server-side apply use create or patch, Helm upgrades update), what its steps
+// read and write beyond those (Env.StepNeeds: Helm's release Secrets, the CRDs, the taint, the
+// lists and watches of the waits), and the install record.
 func installNeeds(env *Env) []need {
 	var out []need
 	add := func(ns, group, resource string, verbs ...string) {
 		for _, v := range verbs {
-			out = append(out, need{access: access{Namespace: ns, Verb: v, Group: group, Resource: resource}})
+			out = append(out, need{Access: Access{Namespace: ns, Verb: v, Group: group, Resource: resource}})
 		}
 	}
 	crds := crdResources(env.Objects)
@@ -146,40 +146,11 @@ func installNeeds(env *Env) []need {
 		}
 		add(ns, m.Resource.Group, m.Resource.Resource, "delete")
 	}
-	ns := env.Namespace
-	// Helm keeps each release revision in a Secret in the release namespace (its default driver).
-	add(ns, "", "secrets", "get", "list", "create", "update", "delete")
-	// kube.ApplyCRDs reads, server-side applies, and watches until each CRD is Established.
-	add("", "apiextensions.k8s.io", "customresourcedefinitions", "get", "list", "watch", "create", "patch")
-	// The waits: NFD labels and allocatable GPUs on nodes, the operator Deployment, validator pods,
-	// operand DaemonSets and the ClusterPolicy (package health uses informers: list and watch).
-	add("", "", "nodes", "get", "list", "watch")
-	add(ns, "", "pods", "list", "watch")
-	add(ns, "apps", "daemonsets", "list", "watch")
-	add(ns, "apps", "deployments", "list", "watch")
-	add("", "nvidia.com", "clusterpolicies", "get", "list", "watch")
-	// The install record, a ConfigMap next to the lock (engine.RecordNamespace/RecordName).
+	for _, a := range env.StepNeeds {
+		out = append(out, need{Access: a})
+	}
+	// The install record, a ConfigMap next to the lock (record.Namespace/record.Name).
 	add("kube-system", "", "configmaps", "get", "create", "update")
-	if w := env.Plan.Step("wait-toleration"); w != nil && w.Skip == "" {
-		// gpuctl's MutatingAdmissionPolicy and its binding come with the operator release, rendered only
-		// where the cluster serves them (which an offline render cannot see), and the wait for it
-		// dry-runs a GPU pod (detect.ProbeGPUToleration).
-		for _, r := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
-			add("", "admissionregistration.k8s.io", r, "get", "create", "patch", "update")
-		}
-		add(detect.ProbeNamespace, "", "pods", "create")
-	}
-	for _, id := range []string{"node-labels", "mig-labels"} {
-		if l := env.Plan.Step(id); l != nil && l.Skip == "" {
-			// --sharing and --mig label the pools' nodes with their device-plugin and MIG config.
-			add("", "", "nodes", "patch")
-		}
-	}
-	if tainting(env.Plan) {
-		add("", "", "nodes", "patch")
-		// The taint safety check lists every DaemonSet to find those that would not reach GPU nodes.
-		add("", "apps", "daemonsets", "list")
-	}
 	return out
 }
 
@@ -238,7 +209,7 @@ func resourceFor(mapper meta.RESTMapper, crds map[schema.GroupKind]crdResource, 
 }
 
 // missingResult lists the missing permissions compactly, one line per resource, scope and reason.
-func missingResult(missing map[access]need, total int) Result {
+func missingResult(missing map[Access]need, total int) Result {
 	type lineKey struct {
 		group, resource, namespace, via, path string
 	}

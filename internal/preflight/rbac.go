@@ -93,10 +93,10 @@ func escalationNeeds(ctx context.Context, env *Env, rv *reviewer) ([]need, error
 	}
 
 	// First the cheap questions: escalate and bind, one each per role.
-	verbOn := func(verb string, r roleRef) access {
-		return access{Namespace: r.Namespace, Verb: verb, Group: rbacGroup, Resource: r.resource(), Name: r.Name}
+	verbOn := func(verb string, r roleRef) Access {
+		return Access{Namespace: r.Namespace, Verb: verb, Group: rbacGroup, Resource: r.resource(), Name: r.Name}
 	}
-	var qs []access
+	var qs []Access
 	for _, r := range order {
 		qs = append(qs, verbOn("escalate", r))
 		if bound[r] {
@@ -125,7 +125,7 @@ func escalationNeeds(ctx context.Context, env *Env, rv *reviewer) ([]need, error
 		rules, err := readRules(ctx, env, r)
 		if err != nil {
 			// The role cannot be read, so whether its rules are held is unknown: bind is what is missing.
-			out = append(out, need{access: verbOn("bind", r), via: "the bindings to " + r.String()})
+			out = append(out, need{Access: verbOn("bind", r), via: "the bindings to " + r.String()})
 			continue
 		}
 		out = append(out, ruleNeeds(rules, externalScope[r], "the bindings to "+r.String())...)
@@ -140,19 +140,19 @@ func ruleNeeds(rules []rbacv1.PolicyRule, namespace, via string) []need {
 	for _, rule := range rules {
 		for _, v := range rule.Verbs {
 			for _, url := range rule.NonResourceURLs {
-				out = append(out, need{access: access{Verb: v, Path: url}, via: via})
+				out = append(out, need{Access: Access{Verb: v, Path: url}, via: via})
 			}
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					resource, sub, _ := strings.Cut(res, "/")
-					a := access{Namespace: namespace, Verb: v, Group: g, Resource: resource, Subresource: sub}
+					a := Access{Namespace: namespace, Verb: v, Group: g, Resource: resource, Subresource: sub}
 					if len(rule.ResourceNames) == 0 {
-						out = append(out, need{access: a, via: via})
+						out = append(out, need{Access: a, via: via})
 						continue
 					}
 					for _, n := range rule.ResourceNames {
 						a.Name = n
-						out = append(out, need{access: a, via: via})
+						out = append(out, need{Access: a, via: via})
 					}
 				}
 			}

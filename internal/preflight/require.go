@@ -25,13 +25,13 @@ func Require(ctx context.Context, kube kubernetes.Interface, what string, perms 
 	}
 	rv := newReviewer(kube)
 	// One question settles it for cluster-admin and its equivalents.
-	everything := access{Verb: "*", Group: "*", Resource: "*"}
-	if ans, err := rv.allowed(ctx, []access{everything}); err != nil || ans[everything] {
+	everything := Access{Verb: "*", Group: "*", Resource: "*"}
+	if ans, err := rv.allowed(ctx, []Access{everything}); err != nil || ans[everything] {
 		return nil
 	}
-	qs := make([]access, 0, len(perms))
+	qs := make([]Access, 0, len(perms))
 	for _, p := range perms {
-		qs = append(qs, access{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace})
+		qs = append(qs, Access{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace})
 	}
 	ans, err := rv.allowed(ctx, qs)
 	if err != nil {

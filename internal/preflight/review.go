@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// access is one question for the API server's authorizer: may I do Verb on this resource (or, with
+// Access is one question for the API server's authorizer: may I do Verb on this resource (or, with
 // Path set, on this non-resource URL)? Empty Namespace means cluster-wide; "*" is a wildcard for the
 // verb, group and resource.
-type access struct {
+type Access struct {
 	Namespace   string
 	Verb        string
 	Group       string
@@ -32,19 +32,19 @@ const reviewConcurrency = 8
 type reviewer struct {
 	kube kubernetes.Interface
 	mu   sync.Mutex
-	seen map[access]bool
+	seen map[Access]bool
 }
 
 func newReviewer(kube kubernetes.Interface) *reviewer {
-	return &reviewer{kube: kube, seen: map[access]bool{}}
+	return &reviewer{kube: kube, seen: map[Access]bool{}}
 }
 
 // allowed reports the answers for qs, asking those not asked before, at most reviewConcurrency at a
 // time. An error is a question the API server could not answer.
-func (r *reviewer) allowed(ctx context.Context, qs []access) (map[access]bool, error) {
-	var todo []access
+func (r *reviewer) allowed(ctx context.Context, qs []Access) (map[Access]bool, error) {
+	var todo []Access
 	r.mu.Lock()
-	pending := map[access]bool{}
+	pending := map[Access]bool{}
 	for _, q := range qs {
 		if _, ok := r.seen[q]; !ok && !pending[q] {
 			pending[q] = true
@@ -70,7 +70,7 @@ func (r *reviewer) allowed(ctx context.Context, qs []access) (map[access]bool, e
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	out := make(map[access]bool, len(qs))
+	out := make(map[Access]bool, len(qs))
 	r.mu.Lock()
 	for _, q := range qs {
 		out[q] = r.seen[q]
@@ -79,7 +79,7 @@ func (r *reviewer) allowed(ctx context.Context, qs []access) (map[access]bool, e
 	return out, nil
 }
 
-func (r *reviewer) ask(ctx context.Context, q access) (bool, error) {
+func (r *reviewer) ask(ctx context.Context, q Access) (bool, error) {
 	spec := authorizationv1.SelfSubjectAccessReviewSpec{}
 	if q.Path != "" {
 		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: q.Path, Verb: q.Verb}
@@ -96,7 +96,7 @@ func (r *reviewer) ask(ctx context.Context, q access) (bool, error) {
 }
 
 // String is the question as a person reads it: "create apps/daemonsets in gpu-operator".
-func (q access) String() string {
+func (q Access) String() string {
 	if q.Path != "" {
 		return q.Verb + " " + q.Path
 	}
@@ -111,7 +111,7 @@ func (q access) String() string {
 }
 
 // resource is group/resource[/subresource], with the core group left out.
-func (q access) resource() string {
+func (q Access) resource() string {
 	r := q.Resource
 	if q.Subresource != "" {
 		r += "/" + q.Subresource

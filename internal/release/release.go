@@ -80,6 +80,11 @@ func NewClients(getter genericclioptions.RESTClientGetter) *Clients {
 	return &Clients{getter: getter, byNS: map[string]*Client{}}
 }
 
+// ClientsOf are Clients over existing ones, by namespace (tests give Helm's in-memory storage).
+func ClientsOf(byNS map[string]*Client) *Clients {
+	return &Clients{byNS: byNS}
+}
+
 // In is the Client for namespace ns.
 func (c *Clients) In(ns string) (*Client, error) {
 	if rc, ok := c.byNS[ns]; ok {

@@ -42,7 +42,7 @@ type InstallOutcome struct {
 // Run carries the plan out. The record is written whatever the run's end, an interrupt included.
 func (in *Install) Run(ctx context.Context) (*InstallOutcome, error) {
 	x := &executor{clients: in.Clients, plan: in.Plan, sink: event.Or(in.Sink), gpuNodes: in.Plan.GPUNodes, secrets: in.Secrets,
-		runID: in.Lock.RunID(), releases: map[string]*release.Client{}, extraValues: map[string]map[string]any{}}
+		runID: in.Lock.RunID(), releases: release.NewClients(in.Clients.Getter), extraValues: map[string]map[string]any{}}
 	before, err := x.snapshotBefore(ctx)
 	if err != nil {
 		return &InstallOutcome{}, err

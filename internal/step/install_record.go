@@ -32,6 +32,30 @@ type recordBefore struct {
 	customResources map[types.UID]bool
 }
 
+// recordedOf is what the record names of the plan's writes outside Helm releases: each step's kind
+// says (Kind.Recorded); skipped steps write nothing.
+func recordedOf(p *plan.Plan) (Recorded, error) {
+	var out Recorded
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Skip != "" {
+			continue
+		}
+		k, err := For(s.Kind)
+		if err != nil {
+			return Recorded{}, err
+		}
+		r, err := k.Recorded(s)
+		if err != nil {
+			return Recorded{}, err
+		}
+		out.CRDs = append(out.CRDs, r.CRDs...)
+		out.Namespaces = append(out.Namespaces, r.Namespaces...)
+		out.Objects = append(out.Objects, r.Objects...)
+	}
+	return out, nil
+}
+
 // objectExists reads an object the record names; a kind the cluster does not serve has none.
 func objectExists(ctx context.Context, clients *kube.Clients, o record.Object) (bool, error) {
 	uid, err := record.UIDNow(ctx, clients, o)
@@ -68,12 +92,12 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 
 // crdsBefore says which of the plan's CRDs exist.
 func (x *executor) crdsBefore(ctx context.Context) (map[string]bool, error) {
-	crds, err := record.PlanCRDs(x.plan)
+	planned, err := recordedOf(x.plan)
 	if err != nil {
 		return nil, err
 	}
 	exist := map[string]bool{}
-	for _, name := range crds {
+	for _, name := range planned.CRDs {
 		_, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read CRD %s: %w", name, err)
@@ -85,8 +109,12 @@ func (x *executor) crdsBefore(ctx context.Context) (map[string]bool, error) {
 
 // namespacesBefore says which of the plan's namespaces exist.
 func (x *executor) namespacesBefore(ctx context.Context) (map[string]bool, error) {
+	planned, err := recordedOf(x.plan)
+	if err != nil {
+		return nil, err
+	}
 	exist := map[string]bool{}
-	for _, ns := range record.PlanNamespaces(x.plan) {
+	for _, ns := range planned.Namespaces {
 		_, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read namespace %s: %w", ns, err)
@@ -116,8 +144,12 @@ func (x *executor) releasesBefore() (map[string]bool, error) {
 
 // objectsBefore says which of the plan's other objects exist.
 func (x *executor) objectsBefore(ctx context.Context) (map[record.Object]bool, error) {
+	planned, err := recordedOf(x.plan)
+	if err != nil {
+		return nil, err
+	}
 	exist := map[record.Object]bool{}
-	for _, o := range record.PlanObjects(x.plan) {
+	for _, o := range planned.Objects {
 		found, err := objectExists(ctx, x.clients, o)
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)

@@ -145,7 +145,7 @@ func TestRecordReleases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := &executor{plan: &plan.Plan{Namespace: "gpu-operator", Steps: tc.steps},
-				releases: map[string]*release.Client{"gpu-operator": helmWith(t, tc.deployed)}}
+				releases: release.ClientsOf(map[string]*release.Client{"gpu-operator": helmWith(t, tc.deployed)})}
 			r := &record.Record{}
 			if err := x.recordReleases(r, &recordBefore{releases: tc.before}); err != nil {
 				t.Fatal(err)

@@ -2,7 +2,6 @@ package step
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,13 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/runner"
@@ -123,135 +120,6 @@ func untilObject(ctx context.Context, ri dynamic.NamespaceableResourceInterface,
 		return cond(u)
 	})
 	return last, err
-}
-
-// waitCSV waits for the Subscription to install the CSV it resolved (status.currentCSV; during an
-// upgrade status.installedCSV still names the old one until the approved InstallPlan has run) and for
-// that CSV to reach Succeeded.
-func (x *executor) waitCSV(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
-	ns, sub := splitTarget(s.Target)
-	progress(health.Progress{Message: "waiting for subscription " + sub + " to install a CSV"})
-	subObj, err := untilObject(ctx, x.clients.Dynamic.Resource(kube.SubscriptionsGVR), ns, sub, func(u *unstructured.Unstructured) (bool, error) {
-		installed, _, _ := unstructured.NestedString(u.Object, "status", "installedCSV")
-		current, _, _ := unstructured.NestedString(u.Object, "status", "currentCSV")
-		if installed != "" && current != "" && installed != current {
-			progress(health.Progress{Message: "subscription " + sub + ": " + installed + " installed, waiting for " + current})
-		}
-		return installed != "" && (current == "" || installed == current), nil
-	})
-	if err != nil {
-		return runner.Outcome{}, &runner.StepError{Err: fmt.Errorf("subscription %s/%s installed no CSV: %w", ns, sub, err), Detail: subscriptionDetail(subObj),
-			Hint: "oc get subscription,installplan -n " + ns + " shows what OLM is waiting for"}
-	}
-	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
-	var phase string
-	csv, err := untilObject(ctx, x.clients.Dynamic.Resource(kube.CSVsGVR), ns, csvName, func(u *unstructured.Unstructured) (bool, error) {
-		phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
-		progress(health.Progress{Message: "CSV " + csvName + ": " + phase})
-		return phase == "Succeeded", nil
-	})
-	if err != nil {
-		reason, msg := "", ""
-		if csv != nil {
-			reason, _, _ = unstructured.NestedString(csv.Object, "status", "reason")
-			msg, _, _ = unstructured.NestedString(csv.Object, "status", "message")
-		}
-		return runner.Outcome{}, &runner.StepError{Err: fmt.Errorf("CSV %s/%s is %s, not Succeeded: %w", ns, csvName, phase, err),
-			Detail: strings.TrimSpace(reason + " " + msg), Hint: "oc describe csv " + csvName + " -n " + ns}
-	}
-	return runner.Outcome{Message: csvName + " Succeeded"}, nil
-}
-
-// approve approves exactly the InstallPlan that installs the CSV the Subscription's channel names,
-// as NVIDIA's OpenShift guide does by hand; any other plan stays unapproved.
-func (x *executor) approve(ctx context.Context, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
-	ns, sub := splitTarget(s.Target)
-	subObj, err := x.clients.Dynamic.Resource(kube.SubscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
-	if err != nil {
-		return runner.Outcome{}, err
-	}
-	spec, _, _ := unstructured.NestedStringMap(subObj.Object, "spec")
-	want := spec["startingCSV"]
-	if want == "" {
-		if _, want, err = x.channelHead(ctx, spec["source"], spec["name"], spec["channel"]); err != nil {
-			return runner.Outcome{}, err
-		}
-	}
-	if installed, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV"); installed == want {
-		return runner.Outcome{Skipped: true, Message: want + " is installed"}, nil
-	}
-	if spec["installPlanApproval"] != "Manual" {
-		return runner.Outcome{Skipped: true, Message: "Automatic approval"}, nil
-	}
-	progress(health.Progress{Message: "waiting for OLM's InstallPlan for " + want})
-	ips := x.clients.Dynamic.Resource(kube.InstallPlansGVR).Namespace(ns)
-	var planName string
-	_, err = watchtools.UntilWithSync(ctx, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ips.List(ctx, o) },
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return ips.Watch(ctx, o)
-		},
-	}, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok || ev.Type == watch.Deleted {
-			return false, nil
-		}
-		names, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "clusterServiceVersionNames")
-		if slices.Contains(names, want) {
-			planName = u.GetName()
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil {
-		return runner.Outcome{}, fmt.Errorf("no InstallPlan for %s appeared: %w", want, err)
-	}
-	patch := []byte(`{"spec":{"approved":true}}`)
-	if _, err := ips.Patch(ctx, planName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
-		return runner.Outcome{}, fmt.Errorf("approve InstallPlan %s: %w", planName, err)
-	}
-	return runner.Outcome{Message: "approved InstallPlan " + planName + " for " + want, Changed: true}, nil
-}
-
-// clusterPolicy builds the ClusterPolicy from the installed CSV's alm-examples, merges the step's
-// overrides over its spec, and server-side applies it.
-func (x *executor) clusterPolicy(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
-	// OLM has just installed the bundle's CRDs: forget the discovery gpuctl cached before.
-	x.clients.Refresh()
-	ns, sub := splitTarget(s.Target)
-	subObj, err := x.clients.Dynamic.Resource(kube.SubscriptionsGVR).Namespace(ns).Get(ctx, sub, metav1.GetOptions{})
-	if err != nil {
-		return runner.Outcome{}, err
-	}
-	csvName, _, _ := unstructured.NestedString(subObj.Object, "status", "installedCSV")
-	csv, err := x.clients.Dynamic.Resource(kube.CSVsGVR).Namespace(ns).Get(ctx, csvName, metav1.GetOptions{})
-	if err != nil {
-		return runner.Outcome{}, fmt.Errorf("CSV %s: %w", csvName, err)
-	}
-	var examples []map[string]any
-	if err := json.Unmarshal([]byte(csv.GetAnnotations()["alm-examples"]), &examples); err != nil {
-		return runner.Outcome{}, fmt.Errorf("CSV %s alm-examples: %w", csvName, err)
-	}
-	var policy map[string]any
-	for _, e := range examples {
-		if e["kind"] == "ClusterPolicy" {
-			policy = e
-			break
-		}
-	}
-	if policy == nil {
-		return runner.Outcome{}, fmt.Errorf("CSV %s has no ClusterPolicy among its alm-examples", csvName)
-	}
-	spec, _ := policy["spec"].(map[string]any)
-	policy["spec"] = plan.MergeValues(spec, s.PolicySpec)
-	policy["metadata"] = map[string]any{"name": s.PolicyName}
-	delete(policy, "status")
-	out, err := x.objects(ctx, &plan.Step{Objects: []map[string]any{policy}})
-	if err != nil {
-		return out, err
-	}
-	out.Message = "from " + csvName + "'s alm-examples: " + out.Message
-	return out, nil
 }
 
 func subscriptionDetail(u *unstructured.Unstructured) string {

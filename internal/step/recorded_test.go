@@ -1,10 +1,11 @@
-package record
+package step
 
 import (
 	"reflect"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/record"
 )
 
 func TestRecordObjectsNameWhatThePlanAppliesOutsideReleases(t *testing.T) {
@@ -15,13 +16,17 @@ func TestRecordObjectsNameWhatThePlanAppliesOutsideReleases(t *testing.T) {
 		{ID: "licensing", Kind: plan.KindSecrets, Secrets: []plan.SecretSpec{{Name: "licensing-config", Namespace: "gpu-operator"}, {Name: "ngc-secret", Namespace: "gpu-operator"}}},
 		{ID: "psp", Kind: plan.KindPSP, Target: "gpu-operator"},
 	}}
-	want := []Object{
+	want := []record.Object{
 		{APIVersion: "v1", Kind: "ResourceQuota", Name: "q", Namespace: "gpu-operator"},
 		{APIVersion: "v1", Kind: "Secret", Name: "licensing-config", Namespace: "gpu-operator"},
 		{APIVersion: "v1", Kind: "Secret", Name: "ngc-secret", Namespace: "gpu-operator"},
 		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Name: plan.PSPBindingName, Namespace: "gpu-operator"},
 	}
-	if got := PlanObjects(p); !reflect.DeepEqual(got, want) {
+	got, err := recordedOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Objects, want) || !reflect.DeepEqual(got.Namespaces, []string{"gpu-operator"}) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

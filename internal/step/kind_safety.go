@@ -14,13 +14,19 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
-// safety runs once NFD has labelled the GPU nodes, before the operator release and the taint, when
+// safetyKind checks, once NFD has labelled the GPU nodes, that the taint will strand nothing, and adds
+// tolerations where needed (Do).
+type safetyKind struct{}
+
+// Do runs once NFD has labelled the GPU nodes, before the operator release and the taint, when
 // the GPU nodes are known for sure. It fails when the taint would keep gpuctl's own GPU DaemonSets off
 // the GPU nodes (a values override dropped the toleration); where NFD found GPU nodes detection did not
 // know, it decides again whether to taint (retaint: not where every schedulable node turns out to be a
@@ -29,7 +35,7 @@ import (
 // (they tolerate only the control plane, NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml@v26.7.0;
 // NVIDIA/gpu-operator deployments/gpu-operator/values.yaml@v26.7.0), and warns about other DaemonSets that run on GPU
 // nodes without tolerating the taint.
-func (x *executor) safety(ctx context.Context, s *plan.Step) (runner.Outcome, error) {
+func (safetyKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(health.Progress)) (runner.Outcome, error) {
 	// NFD may have found GPU nodes detection did not know: decide again whether to taint.
 	if skipped, err := x.retaint(ctx, s); err != nil {
 		return runner.Outcome{}, err
@@ -68,6 +74,32 @@ func (x *executor) safety(ctx context.Context, s *plan.Step) (runner.Outcome, er
 		msgs = append(msgs, fmt.Sprintf("%d other DaemonSets would not reach GPU nodes", len(stranded)))
 	}
 	return runner.Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
+}
+
+// Writes: nothing listed; the tolerations it may add are a rule of the dry run (plan.WriteRules).
+func (safetyKind) Writes(context.Context, *lister, *plan.Step) error { return nil }
+
+// State: the check writes nothing itself; the tolerations it decides go into the releases' values.
+func (safetyKind) State(context.Context, *executor, *plan.Step) (string, error) {
+	return "nothing changed (the check only reads)", nil
+}
+
+func (safetyKind) Explained() bool { return false }
+
+// Needs: the nodes, and every DaemonSet, to find those that would not reach the GPU nodes.
+func (safetyKind) Needs(*plan.Step, string) []preflight.Access {
+	return append(access("", "", "nodes", "get", "list"), access("", "apps", "daemonsets", "list")...)
+}
+
+func (safetyKind) Recorded(*plan.Step) (Recorded, error) { return Recorded{}, nil }
+func (safetyKind) Rendered(*plan.Step) Rendered          { return Rendered{} }
+
+// Exported: a note; the check needs the cluster at the moment of the taint.
+func (safetyKind) Exported(s *plan.Step) Exported {
+	if s.Skip != "" {
+		return Exported{}
+	}
+	return Exported{Notes: []string{"gpuctl's run-time check that the taint strands no workload (and the tolerations it adds to the operator and NFD where every schedulable node is a GPU node) is not part of an export: check with `gpuctl check --pre` before tainting"}}
 }
 
 // gpuTaint is the taint gpuctl puts on GPU nodes.
@@ -160,7 +192,7 @@ func (x *executor) tolerateEverywhere(ctx context.Context, s *plan.Step) (change
 		return false, nil
 	}
 	nfd.Release.AddDetectedLayer(plan.Layer{Source: source, Values: s.Safety.NFDValues})
-	out, err := x.release(ctx, nfd)
+	out, err := releaseKind{}.Do(ctx, x, nfd, nil)
 	if err != nil {
 		return false, err
 	}

@@ -100,7 +100,11 @@ func TestReadState(t *testing.T) {
 				gpuNodes: []string{"gpu-1", "gpu-2"},
 				secrets:  tc.secrets,
 			}
-			got, err := x.readState(context.Background(), tc.step)
+			k, err := For(tc.step.Kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := k.State(context.Background(), x, tc.step)
 			if err != nil {
 				t.Fatal(err)
 			}

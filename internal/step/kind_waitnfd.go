@@ -16,11 +16,23 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // nfdLabelPrefix starts every label NFD sets (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0).
 const nfdLabelPrefix = "feature.node.kubernetes.io/"
+
+// waitNFD is the kind that waits until NFD has labelled the GPU nodes (doWaitNFD).
+func waitNFD() Kind {
+	return waiting{do: func(ctx context.Context, x *executor, _ *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
+		return x.waitNFD(ctx, progress)
+	}, needs: func(_ *plan.Step, ns string) []preflight.Access {
+		// The nodes' labels and NFD's worker DaemonSet (in any namespace: another NFD counts too).
+		return append(access("", "", "nodes", "get", "list", "watch"), access("", "apps", "daemonsets", "list", "watch")...)
+	}}
+}
 
 // waitNFD waits until NFD has labelled the GPU nodes, and settles which nodes those are. When
 // detection already knew the GPU nodes (capacity, cloud accelerator labels, instance types), it waits

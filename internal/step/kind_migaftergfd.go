@@ -12,8 +12,38 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
+
+// migAfterGFDKind decides --mig once GPU Feature Discovery has said which GPUs can do MIG, and labels
+// the nodes it decides for as nodeLabelsKind does.
+type migAfterGFDKind struct{}
+
+func (migAfterGFDKind) Do(ctx context.Context, x *executor, s *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
+	return x.migAfterGFD(ctx, s, progress)
+}
+
+// Writes: a rule, as the nodes are decided from GPU Feature Discovery's labels at run time.
+func (migAfterGFDKind) Writes(_ context.Context, l *lister, s *plan.Step) error {
+	l.w.Rules = append(l.w.Rules, "the GPU nodes whose GPUs GPU Feature Discovery labels "+plan.MIGCapableLabel+"=true get "+s.Labels.Key+" as --mig asks (step "+s.ID+")")
+	return nil
+}
+
+func (migAfterGFDKind) State(ctx context.Context, x *executor, s *plan.Step) (string, error) {
+	return x.labelsState(ctx, s.Labels)
+}
+
+func (migAfterGFDKind) Explained() bool { return false }
+
+// Needs: the nodes are watched for GPU Feature Discovery's labels, then patched.
+func (migAfterGFDKind) Needs(*plan.Step, string) []preflight.Access {
+	return access("", "", "nodes", "get", "list", "watch", "patch")
+}
+
+func (migAfterGFDKind) Recorded(*plan.Step) (Recorded, error) { return Recorded{}, nil }
+func (migAfterGFDKind) Rendered(*plan.Step) Rendered          { return Rendered{} }
+func (migAfterGFDKind) Exported(s *plan.Step) Exported        { return nodeLabelsKind{}.Exported(s) }
 
 // migAfterGFD carries out a KindMIGAfterGFD step, planned where gpuctl could not tell before the
 // install whether the GPUs can do MIG: it waits until GPU Feature Discovery has labelled the nodes the

@@ -14,12 +14,29 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // tolerationWait bounds the wait for gpuctl's MutatingAdmissionPolicy to be in force: the API server
 // loads a new policy and its binding within seconds.
 const tolerationWait = 2 * time.Minute
+
+// waitToleration is the kind that waits until gpuctl's MutatingAdmissionPolicy is in force.
+func waitToleration() Kind {
+	return waiting{do: func(ctx context.Context, x *executor, _ *plan.Step, progress func(health.Progress)) (runner.Outcome, error) {
+		return x.waitToleration(ctx, progress)
+	}, needs: func(*plan.Step, string) []preflight.Access {
+		// gpuctl's MutatingAdmissionPolicy and its binding come with the operator release, rendered only
+		// where the cluster serves them (which an offline render cannot see), and the wait dry-runs a GPU
+		// pod (detect.ProbeGPUToleration).
+		var out []preflight.Access
+		for _, r := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+			out = append(out, access("", "admissionregistration.k8s.io", r, "get", "create", "patch", "update")...)
+		}
+		return append(out, access(detect.ProbeNamespace, "", "pods", "create")...)
+	}}
+}
 
 // waitToleration waits until the API server adds the GPU toleration to a pod that requests GPUs, so that
 // the taint lands only once gpuctl's MutatingAdmissionPolicy (installed with the operator release) is in

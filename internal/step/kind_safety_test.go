@@ -41,7 +41,7 @@ func runSafety(t *testing.T, p *plan.Plan, objs ...runtime.Object) (*executor, [
 		sink:     event.SinkFunc(func(e event.Event) { events = append(events, e) }),
 		gpuNodes: []string{"gpu-1"},
 	}
-	_, err := x.safety(context.Background(), p.Step("safety"))
+	_, err := safetyKind{}.Do(context.Background(), x, p.Step("safety"), nil)
 	return x, events, err
 }
 

@@ -31,7 +31,7 @@ func TestPSPStep(t *testing.T) {
 			map[schema.GroupVersionResource]string{{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}: "RoleBindingList"})
 		mapper := metaMapper()
 		x := &executor{clients: &kube.Clients{Kube: cs, Discovery: disc, Dynamic: dyn, Mapper: mapper}, plan: &plan.Plan{Namespace: "gpu-operator"}}
-		out, err := x.psp(context.Background(), &plan.Step{Target: "gpu-operator"})
+		out, err := pspKind{}.Do(context.Background(), x, &plan.Step{Target: "gpu-operator"}, nil)
 		return out, dyn.Actions(), err
 	}
 	t.Run("a cluster without PodSecurityPolicy gets no binding", func(t *testing.T) {

@@ -67,7 +67,7 @@ func TestRetaint(t *testing.T) {
 			p := taintPlan(tc.forced)
 			x := &executor{clients: &kube.Clients{Kube: cs, Discovery: disc, Namespace: "gpu-operator"}, plan: p,
 				sink: event.SinkFunc(func(event.Event) {}), gpuNodes: []string{"gpu-1", "gpu-2"}}
-			_, err := x.safety(context.Background(), p.Step("safety"))
+			_, err := safetyKind{}.Do(context.Background(), x, p.Step("safety"), nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want it to name %s", err, tc.wantErr)

@@ -11,11 +11,59 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
+
+// nodeLabelsKind sets gpuctl's node labels (--sharing: nvidia.com/device-plugin.config per pool;
+// --mig: nvidia.com/mig.config).
+type nodeLabelsKind struct{}
+
+func (nodeLabelsKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(health.Progress)) (runner.Outcome, error) {
+	return x.nodeLabels(ctx, s)
+}
+
+// Writes: the label writes on the nodes as they are now, decided by LabelWrites as the run decides
+// them, against the record's labels from before gpuctl's first install.
+func (nodeLabelsKind) Writes(ctx context.Context, l *lister, s *plan.Step) error {
+	nodes, err := l.nodeList(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := l.labelsBefore(ctx)
+	if err != nil {
+		return err
+	}
+	l.w.Labels = append(l.w.Labels, LabelWrites(nodes, s, before)...)
+	return nil
+}
+
+func (nodeLabelsKind) State(ctx context.Context, x *executor, s *plan.Step) (string, error) {
+	return x.labelsState(ctx, s.Labels)
+}
+
+func (nodeLabelsKind) Explained() bool { return false }
+
+// Needs: the node patches.
+func (nodeLabelsKind) Needs(*plan.Step, string) []preflight.Access {
+	return access("", "", "nodes", "get", "list", "patch")
+}
+
+// Recorded: nothing here; uninstall knows gpuctl's labels by its field manager.
+func (nodeLabelsKind) Recorded(*plan.Step) (Recorded, error) { return Recorded{}, nil }
+func (nodeLabelsKind) Rendered(*plan.Step) Rendered          { return Rendered{} }
+
+// Exported: a note; a GitOps engine does not change nodes.
+func (nodeLabelsKind) Exported(s *plan.Step) Exported {
+	if s.Skip != "" || s.Labels == nil {
+		return Exported{}
+	}
+	return Exported{Notes: []string{"the node label " + s.Labels.Key + " (" + s.Title + ") is not exported: a GitOps engine does not change nodes; set it in the node pool's configuration, or run `gpuctl install` with the same flags"}}
+}
 
 // nodeLabels carries out a KindNodeLabels step: the planned nodes get the label (merge patches under
 // gpuctl's field manager, so uninstall knows the label as gpuctl's: uninstall_labels.go); every other
