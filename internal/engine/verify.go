@@ -33,8 +33,10 @@ const (
 // GPUPresentLabel is the label the GPU operator puts on the GPU nodes it manages (as gpuctl status finds them).
 const GPUPresentLabel = "nvidia.com/gpu.present"
 
-// ErrNoGPUNodes: no node carries nvidia.com/gpu.present=true, so there is nothing to verify.
-var ErrNoGPUNodes = errors.New("no GPU nodes")
+// ErrNoLabelledGPUNodes: no node carries nvidia.com/gpu.present=true (the operator has labelled no GPU
+// node yet), so there is nothing to verify. The operator's own verdict that it found none is
+// health.ErrOperatorFoundNoGPUNodes.
+var ErrNoLabelledGPUNodes = errors.New("no GPU nodes")
 
 // ErrVerifyFailed: at least one GPU node did not pass verification.
 var ErrVerifyFailed = errors.New("GPU verification failed")
@@ -159,7 +161,7 @@ type VerifyResult struct {
 }
 
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
-// when there is no GPU stack, ErrNoGPUNodes when no node is labelled a GPU node, and an ErrInput error
+// when there is no GPU stack, ErrNoLabelledGPUNodes when no node is labelled a GPU node, and an ErrInput error
 // for a selector that does not parse or matches no GPU node; those three before anything is written.
 // An interrupt ends it with a *runner.InterruptedError (with the result: the run's pods are deleted
 // all the same). With DryRun it returns the plan and writes nothing.

@@ -143,7 +143,7 @@ func (v *Verify) gpuNodes(ctx context.Context, sel labels.Selector, selText stri
 	slices.SortFunc(picked, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	switch {
 	case len(all) == 0:
-		return nil, fmt.Errorf("%w: no node is labelled %s=true", ErrNoGPUNodes, GPUPresentLabel)
+		return nil, fmt.Errorf("%w: no node is labelled %s=true", ErrNoLabelledGPUNodes, GPUPresentLabel)
 	case len(picked) == 0:
 		return nil, fmt.Errorf("%w: --nodes %q matches none of the GPU nodes (%s)", ErrInput, selText, strings.Join(all, ", "))
 	}

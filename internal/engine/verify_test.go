@@ -194,7 +194,7 @@ func TestVerify(t *testing.T) {
 		{
 			name:    "without a node labelled a GPU node there is nothing to verify",
 			nodes:   []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}}},
-			wantErr: ErrNoGPUNodes,
+			wantErr: ErrNoLabelledGPUNodes,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
