@@ -206,7 +206,7 @@ type statusInputs struct {
 	pods       []corev1.Pod
 	monitoring *MonitoringStatus
 	// owner is the GitOps engine that manages the stack's releases or ClusterPolicy (nil: none found).
-	owner *OwnedError
+	owner *release.OwnedError
 	// dra is a DRA stack: the GPUCluster (nil: not found) and the DRA driver's ResourceSlices are
 	// judged instead of the ClusterPolicy and allocatable nvidia.com/gpu.
 	dra        bool
@@ -326,7 +326,7 @@ func evaluateStatus(in statusInputs) *StatusResult {
 // recordCheck shows the install record; an install that did not succeed, or one without a record, is a
 // warning (upgrade and uninstall still work from the Helm releases). A stack a GitOps engine manages
 // says so instead: its releases are the engine's, which gpuctl's upgrade and uninstall refuse to write.
-func recordCheck(r *record.Record, owner *OwnedError) StatusCheck {
+func recordCheck(r *record.Record, owner *release.OwnedError) StatusCheck {
 	c := StatusCheck{Name: "install record", State: CheckOK}
 	if owner != nil {
 		c.Message = owner.Object + " is managed by " + owner.Owner.String()

@@ -15,23 +15,15 @@ import (
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
-// DefaultVerifyImage is the CUDA vectorAdd sample NVIDIA's GPU Operator guide runs to check that a GPU
-// workload runs ("Running Sample GPU Applications",
-// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html).
-const DefaultVerifyImage = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
-
-// Labels on verify's pods: a later run, or the cleanup of an interrupted one, finds them by these.
+// Labels on verify's pods (VerifyNameLabel's value is plan.VerifyName, which also starts their names):
+// a later run, or the cleanup of an interrupted one, finds them by these.
 const (
 	VerifyNameLabel = "app.kubernetes.io/name"
-	VerifyName      = plan.VerifyName
 	VerifyRunLabel  = "gpuctl.io/verify-run"
 	verifyNodeAnno  = "gpuctl.io/verify-node"
 	managedByLabel  = "app.kubernetes.io/managed-by"
 	verifyContainer = "vectoradd"
 )
-
-// GPUPresentLabel is the label the GPU operator puts on the GPU nodes it manages (as gpuctl status finds them).
-const GPUPresentLabel = "nvidia.com/gpu.present"
 
 // ErrNoLabelledGPUNodes: no node carries nvidia.com/gpu.present=true (the operator has labelled no GPU
 // node yet), so there is nothing to verify. The operator's own verdict that it found none is
@@ -58,7 +50,7 @@ type VerifyOptions struct {
 	Timeout time.Duration `json:"-"`
 	// ImagePullSecrets name Secrets in the namespace to pull Image with.
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
-	// LogLines is how many of a failed pod's last log lines to keep (default 20).
+	// LogLines is how many of a failed pod's last log lines to keep (default DefaultVerifyLogLines).
 	LogLines int64 `json:"-"`
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration `json:"-"`
@@ -74,7 +66,7 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 		o.Timeout = DefaultVerifyTimeout
 	}
 	if o.LogLines <= 0 {
-		o.LogLines = 20
+		o.LogLines = DefaultVerifyLogLines
 	}
 	return o
 }
