@@ -13,8 +13,8 @@ import (
 
 	"github.com/gpuctl/gpuctl/charts"
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/health"
-	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 // Our charts are ordinary Helm charts: `helm install` of each, from a directory as a person would
@@ -81,7 +81,7 @@ func helmStory(t *testing.T, c *sandbox.Cluster, bin string) {
 
 	story(t,
 		step{"helm list and helm history show gpuctl's releases, and list selects them by gpuctl's label", func(t *testing.T) {
-			code, out := helm(t, "list", "-n", "gpu-operator", "--selector", release.ManagedByLabel+"=true", "-o", "json")
+			code, out := helm(t, "list", "-n", "gpu-operator", "--selector", detect.ManagedReleaseLabel+"=true", "-o", "json")
 			var list []struct{ Name, Status, Revision string }
 			if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
 				t.Fatalf("helm list exited %d (%v): %s", code, err, out)

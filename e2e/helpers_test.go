@@ -47,6 +47,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
@@ -825,7 +826,7 @@ func assertRealController(t *testing.T, c *sandbox.Cluster, release string) {
 // verifyPodUIDs are the verify pods in the cluster, by name.
 func verifyPodUIDs(t *testing.T, c *sandbox.Cluster) map[string]types.UID {
 	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName})
+	pods, err := c.Kube.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + plan.VerifyName})
 	if err != nil {
 		t.Fatal(err)
 	}

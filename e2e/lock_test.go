@@ -24,8 +24,10 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox"
 	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -204,7 +206,7 @@ func TestLockOneWriterAtATime(t *testing.T) {
 			info := *last.Info
 			info.Status, info.LastDeployed, info.Description = rcommon.StatusPendingUpgrade, time.Now().Add(-time.Minute), "Preparing upgrade"
 			stuck.Info, stuck.Version = &info, last.Version+1
-			stuck.Labels = map[string]string{release.ManagedByLabel: "true", release.RunLabel: "killed-host.4242.0badc0de", release.RevisionLabel: strconv.Itoa(stuck.Version)}
+			stuck.Labels = map[string]string{detect.ManagedReleaseLabel: "true", release.RunLabel: "killed-host.4242.0badc0de", release.RevisionLabel: strconv.Itoa(stuck.Version)}
 			if err := cfg.Releases.Create(&stuck); err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +240,7 @@ func TestLockTaintUntaintVerify(t *testing.T) {
 	if err := record.Write(ctx, c.Kube, &record.Record{Command: "install", Namespace: "gpu-operator"}); err != nil {
 		t.Fatal(err)
 	}
-	patch := []byte(`{"metadata":{"labels":{"` + engine.GPUPresentLabel + `":"true"}}}`)
+	patch := []byte(`{"metadata":{"labels":{"` + health.GPUPresentLabel + `":"true"}}}`)
 	if _, err := c.Kube.CoreV1().Nodes().Patch(ctx, gpu, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ import (
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
 
@@ -76,7 +78,7 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 	}
 	gpu := simulatedGPUNodes(c)
 	for _, n := range gpu {
-		patch := []byte(`{"metadata":{"labels":{"` + engine.GPUPresentLabel + `":"true"}}}`)
+		patch := []byte(`{"metadata":{"labels":{"` + health.GPUPresentLabel + `":"true"}}}`)
 		if _, err := c.Kube.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 	// The pod a verify run killed with SIGKILL leaves: its labels, nothing else of gpuctl's.
 	earlier, err := c.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-" + gpu[0] + "-0a0a0a", Labels: map[string]string{
-			engine.VerifyNameLabel: engine.VerifyName, "app.kubernetes.io/managed-by": "gpuctl", engine.VerifyRunLabel: "0a0a0a"}},
+			engine.VerifyNameLabel: plan.VerifyName, "app.kubernetes.io/managed-by": "gpuctl", engine.VerifyRunLabel: "0a0a0a"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vectoradd", Image: engine.DefaultVerifyImage}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -155,7 +157,7 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 		var created []verifyPodV1
 		for _, pod := range seen.created {
 			created = append(created, podAsPlanned(pod))
-			want := map[string]string{engine.VerifyNameLabel: engine.VerifyName, "app.kubernetes.io/managed-by": "gpuctl", engine.VerifyRunLabel: p.RunID}
+			want := map[string]string{engine.VerifyNameLabel: plan.VerifyName, "app.kubernetes.io/managed-by": "gpuctl", engine.VerifyRunLabel: p.RunID}
 			if !maps.Equal(pod.Labels, want) || len(pod.OwnerReferences) > 0 {
 				t.Errorf("pod %s was created with labels %v and owners %v, want labels %v of run %s and no owner", pod.Name, pod.Labels, pod.OwnerReferences, want, p.RunID)
 			}
@@ -252,7 +254,7 @@ type watchedPods struct {
 func watchVerifyPods(t *testing.T, c *sandbox.Cluster, ns string) *podWatch {
 	t.Helper()
 	pods := c.Kube.CoreV1().Pods(ns)
-	opts := metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + engine.VerifyName}
+	opts := metav1.ListOptions{LabelSelector: engine.VerifyNameLabel + "=" + plan.VerifyName}
 	list, err := pods.List(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)

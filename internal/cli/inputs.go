@@ -21,12 +21,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/render"
 )
 
-// MaxValuesFileSize caps a -f values file. Helm keeps each release, values included, in one Secret,
-// and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 v0.37.2); a values
-// file ten times that cannot become a release however well it compresses, and reading it whole would
-// only cost memory.
-const MaxValuesFileSize = render.MaxValuesFileSize
-
 // addInstallFlags adds every flag that changes the install Plan: the values flags, the operator
 // release, the OpenShift channel, the NVIDIA AI Enterprise inputs and --no-taint. install and check
 // --pre share them, so the checks judge the plan the install would make.
@@ -155,8 +149,8 @@ func validateLicensingFiles(l plan.Licensing) error {
 	return nil
 }
 
-// checkValuesFile refuses a -f file that does not exist or is larger than MaxValuesFileSize, before
-// anything reads it.
+// checkValuesFile refuses a -f file that does not exist or is larger than render.MaxValuesFileSize
+// (what gpuctl reads of one), before anything reads it.
 func checkValuesFile(path string) error {
 	if path == "-" {
 		return nil
@@ -168,8 +162,8 @@ func checkValuesFile(path string) error {
 	if st.IsDir() {
 		return fmt.Errorf("-f/--values %s: is a directory, not a file", path)
 	}
-	if st.Size() > MaxValuesFileSize {
-		return fmt.Errorf("-f/--values %s: %s is larger than gpuctl reads (%s): Helm stores a release in one Secret of at most 1 MiB", path, mib(st.Size()), mib(MaxValuesFileSize))
+	if st.Size() > render.MaxValuesFileSize {
+		return fmt.Errorf("-f/--values %s: %s is larger than gpuctl reads (%s): Helm stores a release in one Secret of at most 1 MiB", path, mib(st.Size()), mib(render.MaxValuesFileSize))
 	}
 	return nil
 }

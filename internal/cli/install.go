@@ -60,7 +60,7 @@ func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp)
 	f.StringArrayVar(&o.MIG, "mig", nil, migHelp)
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
-	f.DurationVar(&o.Timeout, "timeout", engine.DefaultInstallTimeout, "how long the whole install may take")
+	f.DurationVar(&o.Timeout, "timeout", plan.DefaultTimeout, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&in.output, "output", "o", "text", "result format: text, json, yaml")
 	f.BoolVar(&in.interactive, "interactive", false, "run the wizard (gpuctl wizard) with these flags as its preset choices")

@@ -76,7 +76,7 @@ func Run(ctx context.Context, streams Streams, args []string, getenv func(string
 // kubectl plugin `kubectl gpu` and its help and examples say so.
 func RunAs(ctx context.Context, program string, streams Streams, args []string, getenv func(string) string) int {
 	g := &globals{kube: genericclioptions.NewConfigFlags(true), ctx: ctx}
-	ns := engine.DefaultNamespace
+	ns := plan.DefaultNamespace
 	g.kube.Namespace = &ns
 	root := newRoot(ctx, streams, g, getenv)
 	if name, ok := strings.CutPrefix(program, "kubectl-"); ok && name != "" {

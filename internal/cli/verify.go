@@ -141,7 +141,7 @@ func verifyError(err error) error {
 		return verifyFailedError{err}
 	case errors.Is(err, engine.ErrNotInstalled):
 		return notInstalledError{err}
-	case errors.Is(err, engine.ErrNoGPUNodes):
+	case errors.Is(err, engine.ErrNoLabelledGPUNodes):
 		return notReadyError{fmt.Errorf("%w; wait for the operator to label the GPU nodes (gpuctl status --wait)", err)}
 	}
 	return err

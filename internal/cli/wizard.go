@@ -57,7 +57,7 @@ with CI set) it prints the equivalent gpuctl install command instead. Flags give
 	addInstallFlags(f, &o, "values profile to preselect (default: the one chosen from the detected distribution)")
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands")
-	f.DurationVar(&o.Timeout, "timeout", engine.DefaultInstallTimeout, "how long the install may take once confirmed")
+	f.DurationVar(&o.Timeout, "timeout", plan.DefaultTimeout, "how long the install may take once confirmed")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock")
 	addWizardFlags(cmd, &w)
 	return cmd

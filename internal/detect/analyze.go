@@ -296,13 +296,6 @@ func scheduling(nodes []corev1.Node, gpus map[string][]Evidence) Scheduling {
 	return s
 }
 
-func taintString(t corev1.Taint) string {
-	if t.Value == "" {
-		return t.Key + ":" + string(t.Effect)
-	}
-	return t.Key + "=" + t.Value + ":" + string(t.Effect)
-}
-
 // MonitoringGroup is the Prometheus Operator's API group (prometheus-operator/prometheus-operator
 // pkg/apis/monitoring/v1).
 const MonitoringGroup = "monitoring.coreos.com"

@@ -149,7 +149,7 @@ func addToPool(p *Pool, n *corev1.Node, gpu bool) {
 	p.Runtimes = addUnique(p.Runtimes, info.ContainerRuntimeVersion)
 	p.KubeletVersions = addUnique(p.KubeletVersions, info.KubeletVersion)
 	for _, t := range n.Spec.Taints {
-		p.Taints = addUnique(p.Taints, taintString(t))
+		p.Taints = addUnique(p.Taints, t.ToString())
 	}
 }
 

@@ -6,11 +6,14 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
-// Defaults of the verbs' options, declared once: the verbs apply them to a zero option, and the CLI's
-// flags and the wizard show them.
+// Defaults of the verbs' own options, each declared here and nowhere else: the verbs apply them to a
+// zero option, and the CLI's flags and the wizard show them.
+//
+// Not here: the install plan's namespace and timeout, which plan.Build applies to plan.Options and so
+// declares (plan.DefaultNamespace, plan.DefaultTimeout); and the internal defaults of the packages
+// below the engine, each beside the code that applies it (the lock's Lease, kube's request timeout,
+// support's log caps and call timeout, driverimage's registry timeout, fleet's parallelism).
 const (
-	// DefaultInstallTimeout bounds an install (detection to the validators).
-	DefaultInstallTimeout = plan.DefaultTimeout
 	// DefaultUpgradeTimeout bounds an upgrade: the operator replaces drivers node by node.
 	DefaultUpgradeTimeout = 30 * time.Minute
 	// DefaultUninstallTimeout bounds an uninstall.
@@ -19,11 +22,27 @@ const (
 	DefaultFinalizerWait = 2 * time.Minute
 	// DefaultVerifyTimeout bounds the wait for verify's workloads.
 	DefaultVerifyTimeout = 5 * time.Minute
+	// DefaultVerifyLogLines is how many of a failed verify pod's last log lines its verdict keeps.
+	DefaultVerifyLogLines = 20
 	// DefaultCheckTimeout bounds `gpuctl check --pre`: detection, the plan, and the checks, registry
 	// lookups included.
 	DefaultCheckTimeout = 2 * time.Minute
 	// DefaultStatusWait bounds `gpuctl status --wait`.
 	DefaultStatusWait = 5 * time.Minute
-	// DefaultNamespace is where the stack is installed unless told otherwise.
-	DefaultNamespace = plan.DefaultNamespace
+	// DefaultSupportTimeout bounds a whole `gpuctl diagnose` run.
+	DefaultSupportTimeout = 2 * time.Minute
+)
+
+// DefaultVerifyImage is the CUDA vectorAdd sample NVIDIA's GPU Operator guide runs to check that a GPU
+// workload runs ("Running Sample GPU Applications",
+// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html).
+const DefaultVerifyImage = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+
+// DefaultInstallTimeout and DefaultNamespace are plan's defaults under the engine's names, no values of
+// their own: they stay only because internal/engine/install.go and template.go, which another change is editing, still name
+// them. Everything else uses plan.DefaultTimeout and plan.DefaultNamespace; once those two files do,
+// these go.
+const (
+	DefaultInstallTimeout = plan.DefaultTimeout
+	DefaultNamespace      = plan.DefaultNamespace
 )

@@ -18,10 +18,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
-// OwnedError: a release or object gpuctl would write is managed by a GitOps engine (Flux, Argo CD);
-// install, upgrade and uninstall refuse it before their first write (exit 5).
-type OwnedError = release.OwnedError
-
 // writeTargets are what a run would write that an engine may manage: Helm releases and the stack's
 // objects (the ClusterPolicy, what uninstall deletes).
 type writeTargets struct {
@@ -77,7 +73,7 @@ func uninstallTargets(p *runner.UninstallPlan) writeTargets {
 	return t
 }
 
-// refuseOwned fails (preflight.ErrFailed wrapping an *OwnedError) when a GitOps engine manages a
+// refuseOwned fails (preflight.ErrFailed wrapping an *release.OwnedError) when a GitOps engine manages a
 // release or an object of t: gpuctl never writes what an engine owns, it would undo gpuctl's change
 // on its next sync, or gpuctl would undo the engine's. What reads the cluster (status, verify,
 // diagnose) is not asked.
@@ -98,7 +94,7 @@ func refuseOwned(ctx context.Context, clients *kube.Clients, t writeTargets, sin
 }
 
 // findOwned is the first release or object of t an engine manages (nil: none).
-func findOwned(ctx context.Context, clients *kube.Clients, t writeTargets) (*OwnedError, error) {
+func findOwned(ctx context.Context, clients *kube.Clients, t writeTargets) (*release.OwnedError, error) {
 	helm := release.NewClients(clients.Getter)
 	for _, r := range t.releases {
 		rc, err := helm.In(r.Namespace)
@@ -120,7 +116,7 @@ func findOwned(ctx context.Context, clients *kube.Clients, t writeTargets) (*Own
 
 // objectOwner reads one object's metadata and says which engine manages it; an object that is not
 // there, or whose kind the cluster does not serve, has none.
-func objectOwner(ctx context.Context, clients *kube.Clients, o targetObject) (*OwnedError, error) {
+func objectOwner(ctx context.Context, clients *kube.Clients, o targetObject) (*release.OwnedError, error) {
 	if clients.Mapper == nil {
 		return nil, fmt.Errorf("read %s %s: no REST mapper", o.gvk.Kind, o.name)
 	}
@@ -147,5 +143,5 @@ func objectOwner(ctx context.Context, clients *kube.Clients, o targetObject) (*O
 	if o.namespace != "" {
 		what = o.gvk.Kind + " " + o.namespace + "/" + o.name
 	}
-	return &OwnedError{Object: what, Owner: owner}, nil
+	return &release.OwnedError{Object: what, Owner: owner}, nil
 }

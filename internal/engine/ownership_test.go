@@ -38,7 +38,7 @@ func TestRefuseOwnedObjects(t *testing.T) {
 		name    string
 		targets writeTargets
 		objects []runtime.Object
-		want    string // the OwnedError's message; "" = not refused
+		want    string // the release.OwnedError's message; "" = not refused
 	}{
 		{name: "install: a ClusterPolicy Argo CD tracks is refused", targets: installing,
 			objects: []runtime.Object{policy(nil, map[string]string{release.ArgoCDTrackingAnnotation: "gpu:nvidia.com/ClusterPolicy:gpu-operator/cluster-policy"})},
@@ -58,7 +58,7 @@ func TestRefuseOwnedObjects(t *testing.T) {
 				map[schema.GroupVersionResource]string{gvr: "ClusterPolicyList"}, tc.objects...)}
 			tc.targets.releases = nil // Helm's storage is the release package's to test
 			err := refuseOwned(t.Context(), clients, tc.targets, event.Or(nil))
-			var owned *OwnedError
+			var owned *release.OwnedError
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

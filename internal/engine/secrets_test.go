@@ -3,12 +3,13 @@ package engine
 import (
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 func TestSecretMaterialKeepsAnExistingSecretWithoutANewKey(t *testing.T) {
 	p := &plan.Plan{Steps: []plan.Step{{ID: "licensing", Kind: plan.KindSecrets, Secrets: []plan.SecretSpec{{
-		Name: plan.NGCPullSecret, Namespace: "gpu-operator", Type: "kubernetes.io/dockerconfigjson",
+		Name: detect.NGCPullSecret, Namespace: "gpu-operator", Type: "kubernetes.io/dockerconfigjson",
 		Keys: []string{".dockerconfigjson"}, Files: []string{"env NGC_API_KEY"}, Server: plan.NGCRegistry, KeepIfUnset: true,
 	}}}}}
 	t.Run("the variable unset keeps the Secret", func(t *testing.T) {

@@ -206,7 +206,7 @@ type statusInputs struct {
 	pods       []corev1.Pod
 	monitoring *MonitoringStatus
 	// owner is the GitOps engine that manages the stack's releases or ClusterPolicy (nil: none found).
-	owner *OwnedError
+	owner *release.OwnedError
 	// dra is a DRA stack: the GPUCluster (nil: not found) and the DRA driver's ResourceSlices are
 	// judged instead of the ClusterPolicy and allocatable nvidia.com/gpu.
 	dra        bool
@@ -326,7 +326,7 @@ func evaluateStatus(in statusInputs) *StatusResult {
 // recordCheck shows the install record; an install that did not succeed, or one without a record, is a
 // warning (upgrade and uninstall still work from the Helm releases). A stack a GitOps engine manages
 // says so instead: its releases are the engine's, which gpuctl's upgrade and uninstall refuse to write.
-func recordCheck(r *record.Record, owner *OwnedError) StatusCheck {
+func recordCheck(r *record.Record, owner *release.OwnedError) StatusCheck {
 	c := StatusCheck{Name: "install record", State: CheckOK}
 	if owner != nil {
 		c.Message = owner.Object + " is managed by " + owner.Owner.String()
@@ -378,45 +378,29 @@ func nfdCheck(r *release.Release, ns string) StatusCheck {
 	return c
 }
 
-// policyCheck: the ClusterPolicy (nil: not found) is ready as install's wait means it: state ready and a
-// Ready condition True with reason Reconciled (health.Waiter.ClusterPolicyReady says why state alone
-// is not enough).
+// policyCheck: the ClusterPolicy (nil: not found) is ready as install's wait means it
+// (health.ClusterPolicyStatus.Ready: state ready and a Ready condition True with reason Reconciled).
 func policyCheck(policy *unstructured.Unstructured, name string) StatusCheck {
 	c := StatusCheck{Name: "clusterpolicy", State: CheckFailed}
 	if policy == nil {
 		c.Message, c.Hint = "ClusterPolicy "+name+" not found", "run gpuctl install again"
 		return c
 	}
-	state, _, _ := unstructured.NestedString(policy.Object, "status", "state")
-	ready, reason, message := policyReadyCondition(policy)
-	c.Message = "ClusterPolicy " + name + " state " + stateOrUnreported(state)
-	if reason != "" {
-		c.Message += " (" + reason
-		if message != "" && !ready {
-			c.Message += ": " + message
+	st := health.ReadClusterPolicyStatus(policy)
+	c.Message = "ClusterPolicy " + name + " state " + stateOrUnreported(st.State)
+	if st.ReadyReason != "" {
+		c.Message += " (" + st.ReadyReason
+		if st.ReadyMessage != "" && !st.Reconciled() {
+			c.Message += ": " + st.ReadyMessage
 		}
 		c.Message += ")"
 	}
-	if state == "ready" && ready {
+	if st.Ready() {
 		c.State = CheckOK
 	} else {
 		c.Hint = "kubectl get clusterpolicy " + name + " -o yaml shows the operator's conditions"
 	}
 	return c
-}
-
-// policyReadyCondition reads the ClusterPolicy's Ready condition: ready when it is True with reason
-// Reconciled (the operator also reports True with NoGPUNodes, for want of work).
-func policyReadyCondition(policy *unstructured.Unstructured) (ready bool, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(policy.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-			reason, _ = m["reason"].(string)
-			message, _ = m["message"].(string)
-			ready = m["status"] == "True" && reason == "Reconciled"
-		}
-	}
-	return ready, reason, message
 }
 
 // stateOrUnreported is the ClusterPolicy's status.state, or says the operator has not written one.

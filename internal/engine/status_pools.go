@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -150,7 +151,7 @@ func migCheck(rows []NodeStatus, ns string) StatusCheck {
 			continue
 		case migStateSuccess:
 		case migStateFailed:
-			failed = append(failed, n.Name+" ("+noneIfEmpty(n.MIGConfig)+")")
+			failed = append(failed, n.Name+" ("+cmp.Or(n.MIGConfig, "none")+")")
 		default:
 			moving = append(moving, n.MIGConfigState+" on "+n.Name)
 		}
@@ -173,12 +174,4 @@ func migCheck(rows []NodeStatus, ns string) StatusCheck {
 		c.Hint = "MIG manager is partitioning the GPUs (a cloud node reboots for it): kubectl get nodes -L " + plan.MIGLabel + "," + plan.MIGStateLabel
 	}
 	return c
-}
-
-// noneIfEmpty is s, or "none" when empty.
-func noneIfEmpty(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

@@ -165,8 +165,8 @@ func TestStatusChecks(t *testing.T) {
 	row := func(name string, validated bool, allocatable int64) NodeStatus {
 		return NodeStatus{Name: name, Validated: validated, Allocatable: allocatable}
 	}
-	fluxOwned := &OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Flux", Kind: "HelmRelease", Namespace: "flux-system", Name: "gpu-operator"}}
-	argoOwned := &OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Argo CD", Kind: "Application", Namespace: "argocd", Name: "gpu"}}
+	fluxOwned := &release.OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Flux", Kind: "HelmRelease", Namespace: "flux-system", Name: "gpu-operator"}}
+	argoOwned := &release.OwnedError{Object: "release gpu-operator/gpu-operator", Owner: release.Owner{Engine: "Argo CD", Kind: "Application", Namespace: "argocd", Name: "gpu"}}
 	tests := []struct {
 		name      string
 		check     StatusCheck

@@ -22,9 +22,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/support"
 )
 
-// DefaultSupportTimeout bounds a whole `gpuctl diagnose` run.
-const DefaultSupportTimeout = 2 * time.Minute
-
 // openShiftNFDNamespace is where Red Hat's NFD Operator runs on OpenShift (NVIDIA/cloud-native-docs
 // openshift/install-nfd.rst), the namespace gpuctl installs it into there.
 const openShiftNFDNamespace = "openshift-nfd"

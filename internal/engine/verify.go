@@ -15,26 +15,20 @@ import (
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
-// DefaultVerifyImage is the CUDA vectorAdd sample NVIDIA's GPU Operator guide runs to check that a GPU
-// workload runs ("Running Sample GPU Applications",
-// https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html).
-const DefaultVerifyImage = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
-
-// Labels on verify's pods: a later run, or the cleanup of an interrupted one, finds them by these.
+// Labels on verify's pods (VerifyNameLabel's value is plan.VerifyName, which also starts their names):
+// a later run, or the cleanup of an interrupted one, finds them by these.
 const (
 	VerifyNameLabel = "app.kubernetes.io/name"
-	VerifyName      = plan.VerifyName
 	VerifyRunLabel  = "gpuctl.io/verify-run"
 	verifyNodeAnno  = "gpuctl.io/verify-node"
 	managedByLabel  = "app.kubernetes.io/managed-by"
 	verifyContainer = "vectoradd"
 )
 
-// GPUPresentLabel is the label the GPU operator puts on the GPU nodes it manages (as gpuctl status finds them).
-const GPUPresentLabel = "nvidia.com/gpu.present"
-
-// ErrNoGPUNodes: no node carries nvidia.com/gpu.present=true, so there is nothing to verify.
-var ErrNoGPUNodes = errors.New("no GPU nodes")
+// ErrNoLabelledGPUNodes: no node carries nvidia.com/gpu.present=true (the operator has labelled no GPU
+// node yet), so there is nothing to verify. The operator's own verdict that it found none is
+// health.ErrOperatorFoundNoGPUNodes.
+var ErrNoLabelledGPUNodes = errors.New("no GPU nodes")
 
 // ErrVerifyFailed: at least one GPU node did not pass verification.
 var ErrVerifyFailed = errors.New("GPU verification failed")
@@ -56,7 +50,7 @@ type VerifyOptions struct {
 	Timeout time.Duration `json:"-"`
 	// ImagePullSecrets name Secrets in the namespace to pull Image with.
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
-	// LogLines is how many of a failed pod's last log lines to keep (default 20).
+	// LogLines is how many of a failed pod's last log lines to keep (default DefaultVerifyLogLines).
 	LogLines int64 `json:"-"`
 	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
 	WaitForLock time.Duration `json:"-"`
@@ -72,7 +66,7 @@ func (o VerifyOptions) withDefaults() VerifyOptions {
 		o.Timeout = DefaultVerifyTimeout
 	}
 	if o.LogLines <= 0 {
-		o.LogLines = 20
+		o.LogLines = DefaultVerifyLogLines
 	}
 	return o
 }
@@ -159,7 +153,7 @@ type VerifyResult struct {
 }
 
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
-// when there is no GPU stack, ErrNoGPUNodes when no node is labelled a GPU node, and an ErrInput error
+// when there is no GPU stack, ErrNoLabelledGPUNodes when no node is labelled a GPU node, and an ErrInput error
 // for a selector that does not parse or matches no GPU node; those three before anything is written.
 // An interrupt ends it with a *runner.InterruptedError (with the result: the run's pods are deleted
 // all the same). With DryRun it returns the plan and writes nothing.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -69,7 +70,7 @@ func (v *Verify) requests(ctx context.Context, nodes []corev1.Node, dra bool) (m
 }
 
 // earlierSelector selects the pods of every verify run.
-const earlierSelector = managedByLabel + "=gpuctl," + VerifyNameLabel + "=" + VerifyName
+const earlierSelector = managedByLabel + "=gpuctl," + VerifyNameLabel + "=" + plan.VerifyName
 
 // earlierPods are the verify pods in ns: under the lock, none is a running verify's, so an earlier
 // run left them (one killed with SIGKILL cannot clean up).
@@ -127,7 +128,7 @@ func (v *Verify) namespace(ctx context.Context) (string, bool, error) {
 
 // gpuNodes lists the nodes labelled nvidia.com/gpu.present=true that sel selects, sorted by name.
 func (v *Verify) gpuNodes(ctx context.Context, sel labels.Selector, selText string) ([]corev1.Node, error) {
-	list, err := v.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: GPUPresentLabel + "=true"})
+	list, err := v.Clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: health.GPUPresentLabel + "=true"})
 	if err != nil {
 		return nil, fmt.Errorf("list GPU nodes: %w", err)
 	}
@@ -143,7 +144,7 @@ func (v *Verify) gpuNodes(ctx context.Context, sel labels.Selector, selText stri
 	slices.SortFunc(picked, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	switch {
 	case len(all) == 0:
-		return nil, fmt.Errorf("%w: no node is labelled %s=true", ErrNoGPUNodes, GPUPresentLabel)
+		return nil, fmt.Errorf("%w: no node is labelled %s=true", ErrNoLabelledGPUNodes, health.GPUPresentLabel)
 	case len(picked) == 0:
 		return nil, fmt.Errorf("%w: --nodes %q matches none of the GPU nodes (%s)", ErrInput, selText, strings.Join(all, ", "))
 	}

@@ -23,7 +23,7 @@ import (
 
 // verifyLabels are the labels of a run's objects: a later run finds what this one left by them.
 func verifyLabels(run string) map[string]string {
-	return map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: run}
+	return map[string]string{VerifyNameLabel: plan.VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: run}
 }
 
 // verifyClaimName is the name of a verify pod's claim, as its pod and container refer to it.

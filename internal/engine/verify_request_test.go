@@ -69,7 +69,7 @@ func TestVerifyRequest(t *testing.T) {
 // deletes after its pods, with the one an earlier run left.
 func TestVerifyModes(t *testing.T) {
 	leftover := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-ffffff", Namespace: "gpu-operator", UID: "uid-old",
-		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+		Labels: map[string]string{VerifyNameLabel: plan.VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
 	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dra-1-gpu"}, Spec: resourcev1.ResourceSliceSpec{
 		Driver: plan.DRADriverName, NodeName: ptr.To("dra-1"), Pool: resourcev1.ResourcePool{Name: "dra-1"}, Devices: []resourcev1.Device{{Name: "gpu-0"}}}}
 	other := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1-other"}, Spec: resourcev1.ResourceSliceSpec{

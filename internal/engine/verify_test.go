@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuctl/gpuctl/internal/event"
+	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -55,7 +56,7 @@ var (
 )
 
 func gpuNode(name string, extra map[string]string) *corev1.Node {
-	l := map[string]string{GPUPresentLabel: "true", "kubernetes.io/hostname": name}
+	l := map[string]string{health.GPUPresentLabel: "true", "kubernetes.io/hostname": name}
 	for k, v := range extra {
 		l[k] = v
 	}
@@ -131,7 +132,7 @@ func denyAccess(kc *fake.Clientset, verb, resource string) {
 
 func verifyPodsLeft(t *testing.T, kc *fake.Clientset) []string {
 	t.Helper()
-	list, err := kc.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: VerifyNameLabel + "=" + VerifyName})
+	list, err := kc.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: VerifyNameLabel + "=" + plan.VerifyName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func verifyPodsLeft(t *testing.T, kc *fake.Clientset) []string {
 
 func TestVerify(t *testing.T) {
 	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
-		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+		Labels: map[string]string{VerifyNameLabel: plan.VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
 	for _, tc := range []struct {
 		name      string
 		nodes     []runtime.Object
@@ -194,7 +195,7 @@ func TestVerify(t *testing.T) {
 		{
 			name:    "without a node labelled a GPU node there is nothing to verify",
 			nodes:   []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}}},
-			wantErr: ErrNoGPUNodes,
+			wantErr: ErrNoLabelledGPUNodes,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -346,7 +347,7 @@ func writes(kc *fake.Clientset) []string {
 // A dry run writes nothing, not even the lock's Lease, and lists exactly what the run then does.
 func TestVerifyDryRunIsTheRun(t *testing.T) {
 	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
-		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+		Labels: map[string]string{VerifyNameLabel: plan.VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
 	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds, "gpu-2": succeeds}, gpuNode("gpu-1", nil), gpuNode("gpu-2", nil), leftover)
 	kc.ClearActions()
 	clients := &kube.Clients{Kube: kc, Namespace: "gpu-operator"}
@@ -385,7 +386,7 @@ func TestVerifyDryRunIsTheRun(t *testing.T) {
 // left alone, and the run says so: the delete carries the planned UID as a precondition.
 func TestVerifyLeavesAReplacedPodAlone(t *testing.T) {
 	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpuctl-verify-gpu-1-ffffff", Namespace: "gpu-operator", UID: "uid-leftover",
-		Labels: map[string]string{VerifyNameLabel: VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
+		Labels: map[string]string{VerifyNameLabel: plan.VerifyName, managedByLabel: "gpuctl", VerifyRunLabel: "ffffff"}}}
 	kc := verifyCluster(t, map[string]kubelet{"gpu-1": succeeds}, gpuNode("gpu-1", nil), leftover)
 	replaced := false
 	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {

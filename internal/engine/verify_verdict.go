@@ -16,6 +16,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/gpuctl/gpuctl/internal/health"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/runner"
 )
@@ -181,7 +182,7 @@ func (r *verifyRun) collect(ctx context.Context, c *createdPod) {
 		return
 	}
 	items := evs.Items
-	slices.SortStableFunc(items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	slices.SortStableFunc(items, func(a, b corev1.Event) int { return kube.EventTime(&a).Compare(kube.EventTime(&b)) })
 	for _, e := range items {
 		if e.InvolvedObject.Name != c.nv.Pod || e.InvolvedObject.UID != c.uid {
 			continue
@@ -205,14 +206,4 @@ func (r *verifyRun) logs(ctx context.Context, pod string) []string {
 		}
 	}
 	return out
-}
-
-func eventTime(e corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }

@@ -59,18 +59,18 @@ func (w *Waiter) ClusterPolicyReady(ctx context.Context, name string) error {
 				badReason = ""
 				return verdict{progress: Progress{Message: "waiting for the ClusterPolicy to be created"}}
 			}
-			st := readPolicyStatus(policy)
-			if st.namespace != "" {
-				operatorNS = st.namespace
+			st := ReadClusterPolicyStatus(policy)
+			if st.Namespace != "" {
+				operatorNS = st.Namespace
 			}
 			v := verdict{progress: Progress{Message: st.describe()}}
-			if st.state == policyStateReady && st.ready.Status == metav1.ConditionTrue && st.ready.Reason == reasonReconciled {
+			if st.Ready() {
 				v.done = true
 				return v
 			}
 
-			reason := st.ready.Reason
-			if st.state == policyStateIgnored {
+			reason := st.ReadyReason
+			if st.State == policyStateIgnored {
 				reason = policyStateIgnored
 			}
 			cause, hint := policyFailure(reason)
@@ -95,7 +95,7 @@ func (w *Waiter) ClusterPolicyReady(ctx context.Context, name string) error {
 func policyFailure(reason string) (error, string) {
 	switch reason {
 	case reasonNoGPUNodes:
-		return ErrNoGPUNodes, "no node is labelled " + GPUPresentLabel + "=true, because no node has one of NFD's NVIDIA PCI " +
+		return ErrOperatorFoundNoGPUNodes, "no node is labelled " + GPUPresentLabel + "=true, because no node has one of NFD's NVIDIA PCI " +
 			"labels (feature.node.kubernetes.io/pci-10de.present, pci-0300_10de.present, pci-0302_10de.present): check that " +
 			"the NFD worker runs on the GPU nodes (it must tolerate the nvidia.com/gpu taint) and that the nodes have NVIDIA GPUs"
 	case reasonNFDLabelsMissing:
@@ -107,17 +107,23 @@ func policyFailure(reason string) (error, string) {
 	return nil, ""
 }
 
-// policyStatus is the part of a ClusterPolicy's status the wait reads.
-type policyStatus struct {
-	state     string
-	namespace string
-	ready     metav1.Condition
+// ClusterPolicyStatus is what a ClusterPolicy's status says of its readiness: status.state (ready,
+// notReady, ignored), status.namespace (where the operands run) and the Ready condition, whose
+// reason says why (api/nvidia/v1/clusterpolicy_types.go and internal/conditions/consts.go at
+// v26.7.0). It is the one reading of a ClusterPolicy's readiness: install's wait and gpuctl status
+// both judge by it.
+type ClusterPolicyStatus struct {
+	State     string
+	Namespace string
+	// ReadyStatus, ReadyReason and ReadyMessage are the Ready condition's ("" where there is none).
+	ReadyStatus, ReadyReason, ReadyMessage string
 }
 
-func readPolicyStatus(u *unstructured.Unstructured) policyStatus {
-	var st policyStatus
-	st.state, _, _ = unstructured.NestedString(u.Object, "status", "state")
-	st.namespace, _, _ = unstructured.NestedString(u.Object, "status", "namespace")
+// ReadClusterPolicyStatus reads a ClusterPolicy's status; of several Ready conditions the last counts.
+func ReadClusterPolicyStatus(u *unstructured.Unstructured) ClusterPolicyStatus {
+	var st ClusterPolicyStatus
+	st.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+	st.Namespace, _, _ = unstructured.NestedString(u.Object, "status", "namespace")
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -127,25 +133,35 @@ func readPolicyStatus(u *unstructured.Unstructured) policyStatus {
 		if t, _ := m["type"].(string); t != conditionReady {
 			continue
 		}
-		status, _ := m["status"].(string)
-		reason, _ := m["reason"].(string)
-		message, _ := m["message"].(string)
-		st.ready = metav1.Condition{Type: conditionReady, Status: metav1.ConditionStatus(status), Reason: reason, Message: message}
+		st.ReadyStatus, _ = m["status"].(string)
+		st.ReadyReason, _ = m["reason"].(string)
+		st.ReadyMessage, _ = m["message"].(string)
 	}
 	return st
 }
 
+// Reconciled: the Ready condition is True with reason Reconciled. The operator also reports it True
+// with reason NoGPUNodes, for want of work, which is not ready.
+func (s ClusterPolicyStatus) Reconciled() bool {
+	return s.ReadyStatus == string(metav1.ConditionTrue) && s.ReadyReason == reasonReconciled
+}
+
+// Ready: state ready and Reconciled. State ready alone proves nothing (ClusterPolicyReady says why).
+func (s ClusterPolicyStatus) Ready() bool {
+	return s.State == policyStateReady && s.Reconciled()
+}
+
 // describe renders the status as a progress line: "state notReady (OperandNotReady: …)".
-func (s policyStatus) describe() string {
-	state := s.state
+func (s ClusterPolicyStatus) describe() string {
+	state := s.State
 	if state == "" {
 		state = "unknown (no status yet)"
 	}
 	msg := "state " + state
-	if s.ready.Reason != "" {
-		msg += " (" + s.ready.Reason
-		if s.ready.Message != "" {
-			msg += ": " + oneLine(s.ready.Message, 120)
+	if s.ReadyReason != "" {
+		msg += " (" + s.ReadyReason
+		if s.ReadyMessage != "" {
+			msg += ": " + oneLine(s.ReadyMessage, 120)
 		}
 		msg += ")"
 	}

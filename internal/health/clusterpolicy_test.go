@@ -74,7 +74,7 @@ func TestClusterPolicyReady(t *testing.T) {
 			name:     "state ready with NoGPUNodes past the grace period fails and says what it means",
 			initial:  clusterPolicy("ready", "False", "NoGPUNodes"),
 			grace:    100 * time.Millisecond,
-			wantErr:  ErrNoGPUNodes,
+			wantErr:  ErrOperatorFoundNoGPUNodes,
 			wantHint: "NFD worker runs on the GPU nodes",
 		},
 		{
@@ -119,8 +119,8 @@ func TestClusterPolicyReady(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := (policyStatus{}).describe()
-				if st := readPolicyStatus(s); st.state != "" {
+				want := (ClusterPolicyStatus{}).describe()
+				if st := ReadClusterPolicyStatus(s); st.State != "" {
 					want = st.describe()
 				}
 				rec.waitForMessage(t, want)
@@ -153,6 +153,32 @@ func TestClusterPolicyReady(t *testing.T) {
 				if got := rec.messages(); got[len(got)-1] != tt.wantFinal {
 					t.Errorf("last progress = %q, want %q", got[len(got)-1], tt.wantFinal)
 				}
+			}
+		})
+	}
+}
+
+func TestReadClusterPolicyStatus(t *testing.T) {
+	tests := []struct {
+		name                string
+		policy              *unstructured.Unstructured
+		reconciled, ready   bool
+		wantState, wantNote string
+	}{
+		{"state ready and Ready True with Reconciled is ready", clusterPolicy("ready", "True", "Reconciled"), true, true, "ready", "msg for Reconciled"},
+		{"state ready with NoGPUNodes is not ready, though the condition is True", clusterPolicy("ready", "True", "NoGPUNodes"), false, false, "ready", "msg for NoGPUNodes"},
+		{"a reconciled condition with state notReady is not ready", clusterPolicy("notReady", "True", "Reconciled"), true, false, "notReady", "msg for Reconciled"},
+		{"Ready False is not reconciled", clusterPolicy("notReady", "False", "OperandNotReady"), false, false, "notReady", "msg for OperandNotReady"},
+		{"a policy without status is neither", clusterPolicy("", "", ""), false, false, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ReadClusterPolicyStatus(tc.policy)
+			if st.Reconciled() != tc.reconciled || st.Ready() != tc.ready {
+				t.Errorf("Reconciled() = %v, Ready() = %v, want %v, %v", st.Reconciled(), st.Ready(), tc.reconciled, tc.ready)
+			}
+			if st.State != tc.wantState || st.ReadyMessage != tc.wantNote {
+				t.Errorf("read state %q, message %q, want %q, %q", st.State, st.ReadyMessage, tc.wantState, tc.wantNote)
 			}
 		})
 	}

@@ -7,13 +7,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Bounds that keep a diagnosis short to read and cheap for the API server.
@@ -150,7 +151,7 @@ func (d *diagnosis) eventsFor(kind, name string) []Event {
 	for _, e := range d.events[kind+"/"+name] {
 		msg := oneLine(e.Message, messageRunes)
 		k := e.Reason + "\x00" + msg
-		last, count := eventTime(e), eventCount(e)
+		last, count := kube.EventTime(&e), eventCount(e)
 		if m, ok := merged[k]; ok {
 			m.Count += count
 			if last.After(m.Last) {
@@ -174,21 +175,6 @@ func (d *diagnosis) eventsFor(kind, name string) []Event {
 		out = out[:eventsPerObject]
 	}
 	return out
-}
-
-// eventTime is when an event last happened, across the core/v1 and events.k8s.io/v1 ways of recording it.
-func eventTime(e corev1.Event) time.Time {
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	case !e.FirstTimestamp.IsZero():
-		return e.FirstTimestamp.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 func eventCount(e corev1.Event) int32 {

@@ -9,8 +9,9 @@ import (
 // Errors a StuckError may wrap besides context.DeadlineExceeded and API errors, for callers that branch on them
 // with errors.Is.
 var (
-	// ErrNoGPUNodes: the GPU Operator found no GPU node (ClusterPolicy reason NoGPUNodes).
-	ErrNoGPUNodes = errors.New("the GPU Operator found no GPU nodes")
+	// ErrOperatorFoundNoGPUNodes: the GPU Operator found no GPU node (ClusterPolicy reason NoGPUNodes).
+	// Verify's "no node is labelled a GPU node yet" is engine.ErrNoLabelledGPUNodes.
+	ErrOperatorFoundNoGPUNodes = errors.New("the GPU Operator found no GPU nodes")
 	// ErrNFDLabelsMissing: no node carries any NFD label (ClusterPolicy reason NFDLabelsMissing).
 	ErrNFDLabelsMissing = errors.New("no node has Node Feature Discovery labels")
 	// ErrPolicyIgnored: an older ClusterPolicy exists and this one is ignored.
@@ -54,7 +55,7 @@ func (e *StuckError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the cause, so errors.Is(err, context.DeadlineExceeded) and errors.Is(err, ErrNoGPUNodes) work.
+// Unwrap returns the cause, so errors.Is(err, context.DeadlineExceeded) and errors.Is(err, ErrOperatorFoundNoGPUNodes) work.
 func (e *StuckError) Unwrap() error { return e.Err }
 
 // names joins up to max names and says how many more there are.

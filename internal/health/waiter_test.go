@@ -103,7 +103,7 @@ func TestStuckErrorIsOneLine(t *testing.T) {
 		},
 		{
 			name: "a cause without progress reads naturally",
-			err:  &StuckError{What: "clusterpolicy cluster-policy", Err: ErrNoGPUNodes},
+			err:  &StuckError{What: "clusterpolicy cluster-policy", Err: ErrOperatorFoundNoGPUNodes},
 			want: "clusterpolicy cluster-policy not ready: the GPU Operator found no GPU nodes",
 		},
 	}

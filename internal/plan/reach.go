@@ -17,15 +17,13 @@ type NodeTaint struct {
 	Taint corev1.Taint `json:"taint"`
 }
 
-func (n NodeTaint) String() string { return n.Node + " " + TaintString(n.Taint) }
+func (n NodeTaint) String() string { return n.Node + " " + n.Taint.ToString() }
 
-// TaintString is a taint as kubectl writes it: key=value:Effect, or key:Effect without a value.
-func TaintString(t corev1.Taint) string {
-	if t.Value == "" {
-		return t.Key + ":" + string(t.Effect)
-	}
-	return t.Key + "=" + t.Value + ":" + string(t.Effect)
-}
+// TaintString is a taint as kubectl writes it (key=value:Effect, key:Effect without a value):
+// corev1.Taint.ToString, which new code calls itself. It stays only for internal/runner's safety
+// check, which calls it while that package is being moved (issue 33); it goes once runner calls
+// ToString.
+func TaintString(t corev1.Taint) string { return t.ToString() }
 
 // Untolerated returns the taints of the GPU nodes that keep a DaemonSet with tolerations off them, in
 // node order: NoSchedule and NoExecute taints the list does not tolerate, except those the DaemonSet

@@ -11,11 +11,10 @@ import (
 
 // Secrets gpuctl creates for NVIDIA AI Enterprise (vGPU guest drivers, TKGS/VKS; NVIDIA's "GPU
 // Operator with NVIDIA AI Enterprise" guide, https://docs.nvidia.com/ai-enterprise/deployment/vmware/latest/gpu-operator.html):
-// the NLS licensing Secret the driver reads, and the pull secret for NVIDIA's NVAIE registry. gpuctl
-// manages them under exactly these names, when the values refer to them.
+// the NLS licensing Secret the driver reads and the pull secret for NVIDIA's NVAIE registry. gpuctl
+// manages them, when the values refer to them, under exactly the names detection finds them by
+// (detect.LicensingSecret, detect.NGCPullSecret); what else it needs to know of them is here.
 const (
-	LicensingSecret = detect.LicensingSecret
-	NGCPullSecret   = detect.NGCPullSecret
 	// NGCRegistry is the registry the NVAIE driver images come from (the guide above).
 	NGCRegistry = "nvcr.io/nvaie"
 	// NLSTokenKey and GriddConfKey are the file names the vGPU guest driver expects in the Secret.
@@ -64,10 +63,10 @@ func licensingStep(values map[string]any, ns string, lic Licensing, existing det
 	step := Step{ID: "licensing", Kind: KindSecrets, Title: "NVIDIA AI Enterprise secrets",
 		Why: "the vGPU guest driver needs its NLS license and pulls from NVIDIA's NVAIE registry"}
 	var need secretNeeds
-	if name, _ := at(values, "driver", "licensingConfig", "secretName").(string); name == LicensingSecret {
+	if name, _ := at(values, "driver", "licensingConfig", "secretName").(string); name == detect.LicensingSecret {
 		need.licensingSecret(&step, ns, lic, existing)
 	}
-	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); slices.ContainsFunc(pullSecrets, func(e any) bool { return namesSecret(e, NGCPullSecret) }) {
+	if pullSecrets, _ := at(values, "driver", "imagePullSecrets").([]any); slices.ContainsFunc(pullSecrets, func(e any) bool { return namesSecret(e, detect.NGCPullSecret) }) {
 		need.pullSecret(&step, ns, lic, existing)
 	}
 	if !need.needed {
@@ -106,8 +105,8 @@ type secretNeeds struct {
 // otherwise written from the token and gridd.conf files (each missing one named).
 func (n *secretNeeds) licensingSecret(step *Step, ns string, lic Licensing, existing detect.Existing) {
 	n.needed = true
-	if lic.NLSTokenFile == "" && lic.GriddConfFile == "" && existing.HasSecret(ns, LicensingSecret) {
-		n.reused = append(n.reused, LicensingSecret)
+	if lic.NLSTokenFile == "" && lic.GriddConfFile == "" && existing.HasSecret(ns, detect.LicensingSecret) {
+		n.reused = append(n.reused, detect.LicensingSecret)
 		return
 	}
 	if lic.NLSTokenFile == "" {
@@ -116,7 +115,7 @@ func (n *secretNeeds) licensingSecret(step *Step, ns string, lic Licensing, exis
 	if lic.GriddConfFile == "" {
 		n.missing = append(n.missing, "gridd.conf (--gridd-conf-file; an empty file is valid)")
 	}
-	step.Secrets = append(step.Secrets, SecretSpec{Name: LicensingSecret, Namespace: ns, Type: "Opaque",
+	step.Secrets = append(step.Secrets, SecretSpec{Name: detect.LicensingSecret, Namespace: ns, Type: "Opaque",
 		Keys: []string{NLSTokenKey, GriddConfKey}, Files: []string{lic.NLSTokenFile, lic.GriddConfFile}})
 }
 
@@ -127,21 +126,21 @@ func (n *secretNeeds) pullSecret(step *Step, ns string, lic Licensing, existing 
 	src := ngcKeySource(lic)
 	keepIfUnset := false
 	switch {
-	case lic.NGCAPIKeyFile == "" && existing.HasSecret(ns, NGCPullSecret):
+	case lic.NGCAPIKeyFile == "" && existing.HasSecret(ns, detect.NGCPullSecret):
 		// Whether the key's environment variable is set is not the plan's to know (Build is pure): the
 		// engine replaces the Secret when it is, and keeps it otherwise.
 		keepIfUnset = true
 		if lic.NGCAPIKeyEnv == "" {
 			src = ""
-			n.reused = append(n.reused, NGCPullSecret)
+			n.reused = append(n.reused, detect.NGCPullSecret)
 		} else {
-			n.reused = append(n.reused, NGCPullSecret+" (unless "+lic.NGCAPIKeyEnv+" is set)")
+			n.reused = append(n.reused, detect.NGCPullSecret+" (unless "+lic.NGCAPIKeyEnv+" is set)")
 		}
 	case src == "":
 		n.missing = append(n.missing, "the NGC API key (--ngc-api-key-file FILE or -, or the environment variable --ngc-api-key-env names; never a flag value)")
 	}
 	if src != "" {
-		step.Secrets = append(step.Secrets, SecretSpec{Name: NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
+		step.Secrets = append(step.Secrets, SecretSpec{Name: detect.NGCPullSecret, Namespace: ns, Type: "kubernetes.io/dockerconfigjson",
 			Keys: []string{".dockerconfigjson"}, Files: []string{src}, Server: NGCRegistry, KeepIfUnset: keepIfUnset})
 	}
 }

@@ -33,7 +33,7 @@ func TestLicensingReRuns(t *testing.T) {
 		p := build(t, detection("kubeadm", withSecrets("gpu-operator", "licensing-config", "ngc-secret")),
 			Options{Set: nvaie, Licensing: Licensing{NGCAPIKeyEnv: "NGC_API_KEY"}})
 		s := p.Step("licensing")
-		if len(s.Secrets) != 1 || s.Secrets[0].Name != NGCPullSecret || !s.Secrets[0].KeepIfUnset {
+		if len(s.Secrets) != 1 || s.Secrets[0].Name != detect.NGCPullSecret || !s.Secrets[0].KeepIfUnset {
 			t.Fatalf("secrets %+v: want only ngc-secret, kept unless NGC_API_KEY is set", s.Secrets)
 		}
 		if !warned(p, "reusing the existing Secrets licensing-config and ngc-secret (unless NGC_API_KEY is set) in gpu-operator") {

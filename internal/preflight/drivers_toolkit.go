@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -157,7 +158,7 @@ func checkToolkitContainerd(_ context.Context, env *Env) Result {
 		f.againstOtherLayouts(socket, distro)
 	}
 	sort.Strings(f.fails)
-	settings := fmt.Sprintf("socket %s, config %s", orDefault(socket, defaultContainerdSocket), orDefault(config, defaultContainerdConfig))
+	settings := fmt.Sprintf("socket %s, config %s", cmp.Or(socket, defaultContainerdSocket), cmp.Or(config, defaultContainerdConfig))
 	switch {
 	case len(f.fails) > 0:
 		return fail(strings.Join(append(f.fails, f.warns...), "\n"), strings.Join(f.hints, "; "))
@@ -214,7 +215,7 @@ func (f *findings) warn(msg, hint string) {
 // distribution.
 func (f *findings) againstLayout(tk toolkitSettings, layout containerdLayout, distro string, rt nodeRuntimes) {
 	socket, config, source := tk.env["CONTAINERD_SOCKET"], tk.env["CONTAINERD_CONFIG"], tk.env["RUNTIME_CONFIG_SOURCE"]
-	effSocket := orDefault(socket, defaultContainerdSocket)
+	effSocket := cmp.Or(socket, defaultContainerdSocket)
 	switch {
 	case runPath(effSocket) == runPath(layout.socket):
 	case layout.usual:
@@ -226,14 +227,14 @@ func (f *findings) againstLayout(tk toolkitSettings, layout containerdLayout, di
 	}
 	switch {
 	case layout.config != "" && config != layout.config:
-		f.fail(fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, but %s's containerd reads its settings from %s", orDefault(config, defaultContainerdConfig+" (NVIDIA's default)"), layout.name, layout.config),
+		f.fail(fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, but %s's containerd reads its settings from %s", cmp.Or(config, defaultContainerdConfig+" (NVIDIA's default)"), layout.name, layout.config),
 			fmt.Sprintf("set toolkit.env CONTAINERD_CONFIG=%s (%s)", layout.config, layout.source))
 	case layout.managed != "" && strings.HasPrefix(config, layout.managed):
 		f.warn(fmt.Sprintf("toolkit.env CONTAINERD_CONFIG is %s, a file %s writes itself: the toolkit's edit is lost when %s restarts, or breaks its containerd after a reboot", config, layout.name, layout.name),
 			fmt.Sprintf("drop CONTAINERD_CONFIG from toolkit.env and set only CONTAINERD_SOCKET (%s)", layout.source))
 	}
 	if layout.fileSourceSince > 0 && rt.lowMajor >= layout.fileSourceSince && !strings.HasPrefix(source, "file") {
-		f.warn(fmt.Sprintf("toolkit.env RUNTIME_CONFIG_SOURCE is %s: on %s with %s, `containerd config dump` gives the toolkit a config it must not write back", orDefault(source, "unset (command, then file)"), layout.name, rt.running),
+		f.warn(fmt.Sprintf("toolkit.env RUNTIME_CONFIG_SOURCE is %s: on %s with %s, `containerd config dump` gives the toolkit a config it must not write back", cmp.Or(source, "unset (command, then file)"), layout.name, rt.running),
 			fmt.Sprintf("set toolkit.env RUNTIME_CONFIG_SOURCE=file (%s)", layout.source))
 	}
 	if (distro == detect.RKE2 || distro == detect.K3s) && tk.cdi && rt.lowMajor < 2 {
@@ -252,11 +253,4 @@ func (f *findings) againstOtherLayouts(socket, distro string) {
 				"check the detected distribution (gpuctl detect) and the profile; choose one with --profile "+d)
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

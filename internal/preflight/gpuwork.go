@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -140,7 +141,7 @@ func planDisruptions(env *Env, nodes []corev1.Node) disruptions {
 	// The nodes the upgrade preview names as repartitioned: one rule for both (plan.MIGRepartition).
 	if s := p.Step(plan.MIGStepID); s != nil && s.Skip == "" {
 		for _, n := range plan.MIGRepartition(s.Labels, nodes) {
-			why := fmt.Sprintf("MIG manager repartitions its GPUs (%s %s → %s)", plan.MIGLabel, orNone(byName[n].Labels[plan.MIGLabel]), s.Labels.Nodes[n])
+			why := fmt.Sprintf("MIG manager repartitions its GPUs (%s %s → %s)", plan.MIGLabel, cmp.Or(byName[n].Labels[plan.MIGLabel], "none"), s.Labels.Nodes[n])
 			if p.Distribution == "gke" {
 				why += " and reboots it (WITH_REBOOT on GKE)"
 			}
@@ -164,13 +165,6 @@ func planDisruptions(env *Env, nodes []corev1.Node) disruptions {
 		}
 	}
 	return d
-}
-
-func orNone(v string) string {
-	if v == "" {
-		return "none"
-	}
-	return v
 }
 
 // defaultSharingKey is the device-plugin config of the nodes without a label of their own:

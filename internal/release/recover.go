@@ -11,6 +11,8 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
 // Labels on every revision gpuctl writes (Helm release labels, stored on Helm's storage Secret as
@@ -80,7 +82,7 @@ func isAlnum(c byte) bool {
 // labels are the release labels of revision rev written by run (see RunLabel). Without a run, the
 // empty values make Helm's upgrade drop the labels the previous revision had.
 func labels(run string, rev int) map[string]string {
-	l := map[string]string{ManagedByLabel: "true", RunLabel: runLabel(run), RevisionLabel: strconv.Itoa(rev)}
+	l := map[string]string{detect.ManagedReleaseLabel: "true", RunLabel: runLabel(run), RevisionLabel: strconv.Itoa(rev)}
 	if run == "" {
 		l[RevisionLabel] = ""
 	}

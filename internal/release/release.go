@@ -28,8 +28,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
-// ManagedByLabel marks the Helm releases gpuctl made (a Helm storage label, shown by
-// `helm list --selector`): detection's proof that a release is gpuctl's.
+// ManagedByLabel is detect.ManagedReleaseLabel (the label that marks the Helm releases gpuctl made)
+// under a second name: it stays only because internal/runner, which another change is moving, still
+// names it; everything else names detect's, and once runner does, this goes.
 const ManagedByLabel = detect.ManagedReleaseLabel
 
 // maxHistory bounds the revisions kept per release, like `helm upgrade --history-max 10`.

@@ -18,6 +18,8 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+
+	"github.com/gpuctl/gpuctl/internal/detect"
 )
 
 // newTestClient is a Client over Helm's in-memory storage and a Kubernetes client that accepts
@@ -73,8 +75,8 @@ func TestApply(t *testing.T) {
 			t.Errorf("values not rendered: %s", res.Manifest)
 		}
 		r, _ := c.cfg.Releases.Last("demo")
-		if r.(*releasev1.Release).Labels[ManagedByLabel] != "true" {
-			t.Errorf("release labels %v lack %s", r.(*releasev1.Release).Labels, ManagedByLabel)
+		if r.(*releasev1.Release).Labels[detect.ManagedReleaseLabel] != "true" {
+			t.Errorf("release labels %v lack %s", r.(*releasev1.Release).Labels, detect.ManagedReleaseLabel)
 		}
 	})
 
@@ -192,7 +194,7 @@ func pendingCopy(t *testing.T, c *Client, status rcommon.Status, run string) int
 
 // gpuctlLabels are the labels of a revision gpuctl run wrote as revision rev.
 func gpuctlLabels(run string, rev int) map[string]string {
-	return map[string]string{ManagedByLabel: "true", RunLabel: runLabel(run), RevisionLabel: strconv.Itoa(rev)}
+	return map[string]string{detect.ManagedReleaseLabel: "true", RunLabel: runLabel(run), RevisionLabel: strconv.Itoa(rev)}
 }
 
 func TestLoadChart(t *testing.T) {

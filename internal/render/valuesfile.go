@@ -8,9 +8,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// MaxValuesFileSize caps what gpuctl reads of one -f values file (standard input and pipes too): Helm
-// keeps each release, values included, in one Secret of at most 1 MiB, so anything near this size
-// cannot be installed, and reading a huge file whole would exhaust memory first.
+// MaxValuesFileSize caps what gpuctl reads of one -f values file (standard input and pipes too; the
+// CLI refuses a larger file before reading it): Helm keeps each release, values included, in one
+// Secret, and Kubernetes refuses a Secret over 1 MiB (MaxSecretSize, k8s.io/api/core/v1 v0.37.2), so a
+// values file ten times that cannot become a release however well it compresses, and reading a huge
+// file whole would exhaust memory first.
 const MaxValuesFileSize = 10 << 20
 
 func ReadValuesFile(path string) (map[string]any, error) {

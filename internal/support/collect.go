@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // Log bounds: the tail of each container's log, as `kubectl logs --tail 2000 --limit-bytes 1048576`.
@@ -166,7 +168,7 @@ func (c *Collector) Namespace(ctx context.Context, ns string) []corev1.Pod {
 		if err != nil {
 			return nil, "", err
 		}
-		sort.SliceStable(l.Items, func(i, j int) bool { return eventTime(&l.Items[i]).Before(eventTime(&l.Items[j])) })
+		sort.SliceStable(l.Items, func(i, j int) bool { return kube.EventTime(&l.Items[i]).Before(kube.EventTime(&l.Items[j])) })
 		return l.Items, "events in " + ns + ", oldest first", nil
 	})
 	c.read(ctx, dir, "secrets", func(ctx context.Context) (any, string, error) {
@@ -192,16 +194,6 @@ func (c *Collector) Namespace(ctx context.Context, ns string) []corev1.Pod {
 	})
 	c.logs(ctx, ns, pods)
 	return pods
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 // read runs one listing with the call timeout and stores its result as dir/name.yaml.

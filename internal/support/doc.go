@@ -11,5 +11,6 @@
 // It deliberately never reads a Secret's data: Secrets are listed by name and type only.
 //
 // Package engine (Support) calls it and adds what only the engine knows (the install record, Helm
-// history, gpuctl status and check --pre); it imports nothing of gpuctl's above client-go.
+// history, gpuctl status and check --pre); of gpuctl's packages it imports only internal/kube, for
+// kube.EventTime.
 package support

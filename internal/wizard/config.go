@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // ConfigVersion is the version field of the config file the wizard saves. gpuctl's config file holds
@@ -55,10 +56,10 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if o.Licensing.NGCAPIKeyEnv != "" && o.Licensing.NGCAPIKeyEnv != ngcKeyEnv {
 		m["ngc-api-key-env"] = o.Licensing.NGCAPIKeyEnv
 	}
-	if namespace != "" && namespace != engine.DefaultNamespace {
+	if namespace != "" && namespace != plan.DefaultNamespace {
 		m["namespace"] = namespace
 	}
-	if o.Timeout > 0 && o.Timeout != engine.DefaultInstallTimeout {
+	if o.Timeout > 0 && o.Timeout != plan.DefaultTimeout {
 		m["timeout"] = o.Timeout.String()
 	}
 	b, err := yaml.Marshal(m)
@@ -103,7 +104,7 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 		}
 	}
 	add("--context", kubeContext)
-	if namespace != "" && namespace != engine.DefaultNamespace {
+	if namespace != "" && namespace != plan.DefaultNamespace {
 		add("-n", namespace)
 	}
 	add("--profile", o.Profile)
@@ -115,7 +116,7 @@ func Command(o engine.InstallOptions, namespace, kubeContext string) string {
 	if o.Taint {
 		args = append(args, "--taint")
 	}
-	if o.Timeout > 0 && o.Timeout != engine.DefaultInstallTimeout {
+	if o.Timeout > 0 && o.Timeout != plan.DefaultTimeout {
 		add("--timeout", o.Timeout.String())
 	}
 	if o.TolerateExistingTaints {

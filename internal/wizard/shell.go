@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
@@ -76,10 +77,10 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		cfg.Getenv = func(string) string { return "" }
 	}
 	if cfg.Namespace == "" {
-		cfg.Namespace = engine.DefaultNamespace
+		cfg.Namespace = plan.DefaultNamespace
 	}
 	if cfg.Base.Timeout == 0 {
-		cfg.Base.Timeout = engine.DefaultInstallTimeout
+		cfg.Base.Timeout = plan.DefaultTimeout
 	}
 	profiles, err := profile.List()
 	if err != nil {
