@@ -234,7 +234,9 @@ func confidence(ev []Evidence) int {
 	return int(math.Round((1 - miss) * 100))
 }
 
-func isControlPlane(n *corev1.Node) bool {
+// IsControlPlane: the node carries a control-plane role label (node-role.kubernetes.io/control-plane,
+// or master on older clusters).
+func IsControlPlane(n *corev1.Node) bool {
 	_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
 	_, master := n.Labels["node-role.kubernetes.io/master"]
 	return cp || master
@@ -243,7 +245,7 @@ func isControlPlane(n *corev1.Node) bool {
 func nodeCounts(nodes []corev1.Node, gpus map[string][]Evidence) NodeCounts {
 	c := NodeCounts{Total: len(nodes), GPU: len(gpus)}
 	for i := range nodes {
-		if isControlPlane(&nodes[i]) {
+		if IsControlPlane(&nodes[i]) {
 			c.ControlPlane++
 		} else {
 			c.Workers++
@@ -267,7 +269,7 @@ func scheduling(nodes []corev1.Node, gpus map[string][]Evidence) Scheduling {
 		if _, gpu := gpus[n.Name]; !gpu && !n.Spec.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, blockingTaint) {
 			s.OpenNodes = append(s.OpenNodes, n.Name)
 		}
-		if isControlPlane(n) {
+		if IsControlPlane(n) {
 			s.ControlPlaneNodes = append(s.ControlPlaneNodes, n.Name)
 			continue
 		}

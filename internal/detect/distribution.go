@@ -288,7 +288,7 @@ func managedControlPlane(v *view, ev []Evidence) []Evidence {
 		return nil
 	}
 	for i := range v.s.Nodes {
-		if isControlPlane(&v.s.Nodes[i]) {
+		if IsControlPlane(&v.s.Nodes[i]) {
 			return nil
 		}
 	}

@@ -76,7 +76,7 @@ func pools(v *view, distro string, gpus map[string][]Evidence) ([]Pool, []GPUNod
 			OSImage:       n.Status.NodeInfo.OSImage,
 			Kernel:        n.Status.NodeInfo.KernelVersion,
 			Runtime:       n.Status.NodeInfo.ContainerRuntimeVersion,
-			ControlPlane:  isControlPlane(n),
+			ControlPlane:  IsControlPlane(n),
 			Unschedulable: n.Spec.Unschedulable,
 			Tainted:       hasGPUTaint(n),
 			Taints:        slices.Clone(n.Spec.Taints),
@@ -101,7 +101,7 @@ func poolOf(n *corev1.Node, gpu bool) poolKey {
 		}
 	}
 	role := "worker"
-	if isControlPlane(n) {
+	if IsControlPlane(n) {
 		role = "control-plane"
 	}
 	parts := []string{role}
@@ -135,7 +135,7 @@ func addToPool(p *Pool, n *corev1.Node, gpu bool) {
 	if gpu {
 		p.GPUNodes++
 	}
-	if isControlPlane(n) {
+	if IsControlPlane(n) {
 		p.ControlPlane = true
 	}
 	if p.InstanceType == "" {

@@ -19,12 +19,6 @@ type NodeTaint struct {
 
 func (n NodeTaint) String() string { return n.Node + " " + n.Taint.ToString() }
 
-// TaintString is a taint as kubectl writes it (key=value:Effect, key:Effect without a value):
-// corev1.Taint.ToString, which new code calls itself. It stays only for internal/runner's safety
-// check, which calls it while that package is being moved (issue 33); it goes once runner calls
-// ToString.
-func TaintString(t corev1.Taint) string { return t.ToString() }
-
 // Untolerated returns the taints of the GPU nodes that keep a DaemonSet with tolerations off them, in
 // node order: NoSchedule and NoExecute taints the list does not tolerate, except those the DaemonSet
 // controller tolerates on every DaemonSet pod anyway.
@@ -130,10 +124,10 @@ func withTolerations(list []any, taints []NodeTaint) []any {
 	seen := map[string]bool{}
 	for _, nt := range taints {
 		t := nt.Taint
-		if seen[TaintString(t)] {
+		if seen[t.ToString()] {
 			continue
 		}
-		seen[TaintString(t)] = true
+		seen[t.ToString()] = true
 		out = append(out, map[string]any{"key": t.Key, "operator": "Equal", "value": t.Value, "effect": string(t.Effect)})
 	}
 	return out

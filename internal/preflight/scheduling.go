@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
@@ -160,22 +160,11 @@ func strandedDaemonSets(ctx context.Context, env *Env, ours map[string]bool, t c
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var others []appsv1.DaemonSet
 	for _, d := range dss.Items {
-		if ours["DaemonSet/"+d.Namespace+"/"+d.Name] || len(d.OwnerReferences) > 0 && d.OwnerReferences[0].Kind == "ClusterPolicy" {
-			continue
-		}
-		spec := d.Spec.Template.Spec
-		if taint.Tolerates(spec.Tolerations, t) {
-			continue
-		}
-		sel := labels.SelectorFromSet(spec.NodeSelector)
-		for _, n := range gpuNodes {
-			if sel.Matches(labels.Set(n.Labels)) {
-				out = append(out, d.Namespace+"/"+d.Name)
-				break
-			}
+		if !ours["DaemonSet/"+d.Namespace+"/"+d.Name] && (len(d.OwnerReferences) == 0 || d.OwnerReferences[0].Kind != "ClusterPolicy") {
+			others = append(others, d)
 		}
 	}
-	return out, nil
+	return taint.Stranded(others, gpuNodes, t), nil
 }

@@ -24,14 +24,7 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	"github.com/gpuctl/gpuctl/internal/detect"
 )
-
-// ManagedByLabel is detect.ManagedReleaseLabel (the label that marks the Helm releases gpuctl made)
-// under a second name: it stays only because internal/runner, which another change is moving, still
-// names it; everything else names detect's, and once runner does, this goes.
-const ManagedByLabel = detect.ManagedReleaseLabel
 
 // maxHistory bounds the revisions kept per release, like `helm upgrade --history-max 10`.
 const maxHistory = 10

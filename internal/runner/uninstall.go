@@ -36,7 +36,8 @@ type Uninstaller struct {
 	// FinalizerWait is how long a deleted object may stay before the step names what holds it.
 	FinalizerWait time.Duration
 	Sink          event.Sink
-	releases      map[string]*release.Client
+	// releases are the Helm clients, by namespace (nil: opened from Clients.Getter).
+	releases *release.Clients
 	// rels are the releases to remove, p the plan.
 	rels []uninstallRelease
 	p    *UninstallPlan
@@ -51,17 +52,9 @@ type Uninstaller struct {
 
 func (u *Uninstaller) releaseClient(ns string) (*release.Client, error) {
 	if u.releases == nil {
-		u.releases = map[string]*release.Client{}
+		u.releases = release.NewClients(u.Clients.Getter)
 	}
-	if rc, ok := u.releases[ns]; ok {
-		return rc, nil
-	}
-	rc, err := release.New(u.Clients.Getter, ns, nil)
-	if err != nil {
-		return nil, err
-	}
-	u.releases[ns] = rc
-	return rc, nil
+	return u.releases.In(ns)
 }
 
 func (u *Uninstaller) namespace() string {

@@ -9,16 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
-	"github.com/gpuctl/gpuctl/internal/release"
 )
 
 // FoundRelease is a Helm release of one of gpuctl's release names, found with no install record.
 type FoundRelease struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
-	// Gpuctl: its newest revision carries gpuctl's release label (release.ManagedByLabel=true), which
+	// Gpuctl: its newest revision carries gpuctl's release label (detect.ManagedReleaseLabel=true), which
 	// every revision gpuctl writes has. Without it, someone else installed it under that name.
 	Gpuctl bool `json:"gpuctl"`
 }
@@ -26,9 +26,9 @@ type FoundRelease struct {
 func (f FoundRelease) String() string {
 	s := f.Namespace + "/" + f.Name
 	if f.Gpuctl {
-		return s + " (labelled " + release.ManagedByLabel + "=true)"
+		return s + " (labelled " + detect.ManagedReleaseLabel + "=true)"
 	}
-	return s + " (no " + release.ManagedByLabel + " label)"
+	return s + " (no " + detect.ManagedReleaseLabel + " label)"
 }
 
 // UnrecordedError refuses an uninstall that has no install record to go by but finds releases with
@@ -85,7 +85,7 @@ func (u *Uninstaller) managedRelease(ctx context.Context, r uninstallRelease) (b
 	newest, managed := -1, false
 	for _, s := range secrets.Items {
 		if v, err := strconv.Atoi(s.Labels["version"]); err == nil && v > newest {
-			newest, managed = v, s.Labels[release.ManagedByLabel] == "true"
+			newest, managed = v, s.Labels[detect.ManagedReleaseLabel] == "true"
 		}
 	}
 	return managed, nil

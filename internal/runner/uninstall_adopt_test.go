@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -41,7 +42,7 @@ func helmInSecrets(t *testing.T, kc *fake.Clientset, releases map[string]map[str
 // (exit 5, naming them, whether they carry gpuctl's label, and --adopt) before anything is written,
 // unless adopted; with none, there is nothing to uninstall, and no node label is taken.
 func TestUninstallWithoutARecordRefusesUnlessAdopted(t *testing.T) {
-	gpuctls := map[string]string{release.ManagedByLabel: "true"}
+	gpuctls := map[string]string{detect.ManagedReleaseLabel: "true"}
 	// A GPU node with a label the operator wrote: gpuctl's to remove only if the operator is.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"nvidia.com/gpu.present": "true"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "gpu-operator", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
@@ -71,7 +72,7 @@ func TestUninstallWithoutARecordRefusesUnlessAdopted(t *testing.T) {
 			rc := helmInSecrets(t, kc, tc.releases)
 			kc.ClearActions()
 			u := &Uninstaller{Clients: &kube.Clients{Kube: kc, Dynamic: stackDynamicClient(), Namespace: "gpu-operator"}, Adopt: tc.adopt,
-				releases: map[string]*release.Client{"gpu-operator": rc}}
+				releases: release.ClientsOf(map[string]*release.Client{"gpu-operator": rc})}
 			refused := u.RefuseUnrecorded(t.Context())
 			p, err := u.Plan(t.Context())
 			if tc.wantRefusal != nil {

@@ -84,7 +84,7 @@ metadata: {name: unserved}
 				}
 			}
 			u := &Uninstaller{Clients: &kube.Clients{Kube: kc, Mapper: mapper, Namespace: "gpu-operator"},
-				releases: map[string]*release.Client{"gpu-operator": release.NewWithConfiguration(cfg, "gpu-operator")}}
+				releases: release.ClientsOf(map[string]*release.Client{"gpu-operator": release.NewWithConfiguration(cfg, "gpu-operator")})}
 			rels, err := u.targets()
 			if err != nil {
 				t.Fatal(err)

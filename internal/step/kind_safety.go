@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/event"
@@ -67,7 +65,7 @@ func (safetyKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(heal
 	if err != nil {
 		return runner.Outcome{}, err
 	}
-	if stranded := strandedDaemonSets(dss.Items, gpuNodes); len(stranded) > 0 {
+	if stranded := taint.Stranded(dss.Items, gpuNodes, gpuTaint()); len(stranded) > 0 {
 		x.sink.Event(event.Event{Time: time.Now(), Type: event.Warning,
 			Message: fmt.Sprintf("DaemonSets that run on GPU nodes but do not tolerate the taint: %s; their running pods stay, but new ones will not be scheduled on GPU nodes", strings.Join(stranded, ", ")),
 			Hint:    "add a toleration for nvidia.com/gpu to them if they must run on GPU nodes (e.g. log or monitoring agents)"})
@@ -163,7 +161,7 @@ func sortNodes(nodes []*corev1.Node, gpu []string) (gpuNodes []corev1.Node, open
 		switch {
 		case isGPU[n.Name]:
 			gpuNodes = append(gpuNodes, *n)
-		case !n.Spec.Unschedulable && !isControlPlane(n) && !hasBlockingTaint(n.Spec.Taints):
+		case !n.Spec.Unschedulable && !detect.IsControlPlane(n) && !hasBlockingTaint(n.Spec.Taints):
 			open = append(open, n.Name)
 		}
 	}
@@ -199,20 +197,6 @@ func (x *executor) tolerateEverywhere(ctx context.Context, s *plan.Step) (change
 	return out.Changed, nil
 }
 
-// strandedDaemonSets names the DaemonSets whose pods go to a GPU node (by their node selector) but do
-// not tolerate the taint: new pods of theirs will not be scheduled there.
-func strandedDaemonSets(dss []appsv1.DaemonSet, gpuNodes []corev1.Node) []string {
-	var stranded []string
-	for _, d := range dss {
-		spec := d.Spec.Template.Spec
-		if taint.Tolerates(spec.Tolerations, gpuTaint()) || !selectsAny(spec.NodeSelector, gpuNodes) {
-			continue
-		}
-		stranded = append(stranded, d.Namespace+"/"+d.Name)
-	}
-	return stranded
-}
-
 // reach fails when a GPU node — NFD may have found ones detection did not know, which preflight could
 // not judge — has a taint the operands or the NFD worker do not tolerate: the install would skip it.
 func (x *executor) reach(s *plan.Step, nodes []corev1.Node) error {
@@ -233,7 +217,7 @@ func (x *executor) reach(s *plan.Step, nodes []corev1.Node) error {
 			continue
 		}
 		for _, nt := range plan.Untolerated(gpu, c.tols(st.Release.Values)) {
-			lines = append(lines, fmt.Sprintf("GPU node %s has taint %s, which %s do not tolerate", nt.Node, plan.TaintString(nt.Taint), c.what))
+			lines = append(lines, fmt.Sprintf("GPU node %s has taint %s, which %s do not tolerate", nt.Node, nt.Taint.ToString(), c.what))
 		}
 	}
 	if len(lines) == 0 {
@@ -268,26 +252,10 @@ func tolerationsAt(values map[string]any, path ...string) (tols []corev1.Tolerat
 	return tols, true, nil
 }
 
-func isControlPlane(n *corev1.Node) bool {
-	_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
-	_, master := n.Labels["node-role.kubernetes.io/master"]
-	return cp || master
-}
-
 // hasBlockingTaint: a NoSchedule or NoExecute taint other than the GPU one keeps ordinary pods off.
 func hasBlockingTaint(taints []corev1.Taint) bool {
 	for _, t := range taints {
 		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			return true
-		}
-	}
-	return false
-}
-
-func selectsAny(nodeSelector map[string]string, nodes []corev1.Node) bool {
-	sel := labels.SelectorFromSet(nodeSelector)
-	for _, n := range nodes {
-		if sel.Matches(labels.Set(n.Labels)) {
 			return true
 		}
 	}

@@ -1,7 +1,12 @@
 package taint
 
 import (
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 )
 
@@ -50,4 +55,21 @@ func indexKeyEffect(taints []corev1.Taint, want corev1.Taint) int {
 // sameTaint reports whether a and b are the same taint by key, value and effect (TimeAdded ignored).
 func sameTaint(a, b corev1.Taint) bool {
 	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
+
+// Stranded names ("namespace/name") the DaemonSets whose node selector picks one of nodes but whose
+// pods do not tolerate t: once the nodes carry t, new pods of theirs are not scheduled there.
+func Stranded(dss []appsv1.DaemonSet, nodes []corev1.Node, t corev1.Taint) []string {
+	var out []string
+	for _, d := range dss {
+		spec := d.Spec.Template.Spec
+		if Tolerates(spec.Tolerations, t) {
+			continue
+		}
+		sel := labels.SelectorFromSet(spec.NodeSelector)
+		if slices.ContainsFunc(nodes, func(n corev1.Node) bool { return sel.Matches(labels.Set(n.Labels)) }) {
+			out = append(out, d.Namespace+"/"+d.Name)
+		}
+	}
+	return out
 }
