@@ -26,7 +26,9 @@ var helmReleases = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", 
 // a real OCI registry and exports the plan for Flux; applying the export is all the user does; Flux's
 // source-controller and helm-controller install NFD, the CRDs and the operator in gpuctl's order, and
 // NVIDIA's real v26.7.0 controller reconciles the ClusterPolicy. Day 2 is a re-export: a changed
-// --set, applied, is rolled out by Flux, and gpuctl's own upgrade refuses the release Flux owns.
+// --set, applied, is rolled out by Flux, and so is --sharing time-slicing=4, giving each GPU node the
+// allocatable GPUs gpuctl's own install with that flag gives them once Flux's releases are deleted;
+// while Flux owns the releases, gpuctl's own upgrade refuses them.
 func TestFluxInstallsTheExport(t *testing.T) {
 	t.Parallel()
 	c := sandbox.StartT(t, sandbox.Options{Scenario: sandbox.Scenario{Distro: "gke", GPUNodes: 2, CPUNodes: 1}, GitOps: sandbox.GitOpsFlux})
@@ -89,6 +91,8 @@ func TestFluxInstallsTheExport(t *testing.T) {
 		v, _, _ := unstructured.NestedInt64(history[0].(map[string]any), "version")
 		return v, nil
 	}
+
+	var fluxShared map[string]int64 // each GPU node's allocatable nvidia.com/gpu with Flux's --sharing export
 
 	story(t,
 		step{"gpuctl charts push puts every chart the export names into the registry", func(t *testing.T) {
@@ -183,6 +187,14 @@ func TestFluxInstallsTheExport(t *testing.T) {
 				}
 			}
 		}},
+		step{"the export with --sharing time-slicing=4, applied, is rolled out by Flux and every GPU node advertises 4 per GPU", func(t *testing.T) {
+			apply(t, exported(t, "--set", "daemonsets.labels.team=gpu", "--sharing", "time-slicing=4"))
+			waitUntil(t, 5*time.Minute, "Flux upgraded the operator's release", func(ctx context.Context) (bool, error) {
+				v, err := revision(ctx, "gpu-operator")
+				return v == 3, err
+			})
+			fluxShared = waitAllocatable(t, c, "the GPU nodes advertise 4 per GPU", func(node string) int64 { return 4 * gpusOf(c, node) })
+		}},
 		step{"gpuctl upgrade, install and uninstall refuse the releases Flux owns, naming the HelmRelease, and change nothing", func(t *testing.T) {
 			before := history(t, c, "gpu-operator")
 			for _, args := range [][]string{
@@ -199,5 +211,43 @@ func TestFluxInstallsTheExport(t *testing.T) {
 				t.Errorf("the release's history changed:\nbefore %s\nafter  %s", before, after)
 			}
 		}},
+		step{"with Flux's releases deleted, gpuctl install --sharing time-slicing=4 gives the GPU nodes the allocatable Flux's export gave", func(t *testing.T) {
+			hrs := dynamicClient(t, c).Resource(helmReleases).Namespace("gpu-operator")
+			if err := hrs.DeleteCollection(t.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Minute, "Flux uninstalled its releases", func(ctx context.Context) (bool, error) {
+				left, err := hrs.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, err
+				}
+				stored, err := c.Kube.CoreV1().Secrets("gpu-operator").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
+				return err == nil && len(left.Items) == 0 && len(stored.Items) == 0, err
+			})
+			waitAllocatable(t, c, "no GPU node advertises a GPU once the device plugin is gone", func(string) int64 { return 0 })
+			installJSON(t, c, "--sharing", "time-slicing=4")
+			waitAllocatable(t, c, "the GPU nodes advertise what Flux's export made them advertise", func(node string) int64 { return fluxShared[node] })
+		}},
 	)
+}
+
+// waitAllocatable waits until every simulated GPU node's allocatable nvidia.com/gpu is want(node), and
+// returns them by node.
+func waitAllocatable(t *testing.T, c *sandbox.Cluster, what string, want func(node string) int64) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	waitUntil(t, 5*time.Minute, what, func(ctx context.Context) (bool, error) {
+		for _, name := range simulatedGPUNodes(c) {
+			n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			q := n.Status.Allocatable["nvidia.com/gpu"]
+			if got[name] = q.Value(); got[name] != want(name) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return got
 }

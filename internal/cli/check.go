@@ -30,7 +30,8 @@ admits the operands, and the GPU taint strands nothing. --timeout bounds it all;
 not answer in time is a warning.
 
 A failed check exits with code 5. Give the same flags as for install (--profile, -f, --set, the
-operator release, the channel, the licensing inputs): the checks judge the plan they make.`,
+operator release, the channel, --sharing, --mig, --dra, --precompiled, --monitoring, the licensing
+inputs): the checks judge the plan they make.`,
 		Example: `  gpuctl check --pre
   gpuctl check --pre --profile gke -f my-values.yaml
   gpuctl check --pre -o json --skip-check host-driver
@@ -74,8 +75,8 @@ operator release, the channel, the licensing inputs): the checks judge the plan 
 	f := cmd.Flags()
 	f.BoolVar(&pre, "pre", false, "run the pre-install checks (required; checks of an installed stack come later)")
 	f.StringSliceVar(&skip, "skip-check", nil, "a check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
-	addInstallFlags(f, &o, "values profile the install would use (default: chosen from the detected distribution)")
-	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "check an install that tolerates the GPU nodes' own taints")
+	addRenderFlags(f, &o, installProfileHelp)
+	addLicensingFlags(f, &o.Licensing)
 	f.DurationVar(&o.Timeout, "timeout", engine.DefaultCheckTimeout, "how long the checks may take; a registry that does not answer within "+driverimage.DefaultTimeout.String()+" (or half of what is left) is a warning")
 	f.StringVarP(&output, "output", "o", "text", "result format: text, json")
 	return cmd

@@ -21,9 +21,15 @@ install would use, in gpuctl's order: the namespace and platform prerequisites f
 HelmReleases (--for flux), Argo CD Applications (--for argocd; ApplicationSets over many clusters
 with --fleet) or RKE2/k3s HelmCharts (--for rke2) pulling gpuctl's charts from --chart-repo. With
 --profile it works offline; without it, it detects the cluster. What an engine cannot do (taint
-nodes, create NVIDIA AI Enterprise Secrets) is written as comments and to stderr. Cluster API's
-HelmChartProxy is not exported (docs/gitops.md#cluster-api).`,
+nodes, label them, create NVIDIA AI Enterprise Secrets) is written as comments and to stderr. Cluster
+API's HelmChartProxy is not exported (docs/gitops.md#cluster-api).
+
+It takes install's flags that change what is installed (--sharing, --mig, --dra, --precompiled,
+--monitoring, the taint, the values and image flags, ...) with install's meaning. What an install
+decides from the cluster (the pools, the GPUs' MIG, the nodes' kernels) is read from it; offline the
+closest is exported, and each assumption is a note.`,
 		Example: `  gpuctl export --for flux --profile gke --chart-repo oci://registry.example.com/gpuctl > gpu-stack.yaml
+  gpuctl export --for flux --sharing time-slicing=4 --chart-repo oci://registry.example.com/gpuctl > gpu-stack.yaml
   gpuctl export --for argocd --profile kubeadm --chart-repo https://charts.example.com -o clusters/lab/gpu
   gpuctl export --for argocd --fleet --cluster-selector gpu=nvidia --profile kubeadm --chart-repo https://charts.example.com
   gpuctl export --for rke2 --profile rke2 --chart-repo https://charts.example.com -o /var/lib/rancher/rke2/server/manifests/gpu`,
@@ -33,7 +39,7 @@ HelmChartProxy is not exported (docs/gitops.md#cluster-api).`,
 			if err := x.Validate(); err != nil {
 				return usageError{err}
 			}
-			if err := validateValuesOptions(&o); err != nil {
+			if err := validateRenderOptions(&o); err != nil {
 				return err
 			}
 			t := &engine.Template{Namespace: *g.kube.Namespace, Options: o}
@@ -81,11 +87,7 @@ HelmChartProxy is not exported (docs/gitops.md#cluster-api).`,
 	f.StringVar(&x.ArgoCDNamespace, "argocd-namespace", export.DefaultArgoCDNamespace, "Argo CD: the namespace of its Applications")
 	f.BoolVar(&x.Fleet, "fleet", false, "Argo CD: an ApplicationSet per release over the clusters Argo CD manages, instead of Applications for its own cluster")
 	f.StringToStringVar(&x.ClusterSelector, "cluster-selector", nil, "Argo CD --fleet: only the clusters whose Argo CD cluster Secret has these labels (key=value,...; default every cluster)")
-	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
-	f.BoolVar(&o.NoTaint, "no-taint", false, "export as for an install without the taint")
-	f.BoolVar(&o.Taint, "taint", false, "export as for an install with --taint")
-	f.BoolVar(&o.Monitoring, "monitoring", false, "export as for an install with --monitoring (ServiceMonitors, Grafana dashboard, GPU alerts; needs the Prometheus Operator's CRDs)")
-	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to export: v26.7.0 (default), v26.3.3 or v25.10.1")
+	addRenderFlags(f, &o, offlineProfileHelp)
 	addLicensingFlags(f, &o.Licensing)
 	return cmd
 }

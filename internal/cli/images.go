@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
@@ -25,7 +24,11 @@ func newImagesCmd(streams Streams, g *globals) *cobra.Command {
 operand images the operator of the chosen release deploys for the rendered ClusterPolicy (driver per
 node OS, toolkit, device plugin, DCGM, validator, GFD, MIG manager, ...). With --profile it works
 offline and lists OS-specific images for --node-os (Ubuntu 22.04 and 24.04 by default); without it,
-it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
+it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.
+
+It takes install's flags that change what is installed (--sharing, --mig, --dra, --precompiled,
+--monitoring, ...) with install's meaning, so the list is the images of the install with the same
+flags; offline, what needs the cluster is assumed, and the notes say what.`,
 		Example: `  gpuctl images --profile kubeadm
   gpuctl images --profile kubeadm --node-os rhel9 -o json | jq -r '.images[].image'`,
 		Args: cobra.NoArgs,
@@ -33,11 +36,8 @@ it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
-			if err := validateValuesOptions(&o); err != nil {
+			if err := validateRenderOptions(&o); err != nil {
 				return err
-			}
-			if err := plan.CheckPrecompiled(o.Precompiled); err != nil {
-				return usageError{err}
 			}
 			if err := validateNodeOS(nodeOS); err != nil {
 				return err
@@ -58,11 +58,7 @@ it detects the cluster and uses the GPU nodes' OSes. See docs/air-gap.md.`,
 		},
 	}
 	f := cmd.Flags()
-	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
-	f.BoolVar(&o.NoTaint, "no-taint", false, "list as for an install without the taint")
-	f.BoolVar(&o.Taint, "taint", false, "list as for an install with --taint")
-	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release: v26.7.0 (default), v26.3.3 or v25.10.1")
-	f.StringVar(&o.Precompiled, "precompiled", "", "list as for an install with --precompiled auto: the precompiled images of the GPU nodes' kernels the registry has, the compiled driver for the rest")
+	addRenderFlags(f, &o, offlineProfileHelp)
 	f.StringSliceVar(&nodeOS, "node-os", nil, "node OS tags to list the driver images for, as the operator tags them (ubuntu22.04, ubuntu24.04, rhel9, rhcos4.18); default: the GPU nodes' own, or ubuntu22.04,ubuntu24.04 with --profile")
 	f.StringVar(&kubeVersion, "kube-version", "", "Kubernetes version for the charts' capabilities (offline)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text, json, yaml")
@@ -79,13 +75,6 @@ func validateNodeOS(tags []string) error {
 		}
 	}
 	return nil
-}
-
-// addImageFlags adds the air-gap flags that change where images come from; addValuesFlags adds them,
-// so install, check --pre, template and images all take them.
-func addImageFlags(f *pflag.FlagSet, o *engine.InstallOptions) {
-	f.StringVar(&o.Registry, "registry", "", "pull every image from this mirror, keeping its path (nvcr.io/nvidia/gpu-operator → MIRROR/nvidia/gpu-operator); -f and --set still win. See docs/air-gap.md")
-	f.StringArrayVar(&o.ImagePullSecrets, "image-pull-secret", nil, "Secret in the install namespace to pull every image with (the operator, each ClusterPolicy operand, NFD); repeatable")
 }
 
 // validateImageOptions judges --registry and --image-pull-secret (a Secret's name is a DNS-1123

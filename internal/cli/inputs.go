@@ -21,24 +21,13 @@ import (
 	"github.com/gpuctl/gpuctl/internal/render"
 )
 
-// addInstallFlags adds every flag that changes the install Plan: the values flags, the operator
-// release, the OpenShift channel, the NVIDIA AI Enterprise inputs and --no-taint. install and check
-// --pre share them, so the checks judge the plan the install would make.
+// addInstallFlags adds the flags the wizard takes as its preset choices: the render flags (but
+// --sharing and --mig, which it does not offer, and --tolerate-existing-taints, which it declares
+// itself) and the NVIDIA AI Enterprise inputs.
 func addInstallFlags(f *pflag.FlagSet, o *engine.InstallOptions, profileHelp string) {
-	addValuesFlags(f, o, profileHelp)
-	f.BoolVar(&o.NoTaint, "no-taint", false, "do not taint GPU nodes")
-	f.BoolVar(&o.Taint, "taint", false, "taint GPU nodes even where gpuctl would not by default: every schedulable node is a GPU node, or nothing adds the GPU toleration to pods that request GPUs")
-	f.BoolVar(&o.Monitoring, "monitoring", false, "turn on the DCGM exporter's and the operator's ServiceMonitors and install a Grafana dashboard and GPU alerts (needs the Prometheus Operator's CRDs, e.g. from kube-prometheus-stack; without them: a warning)")
-	f.StringVar(&o.Precompiled, "precompiled", "", precompiledHelp)
-	f.BoolVar(&o.DRA, "dra", false, "allocate GPUs with Dynamic Resource Allocation: NVIDIA's DRA driver through the operator's GPUCluster instead of the ClusterPolicy and its device plugin (GPU Operator v26.7.0+, Kubernetes 1.34+)")
-	f.StringVar(&o.Channel, "channel", "", "OpenShift: the OLM channel of NVIDIA's certified operator (default: the package's default channel)")
-	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to install: v26.7.0 (default), v26.3.3 or v25.10.1")
+	addRenderFlags(f, o, profileHelp, "sharing", "mig", "tolerate-existing-taints")
 	addLicensingFlags(f, &o.Licensing)
 }
-
-// precompiledHelp is --precompiled's help, on install and upgrade.
-const precompiledHelp = "auto: each GPU node's kernel gets NVIDIA's precompiled driver where the registry (or --registry) has its image, " +
-	"and the driver built on the node elsewhere, through one NVIDIADriver per kernel; the plan shows each node's (docs/drivers.md)"
 
 // validateNamespace refuses a -n that Kubernetes would refuse at the first write: a namespace name is
 // a DNS-1123 label (k8s.io/apimachinery/pkg/api/validation ValidateNamespaceName).
@@ -84,11 +73,8 @@ func validateInstallInputs(o *engine.InstallOptions) error {
 // the profile's name, the --set expressions, the values files and the licensing files. Each mistake
 // is one usage error naming the input.
 func validateInstallOptions(o *engine.InstallOptions) error {
-	if err := validateValuesOptions(o); err != nil {
+	if err := validateRenderOptions(o); err != nil {
 		return err
-	}
-	if err := plan.CheckPrecompiled(o.Precompiled); err != nil {
-		return usageError{err}
 	}
 	return validateLicensingFiles(o.Licensing)
 }

@@ -39,27 +39,20 @@ func newInstallCmd(streams Streams, g *globals, getenv func(string) string) *cob
 	return cmd
 }
 
-// sharingHelp is --sharing's help, the same on install and upgrade.
-const sharingHelp = "share GPUs: MODE=N for every GPU node or POOL=MODE=N for one detected node pool (repeatable), MODE time-slicing or mps; " +
-	"none (upgrade) takes it off (docs/sharing.md)"
-
-// migHelp is --mig's help, the same on install and upgrade.
-const migHelp = "partition GPUs with MIG: single or mixed (the strategy; default single), CONFIG for every GPU node or POOL=CONFIG for one detected node pool " +
-	"(a mig-parted config such as all-1g.10gb, all-balanced, all-disabled; repeatable); refused on GPUs without MIG; none (upgrade) takes gpuctl's labels off (docs/sharing.md)"
-
 // forceHelp is --force's help about GPU work, the same on install and upgrade.
 const forceHelp = "go on although the run stops the pods holding GPUs on the nodes it repartitions (--mig), re-advertises (--sharing) or switches between the device plugin and DRA (--dra): " +
 	"skips preflight's " + preflight.GPUWorkCheck + " check, which refuses such a run (exit 5) naming the pods (docs/troubleshooting.md)"
 
-// addFlags declares install's flags.
+// installProfileHelp is --profile's help where the cluster is always read (install, check --pre).
+const installProfileHelp = "values profile (default: chosen from the detected distribution; see gpuctl profiles list)"
+
+// addFlags declares install's flags: the render flags (renderflags.go), then its own.
 func (in *installCmd) addFlags(f *pflag.FlagSet) {
 	o := &in.o
-	addInstallFlags(f, o, "values profile (default: chosen from the detected distribution; see gpuctl profiles list)")
+	addRenderFlags(f, o, installProfileHelp)
+	addLicensingFlags(f, &o.Licensing)
 	f.StringSliceVar(&o.SkipChecks, "skip-check", nil, "a preflight check not to run, by ID; repeatable or comma-separated. IDs: "+checkIDs())
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
-	f.StringArrayVar(&o.Sharing, "sharing", nil, sharingHelp)
-	f.StringArrayVar(&o.MIG, "mig", nil, migHelp)
-	f.BoolVar(&o.TolerateExistingTaints, "tolerate-existing-taints", false, "tolerate the GPU nodes' own NoSchedule/NoExecute taints in the NFD worker and the operands (without it, such a taint fails preflight)")
 	f.DurationVar(&o.Timeout, "timeout", plan.DefaultTimeout, "how long the whole install may take")
 	f.DurationVar(&o.WaitForLock, "wait-for-lock", 0, "how long to wait while another gpuctl run holds the install lock (default 0: exit 6 at once, naming it)")
 	f.StringVarP(&in.output, "output", "o", "text", "result format: text, json, yaml")
@@ -141,12 +134,4 @@ func addLicensingFlags(f *pflag.FlagSet, l *plan.Licensing) {
 	f.StringVar(&l.GriddConfFile, "gridd-conf-file", "", "NVIDIA AI Enterprise: the gridd.conf file (may be empty)")
 	f.StringVar(&l.NGCAPIKeyFile, "ngc-api-key-file", "", "NVIDIA AI Enterprise: file holding the NGC API key, or - for standard input")
 	f.StringVar(&l.NGCAPIKeyEnv, "ngc-api-key-env", "NGC_API_KEY", "NVIDIA AI Enterprise: environment variable holding the NGC API key")
-}
-
-// addValuesFlags adds the flags that choose values: --profile, -f and --set.
-func addValuesFlags(f *pflag.FlagSet, o *engine.InstallOptions, profileHelp string) {
-	f.StringVar(&o.Profile, "profile", "", profileHelp)
-	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "values file in the gpu-operator chart's keys (NFD under node-feature-discovery:); repeatable, later wins")
-	f.StringArrayVar(&o.Set, "set", nil, "set a value (Helm syntax, e.g. driver.enabled=false); repeatable, wins over -f")
-	addImageFlags(f, o)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -15,11 +16,19 @@ func newTemplateCmd(streams Streams, g *globals) *cobra.Command {
 		Use:   "template",
 		Short: "Render every chart in install order, with the values an install would use",
 		Long: `Render every chart in install order, with the values an install would use. With --profile it
-works offline (use --kube-version for the cluster's version); without it, it detects the cluster.`,
-		Example: "  gpuctl template --profile gke --kube-version 1.33 > gpu-stack.yaml",
-		Args:    cobra.NoArgs,
+works offline (use --kube-version for the cluster's version); without it, it detects the cluster.
+
+It takes install's flags that change what is installed (--sharing, --mig, --dra, --precompiled,
+--monitoring, the taint, the values and image flags, ...) with install's meaning: the render is the
+plan an install with the same flags would make. What an install decides from the cluster (the pools,
+the GPUs' MIG, the nodes' kernels) is read from it; offline the closest is rendered, and each
+assumption is a warning on stderr, as is everything the plan warns of. Node labels an install sets
+(--sharing per pool, --mig) are not objects of the render: the warnings name them.`,
+		Example: `  gpuctl template --profile gke --kube-version 1.33 > gpu-stack.yaml
+  gpuctl template --profile kubeadm --sharing time-slicing=4 --monitoring`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateValuesOptions(&o); err != nil {
+			if err := validateRenderOptions(&o); err != nil {
 				return err
 			}
 			t := &engine.Template{Namespace: *g.kube.Namespace, Options: o, KubeVersion: kubeVersion}
@@ -30,19 +39,19 @@ works offline (use --kube-version for the cluster's version); without it, it det
 				}
 				t.Clients = clients
 			}
-			out, _, err := t.Run(cmd.Context())
+			out, p, err := t.Run(cmd.Context())
 			if err != nil {
 				return err
+			}
+			for _, w := range p.Warnings {
+				fmt.Fprintf(streams.Err, "warning: %s\n", w)
 			}
 			_, err = io.WriteString(streams.Out, out)
 			return err
 		},
 	}
 	f := cmd.Flags()
-	addValuesFlags(f, &o, "values profile; with it no cluster is needed")
-	f.BoolVar(&o.NoTaint, "no-taint", false, "render as for an install without the taint")
-	f.BoolVar(&o.Taint, "taint", false, "render as for an install with --taint")
-	f.StringVar(&o.OperatorVersion, "operator-version", "", "GPU operator release to render: its templates, CRDs and images (v26.7.0 by default, v26.3.3 or v25.10.1)")
+	addRenderFlags(f, &o, offlineProfileHelp)
 	f.StringVar(&kubeVersion, "kube-version", "", "Kubernetes version for the charts' capabilities (offline)")
 	return cmd
 }

@@ -77,5 +77,20 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 		return nil, err
 	}
 	list.Images, list.Notes = found.Images, append(list.Notes, found.Notes...)
+	list.Notes = append(list.Notes, imageNotes(t, p)...)
 	return list, nil
+}
+
+// imageNotes say which images of the install with these flags the list leaves out: offline, the
+// precompiled drivers of --precompiled auto (no kernel is known); with --dra, the GPUCluster's
+// operands, which gpuctl does not derive from a release's manifests as it does the ClusterPolicy's.
+func imageNotes(t *Template, p *plan.Plan) []string {
+	var notes []string
+	if t.offline() && t.Options.Precompiled != "" {
+		notes = append(notes, "--precompiled "+t.Options.Precompiled+": without a cluster no GPU node's kernel is known, so the driver built on the node is listed and no precompiled image: list against the cluster (without --profile) for those its kernels get")
+	}
+	if t.Options.DRA {
+		notes = append(notes, "--dra: the images the operator deploys for GPUCluster "+plan.GPUClusterName+" (NVIDIA's DRA driver: draDriver in the operator's values) are not listed")
+	}
+	return notes
 }

@@ -78,6 +78,8 @@ type InstallOptions struct {
 	AdoptedValues *plan.Layer
 	// renderOnly: the plan is rendered (template, export), never run (plan.Options.Render).
 	renderOnly bool
+	// offline: rendered without a cluster (template, export, images with --profile; plan.Options.Offline).
+	offline bool
 }
 
 // ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
@@ -339,7 +341,7 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 		Precompiled: facts,
 		Adopt:       in.adopt,
 		Options: plan.Options{
-			Adopt: o.Adopt, AdoptedValues: in.adopted, Render: o.renderOnly,
+			Adopt: o.Adopt, AdoptedValues: in.adopted, Render: o.renderOnly, Offline: o.offline,
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,

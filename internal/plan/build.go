@@ -107,6 +107,10 @@ type Options struct {
 	// the ones it describes, whoever applied them (a GitOps engine applies export's), so none is
 	// refused as someone else's.
 	Render bool
+	// Offline: the plan is rendered without a cluster (template, export and images with --profile), so
+	// no node, pool or GPU is known: a --sharing or --mig choice for a named pool is planned for the
+	// pool alone (its config, no node to label) instead of refused as a pool detection does not know.
+	Offline bool
 }
 
 // Input is everything Build reads.

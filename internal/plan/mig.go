@@ -270,14 +270,21 @@ func (b *builder) mig() (*Layer, *Step, error) {
 	var unknown []string // the nodes whose GPUs gpuctl cannot judge before GPU feature discovery runs
 	for _, c := range choice.Configs {
 		nodes := b.det.GPUNodes
-		if c.Pool != "" {
-			var ok bool
-			if nodes, ok = pools[c.Pool]; !ok {
-				return nil, nil, fmt.Errorf("%w: --mig %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
-			}
-		}
 		if labels.Nodes == nil {
 			labels.Pools, labels.Nodes = map[string]string{}, map[string]string{}
+		}
+		if c.Pool != "" {
+			var ok bool
+			nodes, ok = pools[c.Pool]
+			switch {
+			case !ok && b.o.Offline:
+				// Rendered without a cluster: the pool's config, its GPUs judged by GPU feature discovery.
+				labels.Pools[c.Pool] = c.Config
+				unknown = append(unknown, "the GPU nodes of pool "+c.Pool)
+				continue
+			case !ok:
+				return nil, nil, fmt.Errorf("%w: --mig %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
+			}
 		}
 		if len(nodes) == 0 {
 			// No GPU node is known before NFD runs: the nodes it finds get the config once GPU feature
@@ -315,7 +322,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 		// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 		set(values, []any{map[string]any{"name": "WITH_REBOOT", "value": "true"}}, "migManager", "env")
 	}
-	if len(labels.Nodes) == 0 {
+	if len(labels.Pools) == 0 {
 		step.Why = "--mig " + choice.Strategy + " names no config: MIG manager keeps each node's own " + MIGLabel
 	}
 	if len(unknown) > 0 {

@@ -213,7 +213,7 @@ func (b *builder) sharing() (*Layer, *Step, error) {
 				continue
 			}
 			nodes, ok := gpuPools[c.Pool]
-			if !ok {
+			if !ok && !b.o.Offline {
 				return nil, nil, fmt.Errorf("%w: --sharing %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
 			}
 			if labels.Pools == nil {
@@ -231,7 +231,7 @@ func (b *builder) sharing() (*Layer, *Step, error) {
 	step := &Step{ID: "node-labels", Kind: KindNodeLabels, Title: "Label the shared pools' nodes " + SharingLabel,
 		Why:    "NVIDIA's device plugin runs the config of ConfigMap " + SharingConfigMap + " the node's label names, else the default; MPS and time-slicing are exclusive per node (NVIDIA/k8s-device-plugin#507)",
 		Labels: labels}
-	if len(labels.Nodes) == 0 {
+	if len(labels.Pools) == 0 {
 		step.Why = "no pool has a --sharing choice of its own: gpuctl's labels from an earlier choice, if any, go"
 	}
 	return layer, step, nil
