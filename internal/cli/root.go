@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/viper"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
@@ -340,13 +340,13 @@ func report(w io.Writer, err error) int {
 	case errors.Is(err, preflight.ErrFailed):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed.\n", err)
 		return ExitPreflight
-	case errors.Is(err, engine.ErrInput):
+	case errors.Is(err, plan.ErrInput):
 		fmt.Fprintf(w, "gpuctl: %v\n", err)
 		return ExitUsage
 	case errors.As(err, &busy):
 		fmt.Fprintf(w, "gpuctl: %v\n%s.\n", err, busy.Hint())
 		return ExitLocked
-	case errors.Is(err, engine.ErrLocked):
+	case errors.Is(err, lock.ErrLocked):
 		fmt.Fprintf(w, "gpuctl: %v\nNothing was changed; run this again when that run has finished, or wait for it with --wait-for-lock 15m.\n", err)
 		return ExitLocked
 	case errors.Is(err, plan.ErrUnsupported):

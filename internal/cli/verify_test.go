@@ -51,7 +51,7 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"a node that did not pass", verifyFailedError{fmt.Errorf("%w: 1 of 3 GPU node(s) did not pass", engine.ErrVerifyFailed)}, ExitVerifyFailed},
 		{"no node labelled a GPU node yet", notReadyError{fmt.Errorf("%w: no node is labelled", engine.ErrNoLabelledGPUNodes)}, ExitNotReady},
 		{"nothing installed", notInstalledError{engine.ErrNotInstalled}, ExitNotInstalled},
-		{"a selector that matches no GPU node", fmt.Errorf("%w: --nodes matches none", engine.ErrInput), ExitUsage},
+		{"a selector that matches no GPU node", fmt.Errorf("%w: --nodes matches none", plan.ErrInput), ExitUsage},
 		{"an interrupt", fmt.Errorf("verify: %w", context.Canceled), ExitInterrupted},
 		{"a permission missing", fmt.Errorf("%w: you may not delete pods in gpu-operator", preflight.ErrFailed), ExitPreflight},
 		{"the run's pods left", fmt.Errorf("%w: forbidden", engine.ErrPodsLeft), ExitError},

@@ -70,7 +70,7 @@ func (c *Check) Run(ctx context.Context) (*CheckResult, error) {
 		inst := &Install{Clients: c.Clients}
 		p, planErr = inst.buildPlan(ctx, det, c.Options)
 		tags = inst.registry()
-		if errors.Is(planErr, ErrInput) {
+		if errors.Is(planErr, plan.ErrInput) {
 			// A mistake in the inputs (an unknown --operator-version, a values file that does not
 			// parse) is a usage error here as in install, not a failed check.
 			return res, planErr
@@ -285,7 +285,7 @@ func chooseBundle(o InstallOptions) (bundle.Bundle, error) {
 // that names the failed checks.
 //
 // When every failed check judges the user's inputs (the values too large for a release), the error
-// wraps ErrInput instead: a mistake in the command line, not in the cluster. Its text is the checks'
+// wraps plan.ErrInput instead: a mistake in the command line, not in the cluster. Its text is the checks'
 // messages, so the one line the CLI prints says what is wrong.
 func preflightError(rep preflight.Report) error {
 	if !rep.Failed {
@@ -297,7 +297,7 @@ func preflightError(rep preflight.Report) error {
 		for _, id := range failed {
 			msgs = append(msgs, strings.ReplaceAll(rep.Get(id).Message, "\n", "; "))
 		}
-		return fmt.Errorf("%w: %s", ErrInput, strings.Join(msgs, "; "))
+		return fmt.Errorf("%w: %s", plan.ErrInput, strings.Join(msgs, "; "))
 	}
 	return fmt.Errorf("%w: %s", preflight.ErrFailed, strings.Join(failed, ", "))
 }

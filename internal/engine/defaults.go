@@ -2,8 +2,6 @@ package engine
 
 import (
 	"time"
-
-	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // Defaults of the verbs' own options, each declared here and nowhere else: the verbs apply them to a
@@ -37,12 +35,3 @@ const (
 // workload runs ("Running Sample GPU Applications",
 // https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html).
 const DefaultVerifyImage = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
-
-// DefaultInstallTimeout and DefaultNamespace are plan's defaults under the engine's names, no values of
-// their own: they stay only because internal/engine/install.go and template.go, which another change is editing, still name
-// them. Everything else uses plan.DefaultTimeout and plan.DefaultNamespace; once those two files do,
-// these go.
-const (
-	DefaultInstallTimeout = plan.DefaultTimeout
-	DefaultNamespace      = plan.DefaultNamespace
-)

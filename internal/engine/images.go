@@ -59,7 +59,7 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 	// The operator release: the chart's when gpuctl installs it with Helm, the bundle's under OLM.
 	b, err := bundle.Get(im.Options.OperatorVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	version := b.Version
 	if s := p.Step("release-" + plan.OperatorRelease); s != nil && s.Release != nil {

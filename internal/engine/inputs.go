@@ -27,7 +27,7 @@ type installInputs struct {
 	adopted *plan.Layer
 }
 
-// readInputs reads and judges o without the cluster. Every mistake wraps ErrInput.
+// readInputs reads and judges o without the cluster. Every mistake wraps plan.ErrInput.
 func readInputs(o InstallOptions) (*installInputs, error) {
 	files, err := parseValueLayers(o)
 	if err != nil {
@@ -35,7 +35,7 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	}
 	set, err := release.ParseSet(o.Set)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	if _, err := plan.ParseSharing(o.Sharing); err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func readInputs(o InstallOptions) (*installInputs, error) {
 	}
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	infos, err := render.ChartInfos(b.Version)
 	if err != nil {
@@ -97,11 +97,11 @@ func checkUserValuesSize(files []plan.Layer, set map[string]any) error {
 		}
 		n, err := preflight.EncodedSize(map[string]any{"config": r.values})
 		if err != nil {
-			return fmt.Errorf("%w: values of release %s: %w", ErrInput, r.name, err)
+			return fmt.Errorf("%w: values of release %s: %w", plan.ErrInput, r.name, err)
 		}
 		if n > preflight.MaxReleaseSize {
 			return fmt.Errorf("%w: release %s would be stored in at least %s by its -f and --set values alone (JSON, gzipped and base64-encoded, as Helm stores a release); a Secret holds at most %s: leave out what the chart does not need",
-				ErrInput, r.name, mebibytes(n), mebibytes(preflight.MaxReleaseSize))
+				plan.ErrInput, r.name, mebibytes(n), mebibytes(preflight.MaxReleaseSize))
 		}
 	}
 	return nil

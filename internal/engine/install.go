@@ -62,7 +62,7 @@ type InstallOptions struct {
 	// Precompiled is --precompiled: "auto" gives each GPU node's kernel the precompiled driver where
 	// the registry has its image, the compiled one elsewhere (plan.Options.Precompiled).
 	Precompiled string
-	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with lock.ErrLocked).
 	WaitForLock time.Duration
 	// Registry is the --registry mirror every image is pulled from ("" = the images' own registries).
 	Registry string
@@ -81,13 +81,6 @@ type InstallOptions struct {
 	// offline: rendered without a cluster (template, export, images with --profile; plan.Options.Offline).
 	offline bool
 }
-
-// ErrInput marks a mistake in the user's inputs (a values file, a --set expression, an unknown
-// operator version): reported as such, not as a failed preflight check.
-var ErrInput = plan.ErrInput
-
-// ErrLocked: another gpuctl run holds the install lock (internal/lock); nothing was changed.
-var ErrLocked = lock.ErrLocked
 
 // Install takes a cluster from "GPU nodes joined" to "GPUs validated": detect → plan → execute.
 type Install struct {
@@ -152,7 +145,7 @@ func (i *Install) run(ctx context.Context, look func(context.Context, *plan.Plan
 	defer func() { res, err = beforeFirstWrite(ctx, res, err) }()
 	o := i.Options
 	if o.Timeout == 0 {
-		o.Timeout = DefaultInstallTimeout
+		o.Timeout = plan.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -242,7 +235,7 @@ func (i *Install) prepare(ctx context.Context, o InstallOptions, in *installInpu
 		return res, nil, nil, err
 	}
 	p, planErr := i.planWith(ctx, det, o, in)
-	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, ErrInput) {
+	if errors.Is(planErr, plan.ErrUnsupported) || errors.Is(planErr, plan.ErrInput) {
 		return res, nil, nil, planErr // unsupported clusters keep their own exit code; input mistakes are usage errors
 	}
 	res.Plan = p
@@ -401,7 +394,7 @@ func parseValueLayers(o InstallOptions) ([]plan.Layer, error) {
 	for _, f := range o.ValuesFiles {
 		v, err := render.ReadValuesFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+			return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 		}
 		files = append(files, plan.Layer{Source: f, Values: v})
 	}

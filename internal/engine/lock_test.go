@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/lock"
+	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
@@ -101,7 +102,7 @@ func TestWritingVerbsTakeTheLock(t *testing.T) {
 			}
 			err := tc.run(t.Context(), clients(cs), false)
 			var held *lock.HeldError
-			if !errors.Is(err, ErrLocked) || !errors.As(err, &held) || held.Holder.Host != "workstation-7" || held.Holder.PID != 4242 {
+			if !errors.Is(err, lock.ErrLocked) || !errors.As(err, &held) || held.Holder.Host != "workstation-7" || held.Holder.PID != 4242 {
 				t.Fatalf("err = %v, want the lock held by workstation-7 pid 4242", err)
 			}
 			for _, a := range cs.Actions() {
@@ -202,7 +203,7 @@ func TestInputsAreJudgedBeforeTheLock(t *testing.T) {
 			c := checkCluster(nil)
 			cs := c.Kube.(*fake.Clientset)
 			err := tc.run(t.Context(), c)
-			if !errors.Is(err, ErrInput) {
+			if !errors.Is(err, plan.ErrInput) {
 				t.Fatalf("err = %v, want an input mistake", err)
 			}
 			for _, a := range cs.Actions() {

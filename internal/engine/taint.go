@@ -27,7 +27,7 @@ type TaintNodes struct {
 	DryRun  bool
 	// Force taints even where that strands workloads running today (without it: *StrandedError).
 	Force bool
-	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with lock.ErrLocked).
 	WaitForLock time.Duration
 	// Sink receives the lock's warnings and the run's step (nil: discarded).
 	Sink event.Sink

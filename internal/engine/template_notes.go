@@ -2,13 +2,12 @@ package engine
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/plan"
+	"github.com/gpuctl/gpuctl/internal/step"
 )
 
 // offlineDetection is the cluster a plan is rendered for without one: the profile's distribution and
@@ -47,7 +46,7 @@ func newestTestedKubernetes(operatorVersion string) string {
 func (t *Template) renderNotes(p *plan.Plan) []string {
 	notes := t.offlineNotes()
 	for _, s := range p.Steps {
-		if n := labelNote(s); n != "" {
+		if n := step.LabelNote(&s); n != "" {
 			notes = append(notes, n)
 		}
 	}
@@ -91,45 +90,4 @@ func bundleVersion(operatorVersion string) string {
 		return b.Version
 	}
 	return operatorVersion
-}
-
-// labelNote says which node labels a --sharing or --mig step would set, which a render cannot hold:
-// by node where the cluster was read, by pool (or every GPU node) where it was not. "" for a step that
-// labels nothing.
-func labelNote(s plan.Step) string {
-	if s.Skip != "" || s.Labels == nil || (s.Kind != plan.KindNodeLabels && s.Kind != plan.KindMIGAfterGFD) {
-		return ""
-	}
-	flag := map[string]string{plan.SharingLabel: "--sharing", plan.MIGLabel: "--mig"}[s.Labels.Key]
-	byValue := map[string][]string{}
-	for node, v := range s.Labels.Nodes {
-		byValue[v] = append(byValue[v], node)
-	}
-	if len(s.Labels.Nodes) == 0 {
-		for pool, v := range s.Labels.Pools {
-			what := "the GPU nodes of pool " + pool
-			if pool == plan.MIGEveryGPUNode {
-				what = "every GPU node"
-			}
-			byValue[v] = append(byValue[v], what)
-		}
-	}
-	if len(byValue) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, v := range slices.Sorted(maps.Keys(byValue)) {
-		targets := byValue[v]
-		slices.Sort(targets)
-		if len(s.Labels.Nodes) > 0 {
-			targets[0] = "node " + targets[0]
-		}
-		parts = append(parts, strings.Join(targets, ", ")+" "+s.Labels.Key+"="+v)
-	}
-	when := ""
-	if s.Kind == plan.KindMIGAfterGFD {
-		when = " (once GPU Feature Discovery has said their GPUs take it)"
-	}
-	return fmt.Sprintf("%s: a render holds no node labels: install labels %s%s; set them yourself, in the node pool's configuration so that nodes that join later get them too",
-		flag, strings.Join(parts, "; "), when)
 }

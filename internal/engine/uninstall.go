@@ -25,7 +25,7 @@ type UninstallOptions struct {
 	// FinalizerWait is how long a deleted object may stay before uninstall stops and names what holds
 	// it (default DefaultFinalizerWait).
 	FinalizerWait time.Duration
-	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with lock.ErrLocked).
 	WaitForLock time.Duration
 	// Force lets --purge delete CRDs that have custom resources gpuctl did not create, and with them
 	// those resources; without it such a purge stops before its first write (ForeignResourcesError).

@@ -283,14 +283,14 @@ func (u *Upgrade) dryRunHop(ctx context.Context, rec *record.Record, h upgradeHo
 func (u *Upgrade) judgeInputs(ctx context.Context, o UpgradeOptions) (bundle.Bundle, []plan.Layer, error) {
 	b, err := bundle.Get(o.OperatorVersion)
 	if err != nil {
-		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return b, nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	files, err := parseValueLayers(InstallOptions{ValuesFiles: o.ValuesFiles})
 	if err != nil {
 		return b, nil, err
 	}
 	if _, err := release.ParseSet(o.Set); err != nil {
-		return b, nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return b, nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	if _, err := plan.ParseSharing(o.Sharing); err != nil {
 		return b, nil, err

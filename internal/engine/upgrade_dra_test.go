@@ -52,7 +52,7 @@ func TestDRAInputsAreJudgedWithoutTheCluster(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := readInputs(tt.o)
 			var de *plan.DRAError
-			if !errors.As(err, &de) || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.As(err, &de) || !errors.Is(err, plan.ErrInput) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("readInputs = %v, want a DRAError naming %q", err, tt.want)
 			}
 		})

@@ -32,7 +32,7 @@ func (e *PathError) Error() string {
 }
 
 // Unwrap makes a PathError an input mistake.
-func (e *PathError) Unwrap() error { return ErrInput }
+func (e *PathError) Unwrap() error { return plan.ErrInput }
 
 // UpgradePath is the operator releases an upgrade from `from` to `to` goes through, `to` last and
 // `from` left out; none for the same release. A GPU Operator major release is the year.month pair
@@ -45,7 +45,7 @@ func (e *PathError) Unwrap() error { return ErrInput }
 func UpgradePath(from, to string, force bool) ([]string, error) {
 	t, err := semver.NewVersion(to)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --operator-version %q: %w", ErrInput, to, err)
+		return nil, fmt.Errorf("%w: --operator-version %q: %w", plan.ErrInput, to, err)
 	}
 	if from == "" {
 		return []string{to}, nil
@@ -135,7 +135,7 @@ func upgradeHops(rec *record.Record, target bundle.Bundle, force bool) ([]upgrad
 	for _, v := range path {
 		b, err := bundle.Get(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+			return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 		}
 		change, err := plan.CheckVersions(from, v, force)
 		if err != nil {

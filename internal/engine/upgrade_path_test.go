@@ -46,7 +46,7 @@ func TestUpgradePath(t *testing.T) {
 			got, err := UpgradePath(tc.from, tc.to, tc.force)
 			if tc.refused != nil {
 				var pe *PathError
-				if !errors.As(err, &pe) || !errors.Is(err, ErrInput) {
+				if !errors.As(err, &pe) || !errors.Is(err, plan.ErrInput) {
 					t.Fatalf("UpgradePath = %v, %v; want a PathError (an input mistake)", got, err)
 				}
 				for _, w := range tc.refused {
@@ -163,7 +163,7 @@ func TestUpgradeRefusesADowngradeNamingThePath(t *testing.T) {
 	u := &Upgrade{Clients: &kube.Clients{Kube: cs, Discovery: cs.Discovery(), Namespace: "gpu-operator"}, Options: UpgradeOptions{OperatorVersion: "v25.10.1"}}
 	_, err := u.Run(t.Context())
 	var pe *PathError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "v26.7.0 → v25.10.1") {
+	if !errors.As(err, &pe) || !errors.Is(err, plan.ErrInput) || !strings.Contains(err.Error(), "v26.7.0 → v25.10.1") {
 		t.Fatalf("Run = %v, want a PathError naming v26.7.0 → v25.10.1", err)
 	}
 	for _, a := range cs.Actions() {

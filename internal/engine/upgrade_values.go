@@ -54,7 +54,7 @@ func userValues(in record.Inputs, files []plan.Layer, set []string) (map[string]
 	}
 	s, err := release.ParseSet(append(append([]string{}, in.Set...), set...))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return nil, fmt.Errorf("%w: %w", plan.ErrInput, err)
 	}
 	return plan.MergeValues(out, s), nil
 }

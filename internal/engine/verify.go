@@ -52,7 +52,7 @@ type VerifyOptions struct {
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 	// LogLines is how many of a failed pod's last log lines to keep (default DefaultVerifyLogLines).
 	LogLines int64 `json:"-"`
-	// WaitForLock is how long to wait for another run's install lock (0: fail at once with ErrLocked).
+	// WaitForLock is how long to wait for another run's install lock (0: fail at once with lock.ErrLocked).
 	WaitForLock time.Duration `json:"-"`
 	// DryRun makes the plan and returns it: nothing is written, not even the lock.
 	DryRun bool `json:"-"`
@@ -153,7 +153,7 @@ type VerifyResult struct {
 }
 
 // Run verifies. It returns ErrVerifyFailed (with the result) when a node did not pass, ErrNotInstalled
-// when there is no GPU stack, ErrNoLabelledGPUNodes when no node is labelled a GPU node, and an ErrInput error
+// when there is no GPU stack, ErrNoLabelledGPUNodes when no node is labelled a GPU node, and an plan.ErrInput error
 // for a selector that does not parse or matches no GPU node; those three before anything is written.
 // An interrupt ends it with a *runner.InterruptedError (with the result: the run's pods are deleted
 // all the same). With DryRun it returns the plan and writes nothing.
@@ -161,7 +161,7 @@ func (v *Verify) Run(ctx context.Context) (*VerifyResult, error) {
 	o := v.Options.withDefaults()
 	sel, err := labels.Parse(o.Nodes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --nodes %q: %v", ErrInput, o.Nodes, err)
+		return nil, fmt.Errorf("%w: --nodes %q: %v", plan.ErrInput, o.Nodes, err)
 	}
 	if o.DryRun {
 		p, err := v.plan(ctx, o, sel)

@@ -146,7 +146,7 @@ func (v *Verify) gpuNodes(ctx context.Context, sel labels.Selector, selText stri
 	case len(all) == 0:
 		return nil, fmt.Errorf("%w: no node is labelled %s=true", ErrNoLabelledGPUNodes, health.GPUPresentLabel)
 	case len(picked) == 0:
-		return nil, fmt.Errorf("%w: --nodes %q matches none of the GPU nodes (%s)", ErrInput, selText, strings.Join(all, ", "))
+		return nil, fmt.Errorf("%w: --nodes %q matches none of the GPU nodes (%s)", plan.ErrInput, selText, strings.Join(all, ", "))
 	}
 	return picked, nil
 }

@@ -184,13 +184,13 @@ func TestVerify(t *testing.T) {
 			name:    "a selector that matches no GPU node is an input mistake",
 			nodes:   []runtime.Object{gpuNode("gpu-1", nil)},
 			opts:    VerifyOptions{Nodes: "pool=none"},
-			wantErr: ErrInput,
+			wantErr: plan.ErrInput,
 		},
 		{
 			name:    "a selector that does not parse is an input mistake",
 			nodes:   []runtime.Object{gpuNode("gpu-1", nil)},
 			opts:    VerifyOptions{Nodes: "pool in (a"},
-			wantErr: ErrInput,
+			wantErr: plan.ErrInput,
 		},
 		{
 			name:    "without a node labelled a GPU node there is nothing to verify",

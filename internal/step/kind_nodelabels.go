@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -57,13 +58,9 @@ func (nodeLabelsKind) Needs(*plan.Step, string) []preflight.Access {
 func (nodeLabelsKind) Recorded(*plan.Step) (Recorded, error) { return Recorded{}, nil }
 func (nodeLabelsKind) Rendered(*plan.Step) Rendered          { return Rendered{} }
 
-// Exported: a note; a GitOps engine does not change nodes.
-func (nodeLabelsKind) Exported(s *plan.Step) Exported {
-	if s.Skip != "" || s.Labels == nil {
-		return Exported{}
-	}
-	return Exported{Notes: []string{"the node label " + s.Labels.Key + " (" + s.Title + ") is not exported: a GitOps engine does not change nodes; set it in the node pool's configuration, or run `gpuctl install` with the same flags"}}
-}
+// Exported: nothing; a render holds no node labels, which the render's warnings say (LabelNote), so
+// that template prints it too and export carries it as a note.
+func (nodeLabelsKind) Exported(*plan.Step) Exported { return Exported{} }
 
 // nodeLabels carries out a KindNodeLabels step: the planned nodes get the label (merge patches under
 // gpuctl's field manager, so uninstall knows the label as gpuctl's: uninstall_labels.go); every other
@@ -185,4 +182,45 @@ func (x *executor) labelsState(ctx context.Context, l *plan.NodeLabels) (string,
 		}
 	}
 	return fmt.Sprintf("%d/%d nodes labelled %s as planned", done, len(l.Nodes), l.Key), nil
+}
+
+// LabelNote says which node labels a --sharing or --mig step would set, which a render cannot hold:
+// by node where the cluster was read, by pool (or every GPU node) where it was not. "" for a step that
+// labels nothing.
+func LabelNote(s *plan.Step) string {
+	if s.Skip != "" || s.Labels == nil || (s.Kind != plan.KindNodeLabels && s.Kind != plan.KindMIGAfterGFD) {
+		return ""
+	}
+	flag := map[string]string{plan.SharingLabel: "--sharing", plan.MIGLabel: "--mig"}[s.Labels.Key]
+	byValue := map[string][]string{}
+	for node, v := range s.Labels.Nodes {
+		byValue[v] = append(byValue[v], node)
+	}
+	if len(s.Labels.Nodes) == 0 {
+		for pool, v := range s.Labels.Pools {
+			what := "the GPU nodes of pool " + pool
+			if pool == plan.MIGEveryGPUNode {
+				what = "every GPU node"
+			}
+			byValue[v] = append(byValue[v], what)
+		}
+	}
+	if len(byValue) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(byValue)) {
+		targets := byValue[v]
+		slices.Sort(targets)
+		if len(s.Labels.Nodes) > 0 {
+			targets[0] = "node " + targets[0]
+		}
+		parts = append(parts, strings.Join(targets, ", ")+" "+s.Labels.Key+"="+v)
+	}
+	when := ""
+	if s.Kind == plan.KindMIGAfterGFD {
+		when = " (once GPU Feature Discovery has said their GPUs take it)"
+	}
+	return fmt.Sprintf("%s: a render holds no node labels: install labels %s%s; set them yourself, in the node pool's configuration so that nodes that join later get them too",
+		flag, strings.Join(parts, "; "), when)
 }
