@@ -210,36 +210,6 @@ const NodeRuleText = "and any GPU node NFD labels before the taint step (" + nfd
 // nfdGPULabel is NFD's label of a node with an NVIDIA PCI device.
 const nfdGPULabel = "feature.node.kubernetes.io/pci-10de.present=true"
 
-// WriteRules are the writes of p that depend on what the run finds: the taint step's rule for GPU
-// nodes NFD labels during the run, and the safety check's tolerations.
-func WriteRules(p *Plan) (nodeRule string, rules []string) {
-	if s := p.Step("taint"); s != nil && s.Skip == "" && s.Taint != nil {
-		nodeRule = NodeRuleText
-	}
-	if s := p.Step("safety"); s != nil && s.Skip == "" && s.Safety != nil && !s.Safety.TolerationsPlanned {
-		r := "if NFD's labels show that every schedulable worker is a GPU node, the operator"
-		if nfd := p.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" && nfd.Release != nil {
-			r += " and NFD master/gc get tolerations of the taint: release " + nfd.Release.Name + " is applied once more with them (one more revision)"
-		} else {
-			r += " gets a toleration of the taint in its release's values"
-		}
-		rules = append(rules, r)
-	}
-	for _, s := range p.Steps {
-		if s.Kind == KindMIGAfterGFD && s.Skip == "" && s.Labels != nil {
-			rules = append(rules, "once GPU Feature Discovery has labelled the GPU nodes ("+MIGCapableLabel+"), labels "+s.Labels.Key+" on the nodes of step "+s.ID+" whose GPUs take their config; if no GPU can, the run stops there with exit 2 (the operator release is installed by then, and no node is labelled)")
-		}
-		if r := s.Release; r != nil && r.KeepSubchart != nil && s.Skip == "" {
-			rules = append(rules, fmt.Sprintf("before release %s is upgraded, each object of its %s subchart gets helm.sh/resource-policy: keep (and %s), so the upgrade leaves it running outside the release",
-				r.Name, r.KeepSubchart.Chart, KeptFromAnnotation))
-		}
-	}
-	if s := p.Step("approve-installplan"); s != nil && s.Skip == "" {
-		rules = append(rules, "approves the InstallPlan OLM creates for "+s.Target+" (its name is known only then)")
-	}
-	return nodeRule, rules
-}
-
 // LabelWrite is one node label a node-labels step writes: Value set, or (Remove) gpuctl's earlier
 // label taken off.
 type LabelWrite struct {

@@ -96,43 +96,6 @@ func TestTaintWrites(t *testing.T) {
 	}
 }
 
-func TestWriteRules(t *testing.T) {
-	nfd := Step{ID: "release-node-feature-discovery", Kind: KindRelease, Release: &Release{Name: NFDRelease}}
-	safety := func(planned bool) Step {
-		return Step{ID: "safety", Kind: KindSafety, Safety: &Safety{TolerationsPlanned: planned, NFDRelease: nfd.ID, OperatorRelease: "release-gpu-operator"}}
-	}
-	tests := []struct {
-		name      string
-		p         *Plan
-		wantNodes bool
-		wantRules []string
-	}{
-		{"a taint step taints the GPU nodes NFD labels during the run too, and says so", taintPlan(nil, ""), true, nil},
-		{"a skipped taint step states no rule", taintPlan(nil, "--no-taint"), false, nil},
-		{"tolerations the safety check may add re-apply the NFD release", &Plan{Steps: []Step{nfd, safety(false)}}, false,
-			[]string{"release node-feature-discovery is applied once more"}},
-		{"tolerations already planned add no write", &Plan{Steps: []Step{nfd, safety(true)}}, false, nil},
-		{"an OLM InstallPlan is approved by its name found at run time", &Plan{Steps: []Step{{ID: "approve-installplan", Kind: KindApprove, Target: "nvidia-gpu-operator/gpu-operator-certified"}}}, false,
-			[]string{"approves the InstallPlan OLM creates for nvidia-gpu-operator/gpu-operator-certified"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			nodeRule, rules := WriteRules(tc.p)
-			if (nodeRule != "") != tc.wantNodes {
-				t.Errorf("node rule %q, want one: %v", nodeRule, tc.wantNodes)
-			}
-			if len(rules) != len(tc.wantRules) {
-				t.Fatalf("rules %q, want %d", rules, len(tc.wantRules))
-			}
-			for i, r := range rules {
-				if !strings.Contains(r, tc.wantRules[i]) {
-					t.Errorf("rule %q does not say %q", r, tc.wantRules[i])
-				}
-			}
-		})
-	}
-}
-
 func TestWritesSummary(t *testing.T) {
 	w := &Writes{
 		Objects: []ObjectWrite{{Kind: "Namespace", Name: "gpu-operator", Action: WriteCreate}, {Kind: "ConfigMap", Namespace: "gpu-operator", Name: "c", Action: WriteUnchanged},

@@ -3,10 +3,8 @@
 //   - Runner (run.go) runs Steps in order: an event when each starts, progresses and ends; results;
 //     the first failure stops the run with the step's hint and diagnosis; an interrupt (Ctrl-C) ends
 //     it with an *InterruptedError saying what finished, what was in flight (its state read back from
-//     the cluster) and what never started.
-//   - Install (install.go) turns an install Plan into Steps, one handler per step kind (execute.go and
-//     the files named after the kinds: nfd, safety, toleration, olm, psp), and writes the install
-//     record from what existed before the first write (install_record.go).
+//     the cluster) and what never started. The install Plan's steps come from internal/step, each
+//     kind's Do; other verbs make their own Steps.
 //   - Uninstaller (uninstall*.go) makes the UninstallPlan (every decision before the first write:
 //     objects by UID, node labels by field manager, custom resources under --purge) and carries it
 //     out.

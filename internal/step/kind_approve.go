@@ -77,7 +77,7 @@ func (approveKind) Do(ctx context.Context, x *executor, s *plan.Step, progress f
 // Writes: a rule, as the InstallPlan is OLM's to make at run time and is approved only under Manual
 // approval.
 func (approveKind) Writes(_ context.Context, l *lister, s *plan.Step) error {
-	l.w.Rules = append(l.w.Rules, "if Subscription "+s.Target+" asks for Manual approval, the InstallPlan OLM makes for the CSV its channel names is approved (spec.approved: true), and no other")
+	l.w.Rules = append(l.w.Rules, "approves the InstallPlan OLM creates for "+s.Target+" (its name is known only then), where the Subscription asks for Manual approval")
 	return nil
 }
 

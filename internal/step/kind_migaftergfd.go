@@ -26,7 +26,10 @@ func (migAfterGFDKind) Do(ctx context.Context, x *executor, s *plan.Step, progre
 
 // Writes: a rule, as the nodes are decided from GPU Feature Discovery's labels at run time.
 func (migAfterGFDKind) Writes(_ context.Context, l *lister, s *plan.Step) error {
-	l.w.Rules = append(l.w.Rules, "the GPU nodes whose GPUs GPU Feature Discovery labels "+plan.MIGCapableLabel+"=true get "+s.Labels.Key+" as --mig asks (step "+s.ID+")")
+	if s.Labels != nil {
+		l.w.Rules = append(l.w.Rules, "once GPU Feature Discovery has labelled the GPU nodes ("+plan.MIGCapableLabel+"), labels "+s.Labels.Key+" on the nodes of step "+s.ID+
+			" whose GPUs take their config; if no GPU can, the run stops there with exit 2 (the operator release is installed by then, and no node is labelled)")
+	}
 	return nil
 }
 

@@ -112,6 +112,10 @@ func (x *executor) applyRelease(ctx context.Context, a *release.Apply) (*release
 // Writes: the release's operation and the objects Helm would apply and delete.
 func (releaseKind) Writes(ctx context.Context, l *lister, s *plan.Step) error {
 	r := s.Release
+	if k := r.KeepSubchart; k != nil {
+		l.w.Rules = append(l.w.Rules, fmt.Sprintf("before release %s is upgraded, each object of its %s subchart gets helm.sh/resource-policy: keep (and %s), so the upgrade leaves it running outside the release",
+			r.Name, k.Chart, plan.KeptFromAnnotation))
+	}
 	ns := l.plan.ReleaseNamespace(r)
 	ch, err := render.LoadChart(r.Chart, r.AppVersion)
 	if err != nil {

@@ -74,8 +74,21 @@ func (safetyKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(heal
 	return runner.Outcome{Message: strings.Join(msgs, "; "), Changed: changed}, nil
 }
 
-// Writes: nothing listed; the tolerations it may add are a rule of the dry run (plan.WriteRules).
-func (safetyKind) Writes(context.Context, *lister, *plan.Step) error { return nil }
+// Writes: the tolerations it may add, as a rule: whether they are needed is known once NFD has
+// labelled the nodes. Tolerations the plan already adds are in the releases' values.
+func (safetyKind) Writes(_ context.Context, l *lister, s *plan.Step) error {
+	if s.Safety == nil || s.Safety.TolerationsPlanned {
+		return nil
+	}
+	r := "if NFD's labels show that every schedulable worker is a GPU node, the operator"
+	if nfd := l.plan.Step(s.Safety.NFDRelease); nfd != nil && nfd.Skip == "" && nfd.Release != nil {
+		r += " and NFD master/gc get tolerations of the taint: release " + nfd.Release.Name + " is applied once more with them (one more revision)"
+	} else {
+		r += " gets a toleration of the taint in its release's values"
+	}
+	l.w.Rules = append(l.w.Rules, r)
+	return nil
+}
 
 // State: the check writes nothing itself; the tolerations it decides go into the releases' values.
 func (safetyKind) State(context.Context, *executor, *plan.Step) (string, error) {

@@ -36,9 +36,12 @@ func (taintKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(healt
 	return runner.Outcome{Message: msg, Changed: added > 0}, nil
 }
 
-// Writes: the nodes the plan names that do not carry the taint yet; the nodes NFD labels during the
-// run follow the plan's rule (plan.NodeRuleText), which the dry run states.
-func (taintKind) Writes(ctx context.Context, l *lister, _ *plan.Step) error {
+// Writes: the nodes the plan names that do not carry the taint yet, and the rule for the GPU nodes NFD
+// labels during the run (plan.NodeRuleText: on a fresh kubeadm cluster the dry run knows none yet).
+func (taintKind) Writes(ctx context.Context, l *lister, s *plan.Step) error {
+	if s.Taint != nil {
+		l.w.NodeRule = plan.NodeRuleText
+	}
 	nodes, err := l.nodeList(ctx)
 	if err != nil {
 		return err

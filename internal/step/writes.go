@@ -29,7 +29,8 @@ type lister struct {
 }
 
 // Writes lists every write of p's run (plan.Writes), each decided by its step's kind as the run
-// decides it, then the plan's rules for what only the run can know, and gpuctl's Lease and record.
+// decides it; what only the run can know, each kind states as a rule (Writes.Rules, NodeRule). Then
+// gpuctl's Lease and record.
 func Writes(ctx context.Context, clients *kube.Clients, p *plan.Plan) (*plan.Writes, error) {
 	l := &lister{clients: clients, plan: p, releases: release.NewClients(clients.Getter), w: &plan.Writes{
 		Objects: []plan.ObjectWrite{}, CRDs: []plan.CRDWrite{}, Releases: []plan.ReleaseWrite{}, Nodes: []plan.NodeChange{}}}
@@ -46,8 +47,6 @@ func Writes(ctx context.Context, clients *kube.Clients, p *plan.Plan) (*plan.Wri
 			return nil, fmt.Errorf("list the writes of step %s: %w", s.ID, err)
 		}
 	}
-	nodeRule, rules := plan.WriteRules(p)
-	l.w.NodeRule, l.w.Rules = nodeRule, append(rules, l.w.Rules...)
 	var err error
 	if l.w.Bookkeeping, err = bookkeepingWrites(ctx, clients.Kube); err != nil {
 		return nil, err
