@@ -49,46 +49,41 @@ func checkPermissions(ctx context.Context, env *Env) Result {
 		return pass(fmt.Sprintf("you may do anything, like cluster-admin; the install needs %d permissions", countDistinct(needs)))
 	}
 
-	qs := make([]Access, 0, len(needs))
-	for _, n := range needs {
-		qs = append(qs, n.Access)
-	}
-	ans, err = rv.allowed(ctx, qs)
-	if err != nil {
-		return reviewFailed(err)
-	}
 	missing := map[Access]need{}
-	for _, n := range needs {
-		if !ans[n.Access] {
-			if _, dup := missing[n.Access]; !dup {
-				missing[n.Access] = n
-			}
-		}
+	if err := addMissing(ctx, rv, needs, missing); err != nil {
+		return reviewFailed(err)
 	}
 	esc, err := escalationNeeds(ctx, env, rv)
 	if err != nil {
 		return reviewFailed(err)
 	}
-	qs = qs[:0]
-	for _, n := range esc {
-		qs = append(qs, n.Access)
-	}
-	ans, err = rv.allowed(ctx, qs)
-	if err != nil {
+	if err := addMissing(ctx, rv, esc, missing); err != nil {
 		return reviewFailed(err)
-	}
-	for _, n := range esc {
-		if !ans[n.Access] {
-			if _, dup := missing[n.Access]; !dup {
-				missing[n.Access] = n
-			}
-		}
 	}
 	total := countDistinct(append(slices.Clone(needs), esc...))
 	if len(missing) == 0 {
 		return pass(fmt.Sprintf("all %d permissions the install needs are granted", total))
 	}
 	return missingResult(missing, total)
+}
+
+// addMissing asks the API server about needs and adds those it denies to missing (the first need of
+// each permission, which says why it is needed).
+func addMissing(ctx context.Context, rv *reviewer, needs []need, missing map[Access]need) error {
+	qs := make([]Access, 0, len(needs))
+	for _, n := range needs {
+		qs = append(qs, n.Access)
+	}
+	ans, err := rv.allowed(ctx, qs)
+	if err != nil {
+		return err
+	}
+	for _, n := range needs {
+		if _, dup := missing[n.Access]; !ans[n.Access] && !dup {
+			missing[n.Access] = n
+		}
+	}
+	return nil
 }
 
 func reviewFailed(err error) Result {
@@ -208,11 +203,27 @@ func resourceFor(mapper meta.RESTMapper, crds map[schema.GroupKind]crdResource, 
 	return plural.GroupResource(), obj.GetNamespace() != ""
 }
 
-// missingResult lists the missing permissions compactly, one line per resource, scope and reason.
-func missingResult(missing map[Access]need, total int) Result {
-	type lineKey struct {
-		group, resource, namespace, via, path string
+// lineKey is one line of the missing permissions: a resource (or URL) in a namespace, and the role
+// whose rules the caller must hold to create or bind it; its verbs are listed together.
+type lineKey struct {
+	group, resource, namespace, via, path string
+}
+
+// what names the line's resource as kubectl's users read it.
+func (k lineKey) what() string {
+	switch {
+	case k.path != "":
+		return "URL " + k.path
+	case k.group != "":
+		return k.group + "/" + k.resource
+	default:
+		return k.resource
 	}
+}
+
+// groupMissing gathers the missing permissions into lines, sorted by role, resource and namespace,
+// with each line's verbs.
+func groupMissing(missing map[Access]need) ([]lineKey, map[lineKey][]string) {
 	verbs := map[lineKey][]string{}
 	var keys []lineKey
 	for _, n := range missing {
@@ -228,26 +239,26 @@ func missingResult(missing map[Access]need, total int) Result {
 		}
 		verbs[k] = append(verbs[k], n.Verb)
 	}
-	what := func(k lineKey) string {
-		switch {
-		case k.path != "":
-			return "URL " + k.path
-		case k.group != "":
-			return k.group + "/" + k.resource
-		default:
-			return k.resource
-		}
-	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.via != b.via {
 			return a.via < b.via
 		}
-		if what(a) != what(b) {
-			return what(a) < what(b)
+		if a.what() != b.what() {
+			return a.what() < b.what()
 		}
 		return a.namespace < b.namespace
 	})
+	for _, vs := range verbs {
+		sort.Strings(vs)
+	}
+	return keys, verbs
+}
+
+// missingResult fails the check, listing the missing permissions (maxMissingLines lines, then a count)
+// and how to grant them.
+func missingResult(missing map[Access]need, total int) Result {
+	keys, verbs := groupMissing(missing)
 	var lines []string
 	viaRole := false
 	for i, k := range keys {
@@ -255,9 +266,7 @@ func missingResult(missing map[Access]need, total int) Result {
 		if i >= maxMissingLines {
 			continue
 		}
-		vs := verbs[k]
-		sort.Strings(vs)
-		line := what(k) + ": " + strings.Join(vs, ", ")
+		line := k.what() + ": " + strings.Join(verbs[k], ", ")
 		if k.namespace != "" {
 			line += " (namespace " + k.namespace + ")"
 		}
@@ -270,7 +279,12 @@ func missingResult(missing map[Access]need, total int) Result {
 		lines = append(lines, fmt.Sprintf("and %d more", len(keys)-maxMissingLines))
 	}
 	msg := fmt.Sprintf("%d of the %d permissions the install needs are missing:\n%s", len(missing), total, strings.Join(lines, "\n"))
+	return fail(msg, missingHint(keys, verbs, viaRole))
+}
 
+// missingHint says how to grant what is missing: the one rule where one is missing, else a
+// cluster-admin binding; and, where a role is to be created or bound, Kubernetes' escalation rule.
+func missingHint(keys []lineKey, verbs map[lineKey][]string, viaRole bool) string {
 	hint := "bind a ClusterRole that grants them, e.g. cluster-admin: kubectl create clusterrolebinding gpuctl-install --clusterrole=cluster-admin --user=<you>"
 	if len(keys) == 1 && keys[0].via == "" && keys[0].path == "" {
 		k := keys[0]
@@ -284,5 +298,5 @@ func missingResult(missing map[Access]need, total int) Result {
 	if viaRole {
 		hint += "; Kubernetes lets you create and bind a role only if you hold its rules, or may escalate and bind on clusterroles and roles (rbac.authorization.k8s.io)"
 	}
-	return fail(msg, hint)
+	return hint
 }

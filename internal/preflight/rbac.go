@@ -39,98 +39,115 @@ func (r roleRef) resource() string {
 // bind, if the install binds it), or else every rule's verbs; for a binding to a role the install does
 // not create, bind on that role, or else the role's rules as the cluster has them.
 func escalationNeeds(ctx context.Context, env *Env, rv *reviewer) ([]need, error) {
-	roles := map[roleRef][]rbacv1.PolicyRule{}
-	var order []roleRef
-	bound := map[roleRef]bool{}
-	var external []roleRef
-	// externalScope is where a binding to a role gpuctl does not create grants it: a RoleBinding grants
-	// even a ClusterRole only in its own namespace.
-	externalScope := map[roleRef]string{}
-	for _, o := range env.Objects {
-		if o.GroupVersionKind().Group != rbacGroup {
-			continue
-		}
-		switch o.GetKind() {
-		case "ClusterRole", "Role":
-			ref := roleRef{Kind: o.GetKind(), Name: o.GetName()}
-			if ref.Kind == "Role" {
-				ref.Namespace = namespaceOf(o, env.Namespace)
-			}
-			var rules []rbacv1.PolicyRule
-			if raw, ok := o.Object["rules"]; ok {
-				if err := convert(raw, &rules); err != nil {
-					return nil, err
-				}
-			}
-			if _, seen := roles[ref]; !seen {
-				order = append(order, ref)
-			}
-			roles[ref] = rules
-		}
+	rb, err := readRBAC(env)
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range env.Objects {
-		if o.GroupVersionKind().Group != rbacGroup || (o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding") {
-			continue
-		}
-		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
-		name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
-		ref := roleRef{Kind: kind, Name: name}
-		scope := ""
-		if o.GetKind() == "RoleBinding" {
-			scope = namespaceOf(o, env.Namespace)
-			if kind == "Role" {
-				ref.Namespace = scope
-			}
-		}
-		if _, ours := roles[ref]; ours {
-			bound[ref] = true
-			continue
-		}
-		if _, seen := externalScope[ref]; !seen {
-			external = append(external, ref)
-			externalScope[ref] = scope
-		}
-	}
-
 	// First the cheap questions: escalate and bind, one each per role.
-	verbOn := func(verb string, r roleRef) Access {
-		return Access{Namespace: r.Namespace, Verb: verb, Group: rbacGroup, Resource: r.resource(), Name: r.Name}
-	}
 	var qs []Access
-	for _, r := range order {
-		qs = append(qs, verbOn("escalate", r))
-		if bound[r] {
-			qs = append(qs, verbOn("bind", r))
+	for _, r := range rb.order {
+		qs = append(qs, r.access("escalate"))
+		if rb.bound[r] {
+			qs = append(qs, r.access("bind"))
 		}
 	}
-	for _, r := range external {
-		qs = append(qs, verbOn("bind", r))
+	for _, r := range rb.external {
+		qs = append(qs, r.access("bind"))
 	}
 	ans, err := rv.allowed(ctx, qs)
 	if err != nil {
 		return nil, err
 	}
-
 	var out []need
-	for _, r := range order {
-		if ans[verbOn("escalate", r)] && (!bound[r] || ans[verbOn("bind", r)]) {
+	for _, r := range rb.order {
+		if ans[r.access("escalate")] && (!rb.bound[r] || ans[r.access("bind")]) {
 			continue
 		}
-		out = append(out, ruleNeeds(roles[r], r.Namespace, r.String())...)
+		out = append(out, ruleNeeds(rb.roles[r], r.Namespace, r.String())...)
 	}
-	for _, r := range external {
-		if ans[verbOn("bind", r)] {
+	for _, r := range rb.external {
+		if ans[r.access("bind")] {
 			continue
 		}
 		rules, err := readRules(ctx, env, r)
 		if err != nil {
 			// The role cannot be read, so whether its rules are held is unknown: bind is what is missing.
-			out = append(out, need{Access: verbOn("bind", r), via: "the bindings to " + r.String()})
+			out = append(out, need{Access: r.access("bind"), via: "the bindings to " + r.String()})
 			continue
 		}
-		out = append(out, ruleNeeds(rules, externalScope[r], "the bindings to "+r.String())...)
+		out = append(out, ruleNeeds(rules, rb.externalScope[r], "the bindings to "+r.String())...)
 	}
 	return out, nil
+}
+
+// access is the question whether the caller may do verb on the role itself.
+func (r roleRef) access(verb string) Access {
+	return Access{Namespace: r.Namespace, Verb: verb, Group: rbacGroup, Resource: r.resource(), Name: r.Name}
+}
+
+// rbacObjects are the roles and bindings among the objects the install writes.
+type rbacObjects struct {
+	// roles are the roles gpuctl creates, with their rules, in the order the objects list them.
+	roles map[roleRef][]rbacv1.PolicyRule
+	order []roleRef
+	// bound are the roles of roles that one of the bindings binds.
+	bound map[roleRef]bool
+	// external are the roles the bindings bind that gpuctl does not create; externalScope is where
+	// such a binding grants the role: a RoleBinding grants even a ClusterRole only in its own namespace.
+	external      []roleRef
+	externalScope map[roleRef]string
+}
+
+// readRBAC sorts the RBAC objects among env.Objects into roles and bindings.
+func readRBAC(env *Env) (*rbacObjects, error) {
+	rb := &rbacObjects{roles: map[roleRef][]rbacv1.PolicyRule{}, bound: map[roleRef]bool{}, externalScope: map[roleRef]string{}}
+	for _, o := range env.Objects {
+		if o.GroupVersionKind().Group != rbacGroup || (o.GetKind() != "ClusterRole" && o.GetKind() != "Role") {
+			continue
+		}
+		ref := roleRef{Kind: o.GetKind(), Name: o.GetName()}
+		if ref.Kind == "Role" {
+			ref.Namespace = namespaceOf(o, env.Namespace)
+		}
+		var rules []rbacv1.PolicyRule
+		if raw, ok := o.Object["rules"]; ok {
+			if err := convert(raw, &rules); err != nil {
+				return nil, err
+			}
+		}
+		if _, seen := rb.roles[ref]; !seen {
+			rb.order = append(rb.order, ref)
+		}
+		rb.roles[ref] = rules
+	}
+	for _, o := range env.Objects {
+		if o.GroupVersionKind().Group == rbacGroup && (o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "RoleBinding") {
+			rb.addBinding(o, env.Namespace)
+		}
+	}
+	return rb, nil
+}
+
+// addBinding notes the role a binding binds: one of gpuctl's own, or one it must find in the cluster.
+func (rb *rbacObjects) addBinding(o *unstructured.Unstructured, namespace string) {
+	kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+	name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+	ref := roleRef{Kind: kind, Name: name}
+	scope := ""
+	if o.GetKind() == "RoleBinding" {
+		scope = namespaceOf(o, namespace)
+		if kind == "Role" {
+			ref.Namespace = scope
+		}
+	}
+	if _, ours := rb.roles[ref]; ours {
+		rb.bound[ref] = true
+		return
+	}
+	if _, seen := rb.externalScope[ref]; !seen {
+		rb.external = append(rb.external, ref)
+		rb.externalScope[ref] = scope
+	}
 }
 
 // ruleNeeds expands rules into one question per verb, resource (and resource name), in namespace

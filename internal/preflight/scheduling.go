@@ -73,29 +73,7 @@ func checkTaintSafety(ctx context.Context, env *Env) Result {
 	}
 	gpuTaint := taint.GPUTaint
 	taintText := fmt.Sprintf("%s=%s:%s", plan.TaintKey, plan.TaintValue, plan.TaintEffect)
-	var blocked, stranded []string
-	ours := map[string]bool{}
-	for _, o := range env.Objects {
-		kind := o.GetKind()
-		ours[kind+"/"+namespaceOf(o, env.Namespace)+"/"+o.GetName()] = true
-		switch {
-		case kind == "ClusterPolicy":
-			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "daemonsets", "tolerations")
-			if !tolerates(raw, found, gpuTaint) {
-				blocked = append(blocked, "ClusterPolicy "+o.GetName()+" (spec.daemonsets.tolerations: every operand DaemonSet)")
-			}
-		case kind == "DaemonSet":
-			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "template", "spec", "tolerations")
-			if !tolerates(raw, found, gpuTaint) {
-				blocked = append(blocked, "DaemonSet "+namespaceOf(o, env.Namespace)+"/"+o.GetName())
-			}
-		case kind == "Deployment" && env.Detection.Scheduling.AllWorkersGPU && len(env.Detection.Scheduling.ControlPlaneNodes) == 0:
-			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "template", "spec", "tolerations")
-			if !tolerates(raw, found, gpuTaint) {
-				stranded = append(stranded, "Deployment "+namespaceOf(o, env.Namespace)+"/"+o.GetName())
-			}
-		}
-	}
+	blocked, stranded, ours := untolerating(env, gpuTaint)
 	if len(blocked) > 0 {
 		return fail(fmt.Sprintf("these would not tolerate %s, so they could not run on the tainted GPU nodes: %s", taintText, strings.Join(blocked, "; ")),
 			"add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to those tolerations (a value replaces the chart's default list), or install with --no-taint")
@@ -119,6 +97,36 @@ func checkTaintSafety(ctx context.Context, env *Env) Result {
 		return pass("every schedulable worker is a GPU node: the operator and NFD master/gc tolerate " + taintText)
 	}
 	return pass("the GPU DaemonSets tolerate " + taintText)
+}
+
+// untolerating judges the objects the install writes against the GPU taint: blocked are gpuctl's GPU
+// DaemonSets (and the ClusterPolicy's operand tolerations) that would not tolerate it; stranded are
+// its Deployments that would have nowhere to run where every schedulable worker is a GPU node and
+// there is no control plane node. ours are the objects by "Kind/namespace/name".
+func untolerating(env *Env, gpuTaint corev1.Taint) (blocked, stranded []string, ours map[string]bool) {
+	ours = map[string]bool{}
+	for _, o := range env.Objects {
+		kind := o.GetKind()
+		ours[kind+"/"+namespaceOf(o, env.Namespace)+"/"+o.GetName()] = true
+		switch {
+		case kind == "ClusterPolicy":
+			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "daemonsets", "tolerations")
+			if !tolerates(raw, found, gpuTaint) {
+				blocked = append(blocked, "ClusterPolicy "+o.GetName()+" (spec.daemonsets.tolerations: every operand DaemonSet)")
+			}
+		case kind == "DaemonSet":
+			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "template", "spec", "tolerations")
+			if !tolerates(raw, found, gpuTaint) {
+				blocked = append(blocked, "DaemonSet "+namespaceOf(o, env.Namespace)+"/"+o.GetName())
+			}
+		case kind == "Deployment" && env.Detection.Scheduling.AllWorkersGPU && len(env.Detection.Scheduling.ControlPlaneNodes) == 0:
+			raw, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "template", "spec", "tolerations")
+			if !tolerates(raw, found, gpuTaint) {
+				stranded = append(stranded, "Deployment "+namespaceOf(o, env.Namespace)+"/"+o.GetName())
+			}
+		}
+	}
+	return blocked, stranded, ours
 }
 
 // tolerates reads a tolerations list from an object and matches it against the taint; an absent list

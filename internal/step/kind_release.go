@@ -148,14 +148,20 @@ func (releaseKind) Writes(ctx context.Context, l *lister, s *plan.Step) error {
 	if op == plan.ReleaseUnchanged {
 		return nil
 	}
+	return l.releaseObjects(ctx, s, ch, pv, op, ns)
+}
+
+// releaseObjects lists the objects a release's install or upgrade applies, and those an upgrade
+// deletes (by their UID now), from the manifest Helm would apply and the deployed one.
+func (l *lister) releaseObjects(ctx context.Context, s *plan.Step, ch *chart.Chart, pv *release.Preview, op, ns string) error {
 	scope := newScopes(l.clients.Mapper, ch)
 	rendered, err := l.manifestObjects(pv.Manifest, ns, scope)
 	if err != nil {
-		return fmt.Errorf("release %s: %w", r.Name, err)
+		return fmt.Errorf("release %s: %w", s.Release.Name, err)
 	}
 	deployed, err := l.manifestObjects(pv.Deployed, ns, scope)
 	if err != nil {
-		return fmt.Errorf("release %s, deployed: %w", r.Name, err)
+		return fmt.Errorf("release %s, deployed: %w", s.Release.Name, err)
 	}
 	writes, gone := plan.ReleaseObjects(s.ID, op, rendered, deployed, pv.Missing)
 	l.w.Objects = append(l.w.Objects, writes...)
