@@ -122,7 +122,11 @@ func runPreflight(ctx context.Context, clients *kube.Clients, o InstallOptions, 
 	}
 	if in.plan != nil {
 		env.Namespace = in.plan.Namespace
-		env.StepNeeds = step.Needs(in.plan)
+		needs, err := step.Needs(in.plan)
+		env.StepNeeds = needs
+		if err != nil {
+			env.PlanError = err
+		}
 		kubeVersion := ""
 		if in.detection != nil {
 			kubeVersion = in.detection.KubernetesVersion

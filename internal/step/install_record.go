@@ -35,17 +35,13 @@ type recordBefore struct {
 // recordedOf is what the record names of the plan's writes outside Helm releases: each step's kind
 // says (Kind.Recorded); skipped steps write nothing.
 func recordedOf(p *plan.Plan) (Recorded, error) {
+	steps, err := running(p)
+	if err != nil {
+		return Recorded{}, err
+	}
 	var out Recorded
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Skip != "" {
-			continue
-		}
-		k, err := For(s.Kind)
-		if err != nil {
-			return Recorded{}, err
-		}
-		r, err := k.Recorded(s)
+	for _, sk := range steps {
+		r, err := sk.k.Recorded(sk.s)
 		if err != nil {
 			return Recorded{}, err
 		}

@@ -157,13 +157,38 @@ func access(namespace, group, resource string, verbs ...string) []preflight.Acce
 
 // Needs are the reads and writes p's steps make beyond the objects they apply, for the permission
 // check (preflight.Env.StepNeeds); skipped steps make none.
-func Needs(p *plan.Plan) []preflight.Access {
+func Needs(p *plan.Plan) ([]preflight.Access, error) {
+	steps, err := running(p)
+	if err != nil {
+		return nil, err
+	}
 	var out []preflight.Access
+	for _, sk := range steps {
+		out = append(out, sk.k.Needs(sk.s, p.Namespace)...)
+	}
+	return out, nil
+}
+
+// stepKind is a step of a plan with its kind.
+type stepKind struct {
+	s *plan.Step
+	k Kind
+}
+
+// running are the steps of p that run (not skipped), each with its kind, in the plan's order. A step
+// of a kind For does not know is an error.
+func running(p *plan.Plan) ([]stepKind, error) {
+	var out []stepKind
 	for i := range p.Steps {
 		s := &p.Steps[i]
-		if k, err := For(s.Kind); err == nil && s.Skip == "" {
-			out = append(out, k.Needs(s, p.Namespace)...)
+		if s.Skip != "" {
+			continue
 		}
+		k, err := For(s.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		out = append(out, stepKind{s, k})
 	}
-	return out
+	return out, nil
 }

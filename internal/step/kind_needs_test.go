@@ -40,7 +40,10 @@ func TestNeedsAreTheStepsOwn(t *testing.T) {
 			if s := p.Step(tc.skip); s != nil {
 				s.Skip = "--no-taint"
 			}
-			got := Needs(p)
+			got, err := Needs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, w := range tc.want {
 				if !slices.Contains(got, w) {
 					t.Errorf("no %+v among %+v", w, got)

@@ -31,16 +31,12 @@ func Render(ctx context.Context, p *plan.Plan, kubeVersion string) ([]*unstructu
 			out = append(out, o)
 		}
 	}
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Skip != "" {
-			continue
-		}
-		k, err := For(s.Kind)
-		if err != nil {
-			return out, sizes, err
-		}
-		r := k.Rendered(s)
+	steps, err := running(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, sk := range steps {
+		r := sk.k.Rendered(sk.s)
 		for _, o := range r.Objects {
 			// The checks only read the objects, so the Plan's maps are shared, not copied.
 			add(&unstructured.Unstructured{Object: o})
@@ -97,22 +93,18 @@ func renderRelease(ctx context.Context, p *plan.Plan, r *plan.Release, kubeVersi
 // step's objects, then each release rendered by Helm with its CRDs, releases in namespace ns.
 func RenderYAML(ctx context.Context, p *plan.Plan, ns, kubeVersion string) (string, error) {
 	var b strings.Builder
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Skip != "" {
-			continue
-		}
-		k, err := For(s.Kind)
-		if err != nil {
-			return "", err
-		}
-		r := k.Rendered(s)
+	steps, err := running(p)
+	if err != nil {
+		return "", err
+	}
+	for _, sk := range steps {
+		r := sk.k.Rendered(sk.s)
 		for _, o := range r.Objects {
 			y, err := render.YAMLDoc(o)
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", s.ID, y)
+			fmt.Fprintf(&b, "---\n# Source: gpuctl %s\n%s", sk.s.ID, y)
 		}
 		if r.Release == nil {
 			continue

@@ -34,20 +34,15 @@ type lister struct {
 func Writes(ctx context.Context, clients *kube.Clients, p *plan.Plan) (*plan.Writes, error) {
 	l := &lister{clients: clients, plan: p, releases: release.NewClients(clients.Getter), w: &plan.Writes{
 		Objects: []plan.ObjectWrite{}, CRDs: []plan.CRDWrite{}, Releases: []plan.ReleaseWrite{}, Nodes: []plan.NodeChange{}}}
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Skip != "" {
-			continue
-		}
-		k, err := For(s.Kind)
-		if err == nil {
-			err = k.Writes(ctx, l, s)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list the writes of step %s: %w", s.ID, err)
+	steps, err := running(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range steps {
+		if err := sk.k.Writes(ctx, l, sk.s); err != nil {
+			return nil, fmt.Errorf("list the writes of step %s: %w", sk.s.ID, err)
 		}
 	}
-	var err error
 	if l.w.Bookkeeping, err = bookkeepingWrites(ctx, clients.Kube); err != nil {
 		return nil, err
 	}
