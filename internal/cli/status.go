@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/event"
@@ -21,11 +22,19 @@ type notInstalledError struct{ error }
 
 func (n notInstalledError) Unwrap() error { return n.error }
 
+// statusCmd is gpuctl status: its flags and what it runs with.
+type statusCmd struct {
+	streams Streams
+	g       *globals
+	getenv  func(string) string
+	output  string
+	wait    bool
+	timeout time.Duration
+	ff      fleetFlags
+}
+
 func newStatusCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
-	var output string
-	var wait bool
-	var timeout time.Duration
-	var ff fleetFlags
+	st := &statusCmd{streams: streams, g: g, getenv: getenv}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Check the GPU stack gpuctl installed: operator, NFD, ClusterPolicy and every GPU node",
@@ -42,53 +51,67 @@ first: 130, 2, 1, 9, 3, 5, 6, 8, 4, 7, 0.`,
   gpuctl status --all-contexts -o json
   gpuctl status --wait --timeout 10m   # gate a pipeline on a healthy stack`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("timeout") && !wait {
-				return usageError{errors.New("--timeout applies with --wait only")}
-			}
-			if err := validateTimeout(timeout); err != nil {
-				return err
-			}
-			if !wait {
-				timeout = 0
-			}
-			contexts, err := ff.resolve(g)
-			if err != nil {
-				return err
-			}
-			style := ui.DetectStyle(streams.Out, getenv)
-			if contexts != nil {
-				return fleetStatus(cmd.Context(), streams.Out, output, style, g, contexts, ff.maxParallel, timeout)
-			}
-			clients, err := g.clients()
-			if err != nil {
-				return err
-			}
-			progress, err := g.progressRenderer(streams.Err, getenv)
-			if err != nil {
-				return err
-			}
-			defer progress.Close()
-			res, err := runStatus(cmd.Context(), clients, progress, timeout)
-			progress.Close()
-			if res == nil {
-				return err
-			}
-			if werr := writeResult(streams.Out, output, res, func() error { return ui.PrintStatus(streams.Out, res, style) }); werr != nil {
-				return werr
-			}
-			return err
-		},
+		RunE: st.run,
 	}
-	f := cmd.Flags()
-	f.StringVarP(&output, "output", "o", "text", "result format: text, json, yaml")
-	f.BoolVar(&wait, "wait", false, "wait until the stack is healthy (or --timeout passes) before reporting")
-	f.DurationVar(&timeout, "timeout", engine.DefaultStatusWait, "how long --wait waits")
-	addFleetFlags(f, &ff)
+	st.addFlags(cmd.Flags())
 	return cmd
+}
+
+// addFlags declares status's flags: its own, then the fleet flags.
+func (st *statusCmd) addFlags(f *pflag.FlagSet) {
+	f.StringVarP(&st.output, "output", "o", "text", "result format: text, json, yaml")
+	f.BoolVar(&st.wait, "wait", false, "wait until the stack is healthy (or --timeout passes) before reporting")
+	f.DurationVar(&st.timeout, "timeout", engine.DefaultStatusWait, "how long --wait waits")
+	addFleetFlags(f, &st.ff)
+}
+
+// run judges the flags and reads the status of the current context, or of many with the fleet
+// flags, and prints it; its error gives the exit code.
+func (st *statusCmd) run(cmd *cobra.Command, _ []string) error {
+	if err := st.validate(cmd); err != nil {
+		return err
+	}
+	timeout := st.timeout
+	if !st.wait {
+		timeout = 0
+	}
+	contexts, err := st.ff.resolve(st.g)
+	if err != nil {
+		return err
+	}
+	style := ui.DetectStyle(st.streams.Out, st.getenv)
+	if contexts != nil {
+		return fleetStatus(cmd.Context(), st.streams.Out, st.output, style, st.g, contexts, st.ff.maxParallel, timeout)
+	}
+	clients, err := st.g.clients()
+	if err != nil {
+		return err
+	}
+	progress, err := st.g.progressRenderer(st.streams.Err, st.getenv)
+	if err != nil {
+		return err
+	}
+	defer progress.Close()
+	res, err := runStatus(cmd.Context(), clients, progress, timeout)
+	progress.Close()
+	if res == nil {
+		return err
+	}
+	if werr := writeResult(st.streams.Out, st.output, res, func() error { return ui.PrintStatus(st.streams.Out, res, style) }); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// validate judges -o and the timeout: --timeout goes with --wait only.
+func (st *statusCmd) validate(cmd *cobra.Command) error {
+	if err := outputFlag(st.output, "text", "json", "yaml"); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("timeout") && !st.wait {
+		return usageError{errors.New("--timeout applies with --wait only")}
+	}
+	return validateTimeout(st.timeout)
 }
 
 // runStatus reads the GPU stack's status (waiting up to wait first when it is above zero) and returns

@@ -147,34 +147,13 @@ func gpuNodeWorkloads(nodes []corev1.Node, gpus map[string][]Evidence, templates
 	if len(gpuNodes) == 0 {
 		return nil
 	}
-	anyFits := func(t *PodTemplate, ns []*corev1.Node) bool {
-		for _, n := range ns {
-			if t.fits(n) {
-				return true
-			}
-		}
-		return false
-	}
-	byKey := map[string]*GPUNodeWorkload{}
-	var out []*GPUNodeWorkload
-	add := func(t *PodTemplate) *GPUNodeWorkload {
-		key := t.Kind + "/" + t.Namespace + "/" + t.Name
-		if w, ok := byKey[key]; ok {
-			return w
-		}
-		w := &GPUNodeWorkload{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, RequestsGPU: t.RequestsGPU}
-		// A GPU pod fits no node without GPUs; anything else may move there.
-		w.OtherNodes = !t.RequestsGPU && anyFits(t, others)
-		byKey[key] = w
-		out = append(out, w)
-		return w
-	}
+	ws := &workloadSet{others: others, byKey: map[string]*GPUNodeWorkload{}}
 	for i := range templates {
 		t := &templates[i]
-		if toleratesGPUTaint(t.Tolerations) || !anyFits(t, gpuNodes) {
+		if toleratesGPUTaint(t.Tolerations) || !t.fitsAny(gpuNodes) {
 			continue
 		}
-		add(t)
+		ws.add(t)
 	}
 	for i := range pending {
 		t := &pending[i]
@@ -183,8 +162,47 @@ func gpuNodeWorkloads(nodes []corev1.Node, gpus map[string][]Evidence, templates
 		if toleratesGPUTaint(t.Tolerations) || !t.RequestsGPU {
 			continue
 		}
-		add(t).PendingPods++
+		ws.add(t).PendingPods++
 	}
+	return ws.sorted()
+}
+
+// fitsAny reports whether a pod of t may be scheduled on one of nodes today (fits).
+func (t *PodTemplate) fitsAny(nodes []*corev1.Node) bool {
+	for _, n := range nodes {
+		if t.fits(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// workloadSet gathers gpuNodeWorkloads' workloads, each once, in the order they are found.
+type workloadSet struct {
+	// others are the nodes without GPUs.
+	others []*corev1.Node
+	byKey  map[string]*GPUNodeWorkload
+	list   []*GPUNodeWorkload
+}
+
+// add returns the workload of t's pods, added on first sight with whether they also fit a node
+// without GPUs.
+func (s *workloadSet) add(t *PodTemplate) *GPUNodeWorkload {
+	key := t.Kind + "/" + t.Namespace + "/" + t.Name
+	if w, ok := s.byKey[key]; ok {
+		return w
+	}
+	w := &GPUNodeWorkload{Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, RequestsGPU: t.RequestsGPU}
+	// A GPU pod fits no node without GPUs; anything else may move there.
+	w.OtherNodes = !t.RequestsGPU && t.fitsAny(s.others)
+	s.byKey[key] = w
+	s.list = append(s.list, w)
+	return w
+}
+
+// sorted are the workloads by namespace, kind and name.
+func (s *workloadSet) sorted() []GPUNodeWorkload {
+	out := s.list
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Namespace != b.Namespace {

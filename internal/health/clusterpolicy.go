@@ -34,61 +34,74 @@ func (w *Waiter) ClusterPolicyReady(ctx context.Context, name string) error {
 	}
 	policies := w.Dynamic.Resource(ClusterPolicyResource())
 	field := fields.OneTermEqualSelector("metadata.name", name).String()
-	src := newSource("clusterpolicies", w.Dynamic, &unstructured.Unstructured{},
-		withSelectors("", field, asObject(policies.List)),
-		withSelectors("", field, policies.Watch))
-
-	var (
-		operatorNS string    // status.namespace, where the operands run; for the diagnosis
-		badReason  string    // the "nothing to do" reason currently reported
-		badSince   time.Time // when it was first seen
-	)
-	grace := w.gracePeriod()
+	pw := &policyWait{
+		name: name,
+		src: newSource("clusterpolicies", w.Dynamic, &unstructured.Unstructured{},
+			withSelectors("", field, asObject(policies.List)),
+			withSelectors("", field, policies.Watch)),
+		grace: w.gracePeriod(),
+	}
 	return w.until(ctx, waitSpec{
 		what:      "clusterpolicy " + name,
-		sources:   []*source{src},
-		namespace: func() string { return operatorNS },
-		eval: func(now time.Time) verdict {
-			var policy *unstructured.Unstructured
-			for _, o := range src.objects() {
-				if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == name {
-					policy = u
-				}
-			}
-			if policy == nil {
-				badReason = ""
-				return verdict{progress: Progress{Message: "waiting for the ClusterPolicy to be created"}}
-			}
-			st := ReadClusterPolicyStatus(policy)
-			if st.Namespace != "" {
-				operatorNS = st.Namespace
-			}
-			v := verdict{progress: Progress{Message: st.describe()}}
-			if st.Ready() {
-				v.done = true
-				return v
-			}
-
-			reason := st.ReadyReason
-			if st.State == policyStateIgnored {
-				reason = policyStateIgnored
-			}
-			cause, hint := policyFailure(reason)
-			if cause == nil {
-				badReason = ""
-				return v
-			}
-			if reason != badReason {
-				badReason, badSince = reason, now
-			}
-			if left := grace - now.Sub(badSince); left > 0 {
-				v.recheck = left
-				return v
-			}
-			v.fail, v.hint = cause, hint
-			return v
-		},
+		sources:   []*source{pw.src},
+		namespace: func() string { return pw.operatorNS },
+		eval:      pw.eval,
 	})
+}
+
+// policyWait is one ClusterPolicyReady: the policy it watches and the "nothing to do" reason it has
+// seen lasting.
+type policyWait struct {
+	name  string
+	src   *source
+	grace time.Duration
+
+	operatorNS string    // status.namespace, where the operands run; for the diagnosis
+	badReason  string    // the "nothing to do" reason currently reported
+	badSince   time.Time // when it was first seen
+}
+
+// eval: done when the policy is ready; a reason that does not resolve by itself fails the wait once
+// it has lasted the grace period.
+func (pw *policyWait) eval(now time.Time) verdict {
+	var policy *unstructured.Unstructured
+	for _, o := range pw.src.objects() {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetName() == pw.name {
+			policy = u
+		}
+	}
+	if policy == nil {
+		pw.badReason = ""
+		return verdict{progress: Progress{Message: "waiting for the ClusterPolicy to be created"}}
+	}
+	st := ReadClusterPolicyStatus(policy)
+	if st.Namespace != "" {
+		pw.operatorNS = st.Namespace
+	}
+	v := verdict{progress: Progress{Message: st.describe()}}
+	if st.Ready() {
+		v.done = true
+		return v
+	}
+
+	reason := st.ReadyReason
+	if st.State == policyStateIgnored {
+		reason = policyStateIgnored
+	}
+	cause, hint := policyFailure(reason)
+	if cause == nil {
+		pw.badReason = ""
+		return v
+	}
+	if reason != pw.badReason {
+		pw.badReason, pw.badSince = reason, now
+	}
+	if left := pw.grace - now.Sub(pw.badSince); left > 0 {
+		v.recheck = left
+		return v
+	}
+	v.fail, v.hint = cause, hint
+	return v
 }
 
 // policyFailure maps a Ready reason (or state "ignored") that does not resolve by itself to an error and a hint.

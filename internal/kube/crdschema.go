@@ -133,6 +133,16 @@ func narrowSchema(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d 
 	for _, why := range constraintsNarrowed(theirs, ours) {
 		d.tighten(v, p, why)
 	}
+	narrowRequired(theirs, ours, v, p, d)
+	narrowProperties(theirs, ours, v, p, d)
+	narrowMapValues(theirs, ours, v, p, d)
+	if theirs.Items != nil && theirs.Items.Schema != nil && ours.Items != nil && ours.Items.Schema != nil {
+		narrowSchema(theirs.Items.Schema, ours.Items.Schema, v, p+"[]", d)
+	}
+}
+
+// narrowRequired notes the fields at path p of version v that ours requires and theirs does not.
+func narrowRequired(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d *schemaDiff) {
 	for _, r := range ours.Required {
 		// A required field with a default is always there: the API server fills it in on every read
 		// and write (NVIDIADriver's spec.default from v26.7.0 on).
@@ -143,32 +153,19 @@ func narrowSchema(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d 
 			d.tighten(v, p+"."+r, "required by ours")
 		}
 	}
-	theirsMap, oursMap := mapValues(theirs), mapValues(ours)
-	names := slices.Sorted(maps.Keys(theirs.Properties))
-	for name := range ours.Properties {
-		if _, ok := theirs.Properties[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
+}
+
+// narrowProperties compares the fields at path p of version v that either side declares, each with
+// the other side's declaration of it or, where it has none, the schema of its map values.
+func narrowProperties(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d *schemaDiff) {
+	for _, name := range propertyNames(theirs, ours) {
 		child := p + "." + name
-		var ts, os *apiextensionsv1.JSONSchemaProps
-		if tp, ok := theirs.Properties[name]; ok {
-			ts = &tp
-		} else {
-			ts = theirsMap
-		}
-		if op, ok := ours.Properties[name]; ok {
-			os = &op
-		} else {
-			os = oursMap
-		}
+		ts, os := fieldSchema(theirs, name), fieldSchema(ours, name)
 		switch {
 		case ts == nil && !isOpen(theirs):
 			// Theirs prunes it: nothing is stored there.
 		case ts == nil:
-			// Theirs keeps it as it comes. Where ours prunes it, p itself is opened (above).
+			// Theirs keeps it as it comes. Where ours prunes it, p itself is opened (narrowSchema).
 			if os != nil && isOpen(ours) {
 				narrowSchema(nil, os, v, child, d)
 			}
@@ -179,18 +176,42 @@ func narrowSchema(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d 
 			d.narrow(child, "")
 		}
 	}
-	if theirsMap != nil {
-		child := p + ".*"
-		switch {
-		case oursMap != nil:
-			narrowSchema(theirsMap, oursMap, v, child, d)
-		case isOpen(ours):
-		default:
-			d.narrow(child, "")
+}
+
+// propertyNames are the fields theirs or ours declares, sorted.
+func propertyNames(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	names := slices.Sorted(maps.Keys(theirs.Properties))
+	for name := range ours.Properties {
+		if _, ok := theirs.Properties[name]; !ok {
+			names = append(names, name)
 		}
 	}
-	if theirs.Items != nil && theirs.Items.Schema != nil && ours.Items != nil && ours.Items.Schema != nil {
-		narrowSchema(theirs.Items.Schema, ours.Items.Schema, v, p+"[]", d)
+	slices.Sort(names)
+	return names
+}
+
+// fieldSchema is the schema s gives its field name: the field's own, else that of s's map values,
+// else nil (s declares no such field).
+func fieldSchema(s *apiextensionsv1.JSONSchemaProps, name string) *apiextensionsv1.JSONSchemaProps {
+	if f, ok := s.Properties[name]; ok {
+		return &f
+	}
+	return mapValues(s)
+}
+
+// narrowMapValues compares theirs' map values at path p of version v (p.*) with ours'.
+func narrowMapValues(theirs, ours *apiextensionsv1.JSONSchemaProps, v, p string, d *schemaDiff) {
+	theirsMap, oursMap := mapValues(theirs), mapValues(ours)
+	if theirsMap == nil {
+		return
+	}
+	child := p + ".*"
+	switch {
+	case oursMap != nil:
+		narrowSchema(theirsMap, oursMap, v, child, d)
+	case isOpen(ours):
+	default:
+		d.narrow(child, "")
 	}
 }
 
@@ -246,45 +267,82 @@ func typeNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) string {
 // tightens it. A constraint ours drops or loosens is not reported.
 func constraintsNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
 	var out []string
-	changed := func(what, t, o string) {
-		if t == "" {
-			out = append(out, "ours adds "+what+" "+o)
-		} else {
-			out = append(out, what+" "+t+"; ours: "+o)
+	out = append(out, enumNarrowed(theirs, ours)...)
+	out = append(out, valueConstraintsNarrowed(theirs, ours)...)
+	out = append(out, sizesNarrowed(theirs, ours)...)
+	if ours.UniqueItems && !theirs.UniqueItems {
+		out = append(out, "ours adds uniqueItems")
+	}
+	if why := listNarrowed(theirs, ours); why != "" {
+		out = append(out, why)
+	}
+	if ours.XEmbeddedResource && !theirs.XEmbeddedResource {
+		out = append(out, "ours adds x-kubernetes-embedded-resource")
+	}
+	out = append(out, rulesAdded(theirs, ours)...)
+	out = append(out, combinatorsChanged(theirs, ours)...)
+	return out
+}
+
+// constraintChanged is the phrase for a constraint what that ours sets to o: "ours adds what o" where
+// theirs has none (t is ""), "what t; ours: o" where theirs has t.
+func constraintChanged(what, t, o string) string {
+	if t == "" {
+		return "ours adds " + what + " " + o
+	}
+	return what + " " + t + "; ours: " + o
+}
+
+// enumNarrowed says what ours' enum refuses: any value where theirs has no enum, else each value of
+// theirs' enum that ours' lacks.
+func enumNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	if len(ours.Enum) == 0 {
+		return nil
+	}
+	if len(theirs.Enum) == 0 {
+		return []string{"any value; ours has an enum"}
+	}
+	allowed := map[string]bool{}
+	for _, e := range ours.Enum {
+		allowed[string(e.Raw)] = true
+	}
+	var out []string
+	for _, e := range theirs.Enum {
+		if !allowed[string(e.Raw)] {
+			out = append(out, "value "+string(e.Raw))
 		}
 	}
-	if len(ours.Enum) > 0 {
-		if len(theirs.Enum) == 0 {
-			out = append(out, "any value; ours has an enum")
-		} else {
-			allowed := map[string]bool{}
-			for _, e := range ours.Enum {
-				allowed[string(e.Raw)] = true
-			}
-			for _, e := range theirs.Enum {
-				if !allowed[string(e.Raw)] {
-					out = append(out, "value "+string(e.Raw))
-				}
-			}
-		}
-	}
+	return out
+}
+
+// valueConstraintsNarrowed says which of ours' constraints on a single value (pattern, enforced
+// format, minimum, maximum, multipleOf) refuse values theirs' accept.
+func valueConstraintsNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
 	if ours.Pattern != "" && ours.Pattern != theirs.Pattern {
-		changed("pattern", quoteIf(clip(theirs.Pattern, 40)), strconv.Quote(clip(ours.Pattern, 40)))
+		out = append(out, constraintChanged("pattern", quoteIf(clip(theirs.Pattern, 40)), strconv.Quote(clip(ours.Pattern, 40))))
 	}
 	if of := enforcedFormat(ours); of != "" && of != enforcedFormat(theirs) {
-		changed("format", quoteIf(enforcedFormat(theirs)), strconv.Quote(of))
+		out = append(out, constraintChanged("format", quoteIf(enforcedFormat(theirs)), strconv.Quote(of)))
 	}
 	if tighterBound(theirs.Minimum, theirs.ExclusiveMinimum, ours.Minimum, ours.ExclusiveMinimum, 1) {
-		changed("minimum", bound(theirs.Minimum, theirs.ExclusiveMinimum), bound(ours.Minimum, ours.ExclusiveMinimum))
+		out = append(out, constraintChanged("minimum", bound(theirs.Minimum, theirs.ExclusiveMinimum), bound(ours.Minimum, ours.ExclusiveMinimum)))
 	}
 	if tighterBound(theirs.Maximum, theirs.ExclusiveMaximum, ours.Maximum, ours.ExclusiveMaximum, -1) {
-		changed("maximum", bound(theirs.Maximum, theirs.ExclusiveMaximum), bound(ours.Maximum, ours.ExclusiveMaximum))
+		out = append(out, constraintChanged("maximum", bound(theirs.Maximum, theirs.ExclusiveMaximum), bound(ours.Maximum, ours.ExclusiveMaximum)))
 	}
 	if m := ours.MultipleOf; m != nil && *m != 0 {
 		if t := theirs.MultipleOf; t == nil || *t == 0 || math.Remainder(*t, *m) != 0 {
-			changed("multipleOf", floatIf(theirs.MultipleOf), floatIf(m))
+			out = append(out, constraintChanged("multipleOf", floatIf(theirs.MultipleOf), floatIf(m)))
 		}
 	}
+	return out
+}
+
+// sizesNarrowed says which of ours' lengths and counts (of a string, a list, an object's
+// properties) refuse values theirs' accept.
+func sizesNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
 	for _, c := range []struct {
 		what   string
 		t, o   *int64
@@ -301,24 +359,29 @@ func constraintsNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string
 			continue
 		}
 		if c.t == nil || c.higher && *c.o > *c.t || !c.higher && *c.o < *c.t {
-			changed(c.what, intIf(c.t), strconv.FormatInt(*c.o, 10))
+			out = append(out, constraintChanged(c.what, intIf(c.t), strconv.FormatInt(*c.o, 10)))
 		}
 	}
-	if ours.UniqueItems && !theirs.UniqueItems {
-		out = append(out, "ours adds uniqueItems")
-	}
+	return out
+}
+
+// listNarrowed says how ours' list type refuses lists theirs' accepts, or "".
+func listNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) string {
 	tl, ol := listType(theirs), listType(ours)
 	switch {
 	case ol != "atomic" && ol != tl:
 		// A set refuses duplicates, a map items that share their keys; an atomic list refuses neither.
-		out = append(out, fmt.Sprintf("list-type %s; ours: %s", tl, ol))
+		return fmt.Sprintf("list-type %s; ours: %s", tl, ol)
 	case ol == "map" && !subset(theirs.XListMapKeys, ours.XListMapKeys):
 		// Items unique by theirs' keys are unique by any superset of them, not by other keys.
-		out = append(out, fmt.Sprintf("list-map-keys %v; ours: %v", theirs.XListMapKeys, ours.XListMapKeys))
+		return fmt.Sprintf("list-map-keys %v; ours: %v", theirs.XListMapKeys, ours.XListMapKeys)
 	}
-	if ours.XEmbeddedResource && !theirs.XEmbeddedResource {
-		out = append(out, "ours adds x-kubernetes-embedded-resource")
-	}
+	return ""
+}
+
+// rulesAdded says which x-kubernetes-validations rules ours has that theirs does not.
+func rulesAdded(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
 	for _, r := range ours.XValidations {
 		// A rule is judged by its expression (its message and reason change nothing it accepts);
 		// optionalOldSelf changes when a transition rule runs.
@@ -328,6 +391,12 @@ func constraintsNarrowed(theirs, ours *apiextensionsv1.JSONSchemaProps) []string
 			out = append(out, "ours adds rule "+strconv.Quote(clip(r.Rule, 60)))
 		}
 	}
+	return out
+}
+
+// combinatorsChanged says which of allOf, anyOf, oneOf and not ours sets differently from theirs.
+func combinatorsChanged(theirs, ours *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
 	for _, c := range []struct {
 		what string
 		t, o any

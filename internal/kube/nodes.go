@@ -34,37 +34,8 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 		wg.Wait() // the informer must be gone before we return
 	}()
 
-	inf := NewInformer("nodes", c, &corev1.Node{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Nodes().List(ctx, o)
-		},
-		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Nodes().Watch(ctx, o)
-		})
-	err := inf.SetTransform(func(obj any) (any, error) {
-		n, ok := obj.(*corev1.Node)
-		if !ok {
-			return obj, nil // a deleted node's tombstone
-		}
-		return keep(n), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	// The informer would retry a failed list forever; a one-shot list reports the first error instead,
-	// a refused connection included (NewInformer).
 	failed := make(chan error, 1)
-	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
-		if r.LastSyncResourceVersion() != "" {
-			// The list is complete and the watch after it failed (RBAC may allow list without
-			// watch): the cache syncs all the same.
-			return
-		}
-		select {
-		case failed <- err:
-		default:
-		}
-	})
+	inf, err := nodeInformer(c, keep, failed)
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -80,8 +51,51 @@ func ListNodes(ctx context.Context, c kubernetes.Interface, keep func(*corev1.No
 		return nil, fmt.Errorf("list nodes: %w", ctx.Err())
 	}
 	cancel() // the cache is complete: stop the watch before reading it
+	return storedNodes(inf.GetStore())
+}
 
-	objs := inf.GetStore().List()
+// nodeInformer is the informer of ListNodes' one list: it keeps what keep makes of each node, and
+// sends the error of a list that failed to failed.
+func nodeInformer(c kubernetes.Interface, keep func(*corev1.Node) *corev1.Node, failed chan<- error) (cache.SharedIndexInformer, error) {
+	inf := NewInformer("nodes", c, &corev1.Node{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Nodes().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Nodes().Watch(ctx, o)
+		})
+	err := inf.SetTransform(func(obj any) (any, error) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return obj, nil // a deleted node's tombstone
+		}
+		return keep(n), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The informer would retry a failed list forever; a one-shot list reports the first error instead,
+	// a refused connection included (NewInformer).
+	err = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+		if r.LastSyncResourceVersion() != "" {
+			// The list is complete and the watch after it failed (RBAC may allow list without
+			// watch): the cache syncs all the same.
+			return
+		}
+		select {
+		case failed <- err:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return inf, nil
+}
+
+// storedNodes are the nodes of a complete informer cache, sorted by name.
+func storedNodes(store cache.Store) ([]*corev1.Node, error) {
+	objs := store.List()
 	out := make([]*corev1.Node, 0, len(objs))
 	for _, obj := range objs {
 		n, ok := obj.(*corev1.Node)

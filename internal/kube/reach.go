@@ -88,62 +88,84 @@ func (c *Clients) ServerVersion(ctx context.Context) (*version.Info, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	cfg := rest.CopyConfig(c.Config)
-	// The bound starts at the first connection attempt (below) rather than with the request, as
-	// http.Client's Timeout would, so that an exec plugin's login is not cut short. (Not client-go's
-	// discovery client: it sets a Timeout of 32 s.)
-	cfg.Timeout = 0
-	cfg.GroupVersion, cfg.APIPath = nil, ""
-	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	rc, err := rest.UnversionedRESTClientFor(cfg)
+	rc, err := versionClient(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("the Kubernetes API server at %s: %w", server, err)
 	}
 
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	trace, stop := noAnswerDeadline(timeout, cancel)
+	defer stop()
+	raw, err := rc.Get().AbsPath("/version").MaxRetries(0).
+		Do(httptrace.WithClientTrace(reqCtx, trace)).Raw()
+	if err != nil {
+		return nil, versionError(ctx, reqCtx, server, err)
+	}
+	var info version.Info
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return nil, fmt.Errorf("the Kubernetes API server at %s: decode /version: %w", server, err)
+	}
+	return &info, nil
+}
+
+// versionClient is a client for the API server's unversioned paths (/version) with config's
+// credentials and no timeout of its own: ServerVersion bounds its request (noAnswerDeadline).
+func versionClient(config *rest.Config) (*rest.RESTClient, error) {
+	cfg := rest.CopyConfig(config)
+	// The bound starts at the first connection attempt (noAnswerDeadline) rather than with the
+	// request, as http.Client's Timeout would, so that an exec plugin's login is not cut short. (Not
+	// client-go's discovery client: it sets a Timeout of 32 s.)
+	cfg.Timeout = 0
+	cfg.GroupVersion, cfg.APIPath = nil, ""
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.UnversionedRESTClientFor(cfg)
+}
+
+// noAnswerDeadline is the request timeout counted from a request's first connection attempt: the
+// trace that starts it, and stop, which ends it. A request still unanswered when it runs out is
+// cancelled with a *noAnswerError as its cause.
+func noAnswerDeadline(timeout time.Duration, cancel context.CancelCauseFunc) (trace *httptrace.ClientTrace, stop func()) {
 	var (
 		mu    sync.Mutex
 		timer *time.Timer
 	)
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	trace := &httptrace.ClientTrace{GetConn: func(string) {
+	trace = &httptrace.ClientTrace{GetConn: func(string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if timer == nil {
 			timer = time.AfterFunc(timeout, func() { cancel(&noAnswerError{timeout}) })
 		}
 	}}
-	raw, err := rc.Get().AbsPath("/version").MaxRetries(0).
-		Do(httptrace.WithClientTrace(reqCtx, trace)).Raw()
-	if err == nil {
-		var info version.Info
-		if err := json.Unmarshal(raw, &info); err != nil {
-			return nil, fmt.Errorf("the Kubernetes API server at %s: decode /version: %w", server, err)
+	stop = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
 		}
-		return &info, nil
 	}
+	return trace, stop
+}
+
+// versionError is ServerVersion's error for a /version request that failed with err: the caller's
+// cancellation, an *UnreachableError when no answer came (reqCtx's cause says whether the deadline
+// ended it), or the server's answer naming the server.
+func versionError(ctx, reqCtx context.Context, server string, err error) error {
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("reach the Kubernetes API server at %s: %w", server, ctx.Err())
+		return fmt.Errorf("reach the Kubernetes API server at %s: %w", server, ctx.Err())
 	}
 	var noAnswer *noAnswerError
 	if errors.As(context.Cause(reqCtx), &noAnswer) {
-		return nil, &UnreachableError{Server: server, Reason: noAnswer.Error(), Err: err}
+		return &UnreachableError{Server: server, Reason: noAnswer.Error(), Err: err}
 	}
 	if apierrors.IsUnauthorized(err) {
-		return nil, fmt.Errorf("the Kubernetes API server at %s did not accept the credentials (check the kubeconfig's user, or log in again): %w", server, err)
+		return fmt.Errorf("the Kubernetes API server at %s did not accept the credentials (check the kubeconfig's user, or log in again): %w", server, err)
 	}
 	if u := unreachable(err); u != nil {
 		u.Server = server
-		return nil, u
+		return u
 	}
-	return nil, fmt.Errorf("the Kubernetes API server at %s: %w", server, err)
+	return fmt.Errorf("the Kubernetes API server at %s: %w", server, err)
 }
 
 // unreachable is err as an *UnreachableError when it says that the request never got an answer

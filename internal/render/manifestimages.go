@@ -57,73 +57,90 @@ func ManifestImages(manifest, version string, nodeOS []string, gpuNodes []detect
 	}
 	nodes := imageNodes(gpuNodes)
 	drivers := driversByNode(objs, nodes)
-	used := map[string][]string{}
-	var notes []string
-	add := func(img, by string) {
-		if !slices.Contains(used[img], by) {
-			used[img] = append(used[img], by)
-		}
-	}
+	uses := &imageUses{used: map[string][]string{}}
 	for _, u := range objs {
 		o := u.Object
 		kind, _ := o["kind"].(string)
 		md, _ := o["metadata"].(map[string]any)
 		name, _ := md["name"].(string)
 		ns, _ := md["namespace"].(string)
-		if kind == "ClusterPolicy" {
-			spec, _ := o["spec"].(map[string]any)
-			ops, n := bundle.OperandImages(version, spec, nodeOS, nodes)
-			for _, op := range ops {
-				add(op.Image, operandUser("ClusterPolicy "+name, op))
+		spec, _ := o["spec"].(map[string]any)
+		switch kind {
+		case "ClusterPolicy":
+			ops, notes := bundle.OperandImages(version, spec, nodeOS, nodes)
+			uses.operands("ClusterPolicy "+name, ops, notes)
+		case "NVIDIADriver":
+			ops, notes := bundle.NVIDIADriverImages(spec, nodeOS, drivers[name])
+			uses.operands("NVIDIADriver "+name, ops, notes)
+		default:
+			podSpec := PodSpecOf(kind, o)
+			if podSpec == nil {
+				continue
 			}
-			for _, s := range n {
-				notes = append(notes, "ClusterPolicy "+name+": "+s)
+			ref := kind + " " + name
+			if ns != "" {
+				ref = kind + " " + ns + "/" + name
 			}
-			continue
-		}
-		if kind == "NVIDIADriver" {
-			spec, _ := o["spec"].(map[string]any)
-			ops, n := bundle.NVIDIADriverImages(spec, nodeOS, drivers[name])
-			for _, op := range ops {
-				add(op.Image, operandUser("NVIDIADriver "+name, op))
-			}
-			for _, s := range n {
-				notes = append(notes, "NVIDIADriver "+name+": "+s)
-			}
-			continue
-		}
-		podSpec := PodSpecOf(kind, o)
-		if podSpec == nil {
-			continue
-		}
-		ref := kind + " " + name
-		if ns != "" {
-			ref = kind + " " + ns + "/" + name
-		}
-		for _, key := range []string{"initContainers", "containers"} {
-			cs, _ := podSpec[key].([]any)
-			for _, c := range cs {
-				cm, _ := c.(map[string]any)
-				img, _ := cm["image"].(string)
-				cname, _ := cm["name"].(string)
-				if img == "" {
-					continue
-				}
-				if cm["imagePullPolicy"] == "Never" {
-					notes = append(notes, fmt.Sprintf("%s: container %s runs %s with imagePullPolicy Never (preloaded on the node), so it is not listed", ref, cname, img))
-					continue
-				}
-				add(img, ref)
-			}
+			uses.containers(ref, podSpec)
 		}
 	}
-	out := &ImageList{Notes: notes}
-	for img, by := range used {
+	return uses.list(), nil
+}
+
+// imageUses are the images of a manifest as they are found, each with what pulls it, and the notes
+// on what is not listed.
+type imageUses struct {
+	used  map[string][]string
+	notes []string
+}
+
+// add records that by pulls img.
+func (u *imageUses) add(img, by string) {
+	if !slices.Contains(u.used[img], by) {
+		u.used[img] = append(u.used[img], by)
+	}
+}
+
+// operands records the operand images the operator deploys for object, and its notes on them.
+func (u *imageUses) operands(object string, ops []bundle.OperandImage, notes []string) {
+	for _, op := range ops {
+		u.add(op.Image, operandUser(object, op))
+	}
+	for _, s := range notes {
+		u.notes = append(u.notes, object+": "+s)
+	}
+}
+
+// containers records the images of the init containers and containers of podSpec, the pod spec of
+// workload ref; an image a pod never pulls (imagePullPolicy Never) gets a note instead.
+func (u *imageUses) containers(ref string, podSpec map[string]any) {
+	for _, key := range []string{"initContainers", "containers"} {
+		cs, _ := podSpec[key].([]any)
+		for _, c := range cs {
+			cm, _ := c.(map[string]any)
+			img, _ := cm["image"].(string)
+			cname, _ := cm["name"].(string)
+			if img == "" {
+				continue
+			}
+			if cm["imagePullPolicy"] == "Never" {
+				u.notes = append(u.notes, fmt.Sprintf("%s: container %s runs %s with imagePullPolicy Never (preloaded on the node), so it is not listed", ref, cname, img))
+				continue
+			}
+			u.add(img, ref)
+		}
+	}
+}
+
+// list is the ImageList of what was found: the images sorted, each once, with what pulls them sorted.
+func (u *imageUses) list() *ImageList {
+	out := &ImageList{Notes: u.notes}
+	for img, by := range u.used {
 		sort.Strings(by)
 		out.Images = append(out.Images, ListedImage{Image: img, UsedBy: by})
 	}
 	sort.Slice(out.Images, func(i, j int) bool { return out.Images[i].Image < out.Images[j].Image })
-	return out, nil
+	return out
 }
 
 // operandUser is what pulls an operand image: the object and the component, with its OS tag.

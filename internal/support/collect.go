@@ -171,29 +171,33 @@ func (c *Collector) Namespace(ctx context.Context, ns string) []corev1.Pod {
 		sort.SliceStable(l.Items, func(i, j int) bool { return kube.EventTime(&l.Items[i]).Before(kube.EventTime(&l.Items[j])) })
 		return l.Items, "events in " + ns + ", oldest first", nil
 	})
-	c.read(ctx, dir, "secrets", func(ctx context.Context) (any, string, error) {
-		// Metadata only (PartialObjectMetadata): the API server sends no data, so none is ever in
-		// memory. Annotations are left out too: kubectl's last-applied-configuration holds the data.
-		if c.Metadata == nil {
-			return nil, "", fmt.Errorf("no metadata client")
-		}
-		l, err := c.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, "", err
-		}
-		type secretName struct {
-			Name    string            `json:"name"`
-			Labels  map[string]string `json:"labels,omitempty"`
-			Created metav1.Time       `json:"created"`
-		}
-		out := make([]secretName, 0, len(l.Items))
-		for _, s := range l.Items {
-			out = append(out, secretName{Name: s.Name, Labels: s.Labels, Created: s.CreationTimestamp})
-		}
-		return out, "Secrets in " + ns + ": names and labels only, never their data", nil
-	})
+	c.read(ctx, dir, "secrets", func(ctx context.Context) (any, string, error) { return c.secretNames(ctx, ns) })
 	c.logs(ctx, ns, pods)
 	return pods
+}
+
+// secretNames is Namespace's listing of Secrets: the names and labels of ns's Secrets, never their
+// data.
+func (c *Collector) secretNames(ctx context.Context, ns string) (any, string, error) {
+	// Metadata only (PartialObjectMetadata): the API server sends no data, so none is ever in
+	// memory. Annotations are left out too: kubectl's last-applied-configuration holds the data.
+	if c.Metadata == nil {
+		return nil, "", fmt.Errorf("no metadata client")
+	}
+	l, err := c.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	type secretName struct {
+		Name    string            `json:"name"`
+		Labels  map[string]string `json:"labels,omitempty"`
+		Created metav1.Time       `json:"created"`
+	}
+	out := make([]secretName, 0, len(l.Items))
+	for _, s := range l.Items {
+		out = append(out, secretName{Name: s.Name, Labels: s.Labels, Created: s.CreationTimestamp})
+	}
+	return out, "Secrets in " + ns + ": names and labels only, never their data", nil
 }
 
 // read runs one listing with the call timeout and stores its result as dir/name.yaml.
@@ -216,19 +220,7 @@ type logJob struct {
 // logs reads the tail of every container's log (and the previous one's after a restart), a few at a
 // time. When the caller may not read pods/log in the namespace, that is noted once.
 func (c *Collector) logs(ctx context.Context, ns string, pods []corev1.Pod) {
-	var jobs []logJob
-	for _, p := range pods {
-		restarts := map[string]int32{}
-		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			restarts[s.Name] = s.RestartCount
-		}
-		for _, ctr := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-			jobs = append(jobs, logJob{pod: p.Name, container: ctr.Name})
-			if restarts[ctr.Name] > 0 {
-				jobs = append(jobs, logJob{pod: p.Name, container: ctr.Name, previous: true})
-			}
-		}
-	}
+	jobs := logJobs(pods)
 	lines, bytes := c.LogLines, c.LogBytes
 	if lines <= 0 {
 		lines = DefaultLogLines
@@ -253,17 +245,7 @@ func (c *Collector) logs(ctx context.Context, ns string, pods []corev1.Pod) {
 				if skip || ctx.Err() != nil {
 					continue
 				}
-				name := path.Join("namespaces", ns, "logs", j.pod, j.container+".log")
-				what := fmt.Sprintf("log of container %s of pod %s/%s (last %d lines, at most %d bytes)", j.container, ns, j.pod, lines, bytes)
-				if j.previous {
-					name = path.Join("namespaces", ns, "logs", j.pod, j.container+".previous.log")
-					what = "previous " + what
-				}
-				cctx, cancel := c.call(ctx)
-				b, err := c.Kube.CoreV1().Pods(ns).GetLogs(j.pod, &corev1.PodLogOptions{Container: j.container, Previous: j.previous, TailLines: &lines, LimitBytes: &bytes}).DoRaw(cctx)
-				cancel()
-				switch {
-				case apierrors.IsForbidden(err):
+				if err := c.log(ctx, ns, j, lines, bytes); err != nil {
 					mu.Lock()
 					first := !forbidden
 					forbidden = true
@@ -271,10 +253,6 @@ func (c *Collector) logs(ctx context.Context, ns string, pods []corev1.Pod) {
 					if first {
 						c.Bundle.Fail("pods/log in "+ns, err)
 					}
-				case err != nil:
-					c.Bundle.Fail(name, err)
-				default:
-					c.Bundle.AddText(name, what, string(b))
 				}
 			}
 		}()
@@ -284,4 +262,47 @@ func (c *Collector) logs(ctx context.Context, ns string, pods []corev1.Pod) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// logJobs are the logs to read of pods: every container's and init container's, and the previous
+// one's of a container that restarted.
+func logJobs(pods []corev1.Pod) []logJob {
+	var jobs []logJob
+	for _, p := range pods {
+		restarts := map[string]int32{}
+		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			restarts[s.Name] = s.RestartCount
+		}
+		for _, ctr := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			jobs = append(jobs, logJob{pod: p.Name, container: ctr.Name})
+			if restarts[ctr.Name] > 0 {
+				jobs = append(jobs, logJob{pod: p.Name, container: ctr.Name, previous: true})
+			}
+		}
+	}
+	return jobs
+}
+
+// log stores the tail of one container log of namespace ns, at most lines lines and bytes bytes, or
+// notes why it could not be read. It returns only a refusal (Forbidden), which the caller notes once
+// for the namespace.
+func (c *Collector) log(ctx context.Context, ns string, j logJob, lines, bytes int64) error {
+	name := path.Join("namespaces", ns, "logs", j.pod, j.container+".log")
+	what := fmt.Sprintf("log of container %s of pod %s/%s (last %d lines, at most %d bytes)", j.container, ns, j.pod, lines, bytes)
+	if j.previous {
+		name = path.Join("namespaces", ns, "logs", j.pod, j.container+".previous.log")
+		what = "previous " + what
+	}
+	cctx, cancel := c.call(ctx)
+	b, err := c.Kube.CoreV1().Pods(ns).GetLogs(j.pod, &corev1.PodLogOptions{Container: j.container, Previous: j.previous, TailLines: &lines, LimitBytes: &bytes}).DoRaw(cctx)
+	cancel()
+	switch {
+	case apierrors.IsForbidden(err):
+		return err
+	case err != nil:
+		c.Bundle.Fail(name, err)
+	default:
+		c.Bundle.AddText(name, what, string(b))
+	}
+	return nil
 }

@@ -140,51 +140,69 @@ func (r runner) one(ctx context.Context, name string, node *corev1.Node, plan pl
 			return nil
 		}
 		if r.dryRun {
-			switch c.Action {
-			case ActionAdded:
-				res.Action = ActionWouldAdd
-			case ActionRemoved:
-				res.Action = ActionWouldRemove
-			}
+			res.Action = wouldDo(c.Action)
 			return nil
 		}
 		err = patchNode(ctx, r.client, node, c)
 		if err == nil || !(apierrors.IsConflict(err) || apierrors.IsInvalid(err) || testFailed(err)) {
 			return err
 		}
-		// The patch was refused. If someone changed the node's taints (or our annotation) since we read
-		// it — the node lifecycle controller adds node.kubernetes.io/* taints to nodes whose heartbeats
-		// lapse — plan again on the node as it is now, so their change survives and ours is still right.
-		// A refusal of a node that has not changed is a real error.
-		fresh, gerr := r.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return fmt.Errorf("%w; re-read: %w", err, gerr)
-		}
-		// A failed test says the node was not as read when the patch landed, even when it is again by
-		// now (a NotReady taint that came and went on an overloaded control plane).
-		if testFailed(err) || patchNotApplied(err) || apierrors.IsConflict(err) || !sameTaintState(node, fresh) {
+		fresh, err := r.refused(ctx, name, node, err)
+		if fresh != nil {
 			node = fresh
-			return fmt.Errorf("%w: %w", errChanged, err)
 		}
 		return err
 	})
 	if err != nil {
-		var moved *ChangedError
-		switch {
-		case errors.As(err, &moved):
-			res.Action, res.Err = ActionChanged, moved
-			return res
-		case r.planned && apierrors.IsNotFound(err):
-			res.Action, res.Err = ActionChanged, &ChangedError{Node: name, Now: "the node is gone"}
-			return res
-		case r.missingOK && apierrors.IsNotFound(err):
-			// The node went away while we were working on it: nothing of ours is left there.
-			return NodeResult{Node: name, Action: ActionNothingToRemove}
-		}
-		res.Action = ActionFailed
-		res.Err = fmt.Errorf("%s node %s: %w", r.verb, name, err)
+		return r.failed(name, err)
 	}
 	return res
+}
+
+// wouldDo is what a dry run reports for a change that writes: the action it would take.
+func wouldDo(a Action) Action {
+	switch a {
+	case ActionAdded:
+		return ActionWouldAdd
+	case ActionRemoved:
+		return ActionWouldRemove
+	}
+	return a
+}
+
+// refused judges a patch of node name, as read, that the API server refused with err. If someone changed the node's
+// taints (or our annotation) since we read it — the node lifecycle controller adds
+// node.kubernetes.io/* taints to nodes whose heartbeats lapse — it returns the node as it is now and
+// an errChanged, so the change is planned again on it and theirs survives. A refusal of a node that
+// has not changed is a real error.
+func (r runner) refused(ctx context.Context, name string, node *corev1.Node, err error) (*corev1.Node, error) {
+	fresh, gerr := r.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if gerr != nil {
+		return nil, fmt.Errorf("%w; re-read: %w", err, gerr)
+	}
+	// A failed test says the node was not as read when the patch landed, even when it is again by
+	// now (a NotReady taint that came and went on an overloaded control plane).
+	if testFailed(err) || patchNotApplied(err) || apierrors.IsConflict(err) || !sameTaintState(node, fresh) {
+		return fresh, fmt.Errorf("%w: %w", errChanged, err)
+	}
+	return nil, err
+}
+
+// failed is the result for node name of a write that failed with err: a node that changed since
+// the plan or went away is ActionChanged in a planned run, a node gone is nothing to remove where a
+// missing node is, and anything else is ActionFailed.
+func (r runner) failed(name string, err error) NodeResult {
+	var moved *ChangedError
+	switch {
+	case errors.As(err, &moved):
+		return NodeResult{Node: name, Action: ActionChanged, Err: moved}
+	case r.planned && apierrors.IsNotFound(err):
+		return NodeResult{Node: name, Action: ActionChanged, Err: &ChangedError{Node: name, Now: "the node is gone"}}
+	case r.missingOK && apierrors.IsNotFound(err):
+		// The node went away while we were working on it: nothing of ours is left there.
+		return NodeResult{Node: name, Action: ActionNothingToRemove}
+	}
+	return NodeResult{Node: name, Action: ActionFailed, Err: fmt.Errorf("%s node %s: %w", r.verb, name, err)}
 }
 
 // The write is a JSON patch (RFC 6902) whose "test" operations make it conditional on exactly what the

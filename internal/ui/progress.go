@@ -65,14 +65,7 @@ func (p *Progress) Event(e event.Event) {
 		e.Time = p.now()
 	}
 	if p.json {
-		if len(e.Pending) > MaxPendingJSON {
-			e.PendingOmitted = len(e.Pending) - MaxPendingJSON
-			e.Pending = e.Pending[:MaxPendingJSON]
-		}
-		b, err := json.Marshal(e)
-		if err == nil {
-			fmt.Fprintf(p.w, "%s\n", b)
-		}
+		p.writeJSON(e)
 		return
 	}
 	switch e.Type {
@@ -83,41 +76,10 @@ func (p *Progress) Event(e event.Event) {
 			p.line("%s%s …", p.counter(e), e.Title)
 		}
 	case event.StepProgress:
-		if p.current != nil && p.current.Step == e.Step {
-			p.current.Message, p.current.Done, p.current.Total = e.Message, e.Done, e.Total
-		}
-		// Plain output prints progress only when it says something new, so CI logs stay short.
-		if !p.style.TTY && e.Message != "" && p.lastMsg[e.Step] != e.Message {
-			p.lastMsg[e.Step] = e.Message
-			p.line("%s  %s", p.counter(e), e.Message)
-		}
+		p.stepProgress(e)
 	case event.StepSucceeded, event.StepSkipped, event.StepFailed, event.StepInterrupted:
 		p.current = nil
-		mark := p.style.ok()
-		switch e.Type {
-		case event.StepSkipped:
-			mark = p.style.skip()
-		case event.StepFailed:
-			mark = p.style.fail()
-		case event.StepInterrupted:
-			mark = p.style.interrupted()
-		}
-		msg := e.Title
-		if e.Message != "" {
-			msg += ": " + e.Message
-		}
-		p.line("%s%s %s", p.counter(e), mark, msg)
-		if e.Type == event.StepFailed {
-			if e.Err != "" {
-				p.line("    %s", e.Err)
-			}
-			if e.Detail != "" {
-				p.block(e.Detail)
-			}
-			if e.Hint != "" {
-				p.line("    hint: %s", e.Hint)
-			}
-		}
+		p.stepEnded(e)
 	case event.Warning:
 		p.line("%s %s", p.style.warn(), e.Message)
 		if e.Hint != "" {
@@ -125,6 +87,62 @@ func (p *Progress) Event(e event.Event) {
 		}
 	case event.Info:
 		p.line("%s", e.Message)
+	}
+}
+
+// writeJSON writes the event as one JSON line, its pending names cut to MaxPendingJSON.
+func (p *Progress) writeJSON(e event.Event) {
+	if len(e.Pending) > MaxPendingJSON {
+		e.PendingOmitted = len(e.Pending) - MaxPendingJSON
+		e.Pending = e.Pending[:MaxPendingJSON]
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		fmt.Fprintf(p.w, "%s\n", b)
+	}
+}
+
+// stepProgress takes a running step's progress to the spinner, or to a plain line when it says
+// something new.
+func (p *Progress) stepProgress(e event.Event) {
+	if p.current != nil && p.current.Step == e.Step {
+		p.current.Message, p.current.Done, p.current.Total = e.Message, e.Done, e.Total
+	}
+	// Plain output prints progress only when it says something new, so CI logs stay short.
+	if !p.style.TTY && e.Message != "" && p.lastMsg[e.Step] != e.Message {
+		p.lastMsg[e.Step] = e.Message
+		p.line("%s  %s", p.counter(e), e.Message)
+	}
+}
+
+// stepEnded prints a step's outcome: its mark, title and message, and for a failure the error,
+// its detail and the hint.
+func (p *Progress) stepEnded(e event.Event) {
+	mark := p.style.ok()
+	switch e.Type {
+	case event.StepSkipped:
+		mark = p.style.skip()
+	case event.StepFailed:
+		mark = p.style.fail()
+	case event.StepInterrupted:
+		mark = p.style.interrupted()
+	}
+	msg := e.Title
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	p.line("%s%s %s", p.counter(e), mark, msg)
+	if e.Type != event.StepFailed {
+		return
+	}
+	if e.Err != "" {
+		p.line("    %s", e.Err)
+	}
+	if e.Detail != "" {
+		p.block(e.Detail)
+	}
+	if e.Hint != "" {
+		p.line("    hint: %s", e.Hint)
 	}
 }
 

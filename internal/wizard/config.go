@@ -20,6 +20,30 @@ const ConfigVersion = 1
 // is an install flag's name. Secrets appear only as the file or environment variable they come from.
 // The kube context is not saved: CI brings its own kubeconfig.
 func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte, error) {
+	b, err := yaml.Marshal(configSettings(o, namespace))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# Written by gpuctl wizard. Replay with: gpuctl install --config FILE\n")
+	fmt.Fprintf(&out, "# Keys are gpuctl install's flags; flags and GPUCTL_* variables win over them.\n")
+	if kubeContext != "" {
+		fmt.Fprintf(&out, "# Chosen against kube context %q (not saved: the kubeconfig in use decides).\n", kubeContext)
+	}
+	if o.Licensing.NGCAPIKeyFile == "" && (o.Licensing.NLSTokenFile != "" || o.Licensing.GriddConfFile != "") {
+		env := o.Licensing.NGCAPIKeyEnv
+		if env == "" {
+			env = ngcKeyEnv
+		}
+		fmt.Fprintf(&out, "# The NGC API key is read from $%s; it is never saved here.\n", env)
+	}
+	out.Write(b)
+	return out.Bytes(), nil
+}
+
+// configSettings are the config file's keys and values: the version, and each install flag the
+// options set away from its default, under the flag's name.
+func configSettings(o engine.InstallOptions, namespace string) map[string]any {
 	m := map[string]any{"version": ConfigVersion}
 	put := func(k, v string) {
 		if v != "" {
@@ -62,25 +86,7 @@ func ConfigFile(o engine.InstallOptions, namespace, kubeContext string) ([]byte,
 	if o.Timeout > 0 && o.Timeout != plan.DefaultTimeout {
 		m["timeout"] = o.Timeout.String()
 	}
-	b, err := yaml.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	fmt.Fprintf(&out, "# Written by gpuctl wizard. Replay with: gpuctl install --config FILE\n")
-	fmt.Fprintf(&out, "# Keys are gpuctl install's flags; flags and GPUCTL_* variables win over them.\n")
-	if kubeContext != "" {
-		fmt.Fprintf(&out, "# Chosen against kube context %q (not saved: the kubeconfig in use decides).\n", kubeContext)
-	}
-	if o.Licensing.NGCAPIKeyFile == "" && (o.Licensing.NLSTokenFile != "" || o.Licensing.GriddConfFile != "") {
-		env := o.Licensing.NGCAPIKeyEnv
-		if env == "" {
-			env = ngcKeyEnv
-		}
-		fmt.Fprintf(&out, "# The NGC API key is read from $%s; it is never saved here.\n", env)
-	}
-	out.Write(b)
-	return out.Bytes(), nil
+	return m
 }
 
 // SaveConfig writes ConfigFile to path, readable by its owner only (it names secret files).
