@@ -12,44 +12,9 @@ func existing(s *Snapshot) Existing {
 	var e Existing
 	e.Secrets = s.Secrets
 	nfdNamespaces := map[string]bool{}
-
 	for _, w := range s.Workloads {
-		c := component(w, s)
-		switch Classify(w) {
-		case ComponentNFDMaster, ComponentNFDWorker, ComponentNFDGC, ComponentNFDTopology:
-			e.NFD.Workloads = append(e.NFD.Workloads, c)
-			nfdNamespaces[w.Namespace] = true
-			if e.NFD.Helm == nil {
-				e.NFD.Helm = releaseOf(w, s)
-			}
-		case ComponentGPUOperator:
-			if e.GPUOperator.Deployment == nil {
-				c := c
-				e.GPUOperator.Deployment = &c
-				e.GPUOperator.Helm = releaseOf(w, s)
-			}
-		case ComponentOperand:
-			if w.hasImage(func(repo string) bool { return strings.HasSuffix(repo, "/k8s-device-plugin") }) &&
-				!w.mentions("gpu-feature-discovery") && !w.mentions("mps-control-daemon") {
-				e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "gpu-operator", Nodes: targets(w, s.Nodes)})
-			} else {
-				e.Operands = append(e.Operands, c)
-			}
-		case ComponentDevicePlugin:
-			e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "standalone", Nodes: targets(w, s.Nodes)})
-		case ComponentGKEDevicePlugin:
-			if c.ManagedBy == "" {
-				c.ManagedBy = "GKE"
-			}
-			e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "gke", Nodes: targets(w, s.Nodes)})
-		case ComponentGKEDriver:
-			c := c
-			e.GKEDriverInstaller = &c
-		case ComponentDCGMExporter:
-			e.DCGMExporters = append(e.DCGMExporters, c)
-		}
+		e.addWorkload(w, s, nfdNamespaces)
 	}
-
 	// A gpu-operator release with no Deployment (a failed or pending install) still blocks a new
 	// install under the same name, so look for it by chart name too.
 	if e.GPUOperator.Helm == nil {
@@ -58,6 +23,69 @@ func existing(s *Snapshot) Existing {
 	if e.NFD.Helm == nil {
 		e.NFD.Helm = releaseByChart(s, "node-feature-discovery")
 	}
+	e.addSubscriptions(s)
+	op := &e.GPUOperator
+	op.Present = op.Deployment != nil || op.Helm != nil || op.OLM != nil
+	switch {
+	case op.Deployment != nil:
+		op.Namespace = op.Deployment.Namespace
+	case op.Helm != nil:
+		op.Namespace = op.Helm.Namespace
+	case op.OLM != nil:
+		op.Namespace = op.OLM.Namespace
+	}
+	e.NFD.Present = len(e.NFD.Workloads) > 0 || e.NFD.OLM != nil || e.NFD.Helm != nil
+	for ns := range nfdNamespaces {
+		e.NFD.Namespaces = append(e.NFD.Namespaces, ns)
+	}
+	sort.Strings(e.NFD.Namespaces)
+	e.addNodes(s)
+	e.addClusterPolicies(s)
+	e.GPUClusters = append(e.GPUClusters, s.GPUClusters...)
+	return e
+}
+
+// addWorkload files a workload under the component it is: NFD (noting its namespace), the operator,
+// an operand, a device plugin (the operator's, a standalone one, GKE's), GKE's driver installer, DCGM
+// Exporter.
+func (e *Existing) addWorkload(w Workload, s *Snapshot, nfdNamespaces map[string]bool) {
+	c := component(w, s)
+	switch Classify(w) {
+	case ComponentNFDMaster, ComponentNFDWorker, ComponentNFDGC, ComponentNFDTopology:
+		e.NFD.Workloads = append(e.NFD.Workloads, c)
+		nfdNamespaces[w.Namespace] = true
+		if e.NFD.Helm == nil {
+			e.NFD.Helm = releaseOf(w, s)
+		}
+	case ComponentGPUOperator:
+		if e.GPUOperator.Deployment == nil {
+			e.GPUOperator.Deployment = &c
+			e.GPUOperator.Helm = releaseOf(w, s)
+		}
+	case ComponentOperand:
+		if w.hasImage(func(repo string) bool { return strings.HasSuffix(repo, "/k8s-device-plugin") }) &&
+			!w.mentions("gpu-feature-discovery") && !w.mentions("mps-control-daemon") {
+			e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "gpu-operator", Nodes: targets(w, s.Nodes)})
+		} else {
+			e.Operands = append(e.Operands, c)
+		}
+	case ComponentDevicePlugin:
+		e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "standalone", Nodes: targets(w, s.Nodes)})
+	case ComponentGKEDevicePlugin:
+		if c.ManagedBy == "" {
+			c.ManagedBy = "GKE"
+		}
+		e.DevicePlugins = append(e.DevicePlugins, DevicePlugin{Component: c, Provider: "gke", Nodes: targets(w, s.Nodes)})
+	case ComponentGKEDriver:
+		e.GKEDriverInstaller = &c
+	case ComponentDCGMExporter:
+		e.DCGMExporters = append(e.DCGMExporters, c)
+	}
+}
+
+// addSubscriptions files the OLM Subscriptions of the operator and of NFD, each marked gpuctl's when
+// the release that applied it carries gpuctl's label.
+func (e *Existing) addSubscriptions(s *Snapshot) {
 	for i := range s.Subscriptions {
 		sub := s.Subscriptions[i]
 		if r := releaseOf(Workload{Namespace: sub.Namespace, HelmRelease: sub.HelmRelease, HelmNamespace: sub.HelmNamespace}, s); r != nil {
@@ -70,22 +98,10 @@ func existing(s *Snapshot) Existing {
 			e.NFD.OLM = &sub
 		}
 	}
-	op := &e.GPUOperator
-	op.Present = op.Deployment != nil || op.Helm != nil || op.OLM != nil
-	switch {
-	case op.Deployment != nil:
-		op.Namespace = op.Deployment.Namespace
-	case op.Helm != nil:
-		op.Namespace = op.Helm.Namespace
-	case op.OLM != nil:
-		op.Namespace = op.OLM.Namespace
-	}
+}
 
-	e.NFD.Present = len(e.NFD.Workloads) > 0 || e.NFD.OLM != nil || e.NFD.Helm != nil
-	for ns := range nfdNamespaces {
-		e.NFD.Namespaces = append(e.NFD.Namespaces, ns)
-	}
-	sort.Strings(e.NFD.Namespaces)
+// addNodes counts the nodes NFD labelled, and names those whose driver is preinstalled on the host.
+func (e *Existing) addNodes(s *Snapshot) {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		if _, ok := firstKeyWithPrefix(n.Labels, nfdLabelPrefix); ok {
@@ -96,10 +112,13 @@ func existing(s *Snapshot) Existing {
 		}
 	}
 	sort.Strings(e.HostDriverNodes)
+}
 
+// addClusterPolicies lists the ClusterPolicies oldest first and names the one the operator honours:
+// only the oldest, by creationTimestamp then name
+// (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0).
+func (e *Existing) addClusterPolicies(s *Snapshot) {
 	e.ClusterPolicies = append(e.ClusterPolicies, s.ClusterPolicies...)
-	// The operator honours only the oldest ClusterPolicy, by creationTimestamp then name
-	// (NVIDIA/gpu-operator controllers/clusterpolicy_controller.go@v26.7.0).
 	sort.SliceStable(e.ClusterPolicies, func(i, j int) bool {
 		a, b := e.ClusterPolicies[i], e.ClusterPolicies[j]
 		if !a.Created.Equal(b.Created) {
@@ -110,8 +129,6 @@ func existing(s *Snapshot) Existing {
 	if len(e.ClusterPolicies) > 0 {
 		e.ActiveClusterPolicy = e.ClusterPolicies[0].Name
 	}
-	e.GPUClusters = append(e.GPUClusters, s.GPUClusters...)
-	return e
 }
 
 func component(w Workload, s *Snapshot) Component {
