@@ -14,6 +14,7 @@
 // profiles (package profile does) or judge settings (package preflight does). It imports nothing
 // of gpuctl's, so every package may import it.
 //
-// Callers: detect (signals, pool notes, the fallback), profile (ForDistribution), plan, preflight,
-// engine, export and the wizard (quirks), preflight (containerd layouts).
+// Callers: detect (signals, the Autopilot variant, pool notes, the fallback), profile
+// (ForDistribution), preflight (containerd layouts, quirks), and plan, engine, export and the wizard
+// (quirks).
 package distro
