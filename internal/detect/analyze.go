@@ -5,9 +5,10 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // Analyze turns a Snapshot into a Result. It is pure: no I/O, no clock, the same Snapshot always
@@ -29,10 +30,11 @@ func Analyze(s *Snapshot) Result {
 			r.Warnings = append(r.Warnings, "distribution: chose "+r.Distribution.Name+", but "+e.Value+"; if that is wrong, choose the profile with --profile")
 		}
 	}
-	if r.Distribution.Name == GKE {
-		r.Autopilot = autopilot(v)
+	// The chosen distribution's variant the GPU operator does not support: GKE Autopilot.
+	if u := distro.Get(r.Distribution.Name).Unsupported; u != nil {
+		r.Autopilot = variant(v, u)
 		if r.Autopilot.Detected {
-			r.Warnings = append(r.Warnings, "GKE Autopilot: the NVIDIA GPU operator supports GKE Standard only (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html); use a Standard cluster or GKE's own GPU support")
+			r.Warnings = append(r.Warnings, u.Warning)
 		}
 	}
 
@@ -42,7 +44,7 @@ func Analyze(s *Snapshot) Result {
 			gpus[s.Nodes[i].Name] = reasons
 		}
 	}
-	r.Pools, r.GPUNodes = pools(v, r.Distribution.Name, gpus)
+	r.Pools, r.GPUNodes = pools(v, distro.Get(r.Distribution.Name).PoolNotes, gpus)
 	r.Nodes = nodeCounts(s.Nodes, gpus)
 	r.Scheduling = scheduling(s.Nodes, gpus)
 	r.Admission = admission(s)
@@ -137,72 +139,13 @@ func nodeSource(name string, count, total int) string {
 	}
 }
 
-// labelKey matches nodes carrying label key (any value), reporting key=value.
-func labelKey(key string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		val, ok := n.Labels[key]
-		return key + "=" + val, ok
-	}
-}
-
-// labelValue matches nodes whose label key equals value.
-func labelValue(key, value string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		return key + "=" + value, n.Labels[key] == value
-	}
-}
-
-// labelPrefix matches nodes with any label starting with prefix, reporting the first (sorted).
-func labelPrefix(prefix string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		return firstKeyWithPrefix(n.Labels, prefix)
-	}
-}
-
-// annotationPrefix matches nodes with any annotation starting with one of the prefixes.
-func annotationPrefix(prefixes ...string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		for _, p := range prefixes {
-			if kv, ok := firstKeyWithPrefix(n.Annotations, p); ok {
-				// Annotation values (node-args) can be long and hold secrets; report the key only.
-				return strings.SplitN(kv, "=", 2)[0], true
-			}
-		}
-		return "", false
-	}
-}
-
+// firstKeyWithPrefix is the first key of m, in sorted order, that starts with prefix, as "key=value".
 func firstKeyWithPrefix(m map[string]string, prefix string) (string, bool) {
-	var keys []string
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
+	k, ok := firstKey(m, prefix, nil)
+	if !ok {
 		return "", false
 	}
-	sort.Strings(keys)
-	return keys[0] + "=" + m[keys[0]], true
-}
-
-func providerIDPrefix(prefix string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		return n.Spec.ProviderID, strings.HasPrefix(n.Spec.ProviderID, prefix)
-	}
-}
-
-func osImageContains(s string) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		return n.Status.NodeInfo.OSImage, strings.Contains(n.Status.NodeInfo.OSImage, s)
-	}
-}
-
-func runtimeMatches(match func(string) bool) func(*corev1.Node) (string, bool) {
-	return func(n *corev1.Node) (string, bool) {
-		rt := n.Status.NodeInfo.ContainerRuntimeVersion
-		return rt, rt != "" && match(rt)
-	}
+	return k + "=" + m[k], true
 }
 
 // versionSuffix is evidence that the server's version, or else a kubelet's, matches: managed and

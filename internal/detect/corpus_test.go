@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
@@ -74,8 +75,8 @@ func loadCorpus(t *testing.T) []corpusEntry {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
-	for _, d := range detectors() {
-		known[d.name] = true
+	for _, d := range distro.All() {
+		known[d.Name] = true
 	}
 	var out []corpusEntry
 	for _, f := range files {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,7 +22,7 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 		{
 			name:         "OpenShift is known by its API groups, node labels and ClusterVersion",
 			snapshot:     openshiftCluster(),
-			want:         OpenShift,
+			want:         distro.OpenShift,
 			wantVersion:  "4.18.9",
 			wantEvidence: []string{"config.openshift.io", "node.openshift.io/os_id=rhcos", "4.18.9"},
 		},
@@ -31,75 +32,75 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 				Nodes:     nodes(node("worker-0", info("v1.31.7", "Red Hat Enterprise Linux 9.4", "5.14.0", "cri-o://1.31.6"))),
 				APIGroups: []string{"config.openshift.io", "security.openshift.io"},
 			},
-			want:         OpenShift,
+			want:         distro.OpenShift,
 			wantEvidence: []string{"config.openshift.io"},
 		},
 		{
 			name:         "GKE is known by its node-pool label, version stamp and gce providerID",
 			snapshot:     gkeCluster(),
-			want:         GKE,
+			want:         distro.GKE,
 			wantVersion:  "v1.33.4-gke.1172000",
 			wantEvidence: []string{"cloud.google.com/gke-nodepool=", "v1.33.4-gke.1172000", "gce://my-project/us-central1-a/"},
 		},
 		{
 			name:         "EKS is known by its node-group label and version stamp",
 			snapshot:     eksCluster(),
-			want:         EKS,
+			want:         distro.EKS,
 			wantVersion:  "v1.33.4-eks-3025e55",
 			wantEvidence: []string{"eks.amazonaws.com/", "-eks-", "aws:///"},
 		},
 		{
 			name:         "EKS with Karpenter and Bottlerocket is known from the nodes alone",
 			snapshot:     eksBottlerocketCluster(),
-			want:         EKS,
+			want:         distro.EKS,
 			wantVersion:  "v1.33.1-eks-b9364f6",
 			wantEvidence: []string{"karpenter.k8s.aws/", "Bottlerocket OS 1.44.0 (aws-k8s-1.33-nvidia)", "v1.33.1-eks-b9364f6"},
 		},
 		{
 			name:         "AKS is known by its kubernetes.azure.com labels",
 			snapshot:     aksCluster(),
-			want:         AKS,
+			want:         distro.AKS,
 			wantVersion:  "v1.33.2",
 			wantEvidence: []string{"kubernetes.azure.com/cluster=MC_rg-gpu_aks-gpu_eastus", "azure:///subscriptions/"},
 		},
 		{
 			name:         "TKGS wins over kubeadm although Cluster API left kubeadm-config behind",
 			snapshot:     tkgsCluster(),
-			want:         TKGS,
+			want:         distro.TKGS,
 			wantVersion:  "v1.20.8_vmware.1-tkg.2",
 			wantEvidence: []string{"run.tanzu.vmware.com/kubernetesDistributionVersion=v1.20.8_vmware.1-tkg.2", "v1.20.8+vmware.1", "guest-cluster-cloud-provider"},
 		},
 		{
 			name:         "RKE2 is known by its annotations, version stamp and instance-type label",
 			snapshot:     rke2Cluster(),
-			want:         RKE2,
+			want:         distro.RKE2,
 			wantVersion:  "v1.24.9+rke2r2",
 			wantEvidence: []string{"rke2.io/", "v1.24.9+rke2r2", "node.kubernetes.io/instance-type=rke2", "containerd://1.6.12-k3s1"},
 		},
 		{
 			name:         "k3s is told from RKE2 by its own annotations and version stamp",
 			snapshot:     k3sCluster(),
-			want:         K3s,
+			want:         distro.K3s,
 			wantVersion:  "v1.31.5+k3s1",
 			wantEvidence: []string{"k3s.io/", "v1.31.5+k3s1", "node.kubernetes.io/instance-type=k3s"},
 		},
 		{
 			name:         "MicroK8s is known by its node labels",
 			snapshot:     microk8sCluster(),
-			want:         MicroK8s,
+			want:         distro.MicroK8s,
 			wantEvidence: []string{"microk8s.io/cluster=true"},
 		},
 		{
 			name:         "k0s is known by its role label",
 			snapshot:     k0sCluster(),
-			want:         K0s,
+			want:         distro.K0s,
 			wantVersion:  "v1.33.3+k0s",
 			wantEvidence: []string{"node.k0sproject.io/role=worker"},
 		},
 		{
 			name:         "kubeadm is known by its kubeadm-config ConfigMap",
 			snapshot:     kubeadmCluster(),
-			want:         Kubeadm,
+			want:         distro.Kubeadm,
 			wantVersion:  "v1.33.4",
 			wantEvidence: []string{"kube-system/kubeadm-config"},
 		},
@@ -112,7 +113,7 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 				}
 				return s
 			}(),
-			want:         Kubeadm,
+			want:         distro.Kubeadm,
 			wantEvidence: []string{"kube-system/kubeadm-config"},
 		},
 		{
@@ -122,7 +123,7 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 				s.Nodes[0].Spec.ProviderID = "aws:///eu-west-1a/i-0123456789abcdef0"
 				return s
 			}(),
-			want:         RKE2,
+			want:         distro.RKE2,
 			wantEvidence: []string{"rke2.io/"},
 		},
 		{
@@ -131,7 +132,7 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 				Nodes:     nodes(node("node-a", info("v1.31.5", "Ubuntu 24.04.1 LTS", "6.8.0", "containerd://1.7.23-k3s2"))),
 				APIGroups: []string{"helm.cattle.io", "k3s.cattle.io"},
 			},
-			want:         RKE2,
+			want:         distro.RKE2,
 			wantEvidence: []string{"containerd://1.7.23-k3s2", "helm.cattle.io"},
 		},
 		{
@@ -140,7 +141,7 @@ func TestAnalyzePicksTheDistribution(t *testing.T) {
 				Nodes:    nodes(node("n1", info("v1.33.0", "Debian GNU/Linux 12 (bookworm)", "6.1.0", "containerd://1.7.24"))),
 				Warnings: []string{"read ConfigMap kube-system/kubeadm-config: forbidden"},
 			},
-			want:         Kubeadm,
+			want:         distro.Kubeadm,
 			wantFallback: true,
 			wantEvidence: []string{"no distribution-specific detector"},
 		},
@@ -181,20 +182,20 @@ func TestAmbiguousClustersKeepTheRunnerUp(t *testing.T) {
 			Nodes:     nodes(node("node-a", info("v1.31.5", "Ubuntu", "6.8.0", "containerd://1.7.23-k3s2"))),
 			APIGroups: []string{"helm.cattle.io", "k3s.cattle.io"},
 		})
-		rke2, k3s := candidate(r, RKE2), candidate(r, K3s)
+		rke2, k3s := candidate(r, distro.RKE2), candidate(r, distro.K3s)
 		if rke2 == nil || k3s == nil || rke2.Confidence != k3s.Confidence {
 			t.Fatalf("want equal rke2 and k3s candidates, got %s", candidateList(r.Candidates))
 		}
 	})
 	t.Run("TKGS keeps kubeadm as a strong runner-up", func(t *testing.T) {
 		r := Analyze(tkgsCluster())
-		if kubeadm := candidate(r, Kubeadm); kubeadm == nil || kubeadm.Confidence < 80 {
+		if kubeadm := candidate(r, distro.Kubeadm); kubeadm == nil || kubeadm.Confidence < 80 {
 			t.Fatalf("kubeadm candidate = %+v, want ≥ 80 from kubeadm-config", kubeadm)
 		}
 	})
 	t.Run("OpenShift on AWS shows the aws providerID as a weak EKS candidate", func(t *testing.T) {
 		r := Analyze(openshiftCluster())
-		if eks := candidate(r, EKS); eks == nil || eks.Confidence >= MinConfidence {
+		if eks := candidate(r, distro.EKS); eks == nil || eks.Confidence >= MinConfidence {
 			t.Fatalf("eks candidate = %+v, want present and below %d", eks, MinConfidence)
 		}
 	})
@@ -238,7 +239,7 @@ func TestAutopilot(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Analyze(&Snapshot{Nodes: nodes(tc.node), ServerVersion: serverVersion("v1.33.4-gke.1172000")})
-			if r.Distribution.Name != GKE || r.Autopilot == nil {
+			if r.Distribution.Name != distro.GKE || r.Autopilot == nil {
 				t.Fatalf("distribution = %s, autopilot = %v", r.Distribution.Name, r.Autopilot)
 			}
 			if r.Autopilot.Detected != tc.want {

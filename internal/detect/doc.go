@@ -9,9 +9,10 @@
 //     node), discovery for API groups and the server version, and a handful of optional reads
 //     (Helm storage, ClusterPolicies, OLM Subscriptions, OpenShift's ClusterVersion). An optional
 //     read that is Forbidden becomes a warning in the Snapshot; failing to list nodes is an error.
-//   - Analyze is a pure function from a Snapshot to a Result. One detector per distribution scores
-//     the signals documented in replicatedhq/troubleshoot pkg/analyze/distribution.go (API groups, node labels and
-//     annotations, providerID prefixes, kubelet version suffixes, runtime strings) and the best one
+//   - Analyze is a pure function from a Snapshot to a Result. Each distribution package distro knows
+//     is scored by the signals its file declares (API groups, node labels and annotations, providerID
+//     prefixes, kubelet version suffixes, runtime strings; as documented in replicatedhq/troubleshoot
+//     pkg/analyze/distribution.go), which Analyze evaluates against the Snapshot, and the best one
 //     wins; kubeadm is the fallback when no distribution-specific detector reaches MinConfidence, and says
 //     it is a low-confidence guess. Signals of two platforms at once are reported as a conflict. The weights
 //     are checked against real Node objects from public sources under testdata/corpus (TestCorpus).

@@ -245,8 +245,14 @@ func apiGroups(ctx context.Context, c discovery.DiscoveryInterface, d discovery.
 	return &groups, nil
 }
 
+// kubeadmConfigMap is the ConfigMap kubeadm uploads at init: the one ConfigMap Gather reads for a
+// distro.ConfigMap signal (Snapshot.KubeadmConfig).
+const kubeadmConfigMap = "kube-system/kubeadm-config"
+
+// kubeadmConfig records whether kubeadmConfigMap exists; a read that is refused is a warning.
 func (g *gatherer) kubeadmConfig(ctx context.Context) error {
-	_, err := g.c.Kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	ns, name, _ := strings.Cut(kubeadmConfigMap, "/")
+	_, err := g.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		g.s.KubeadmConfig = true
@@ -254,7 +260,7 @@ func (g *gatherer) kubeadmConfig(ctx context.Context) error {
 	case apierrors.IsNotFound(err):
 		return nil
 	default:
-		return g.optional("read ConfigMap kube-system/kubeadm-config", err)
+		return g.optional("read ConfigMap "+kubeadmConfigMap, err)
 	}
 }
 

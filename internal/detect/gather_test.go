@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -233,7 +234,7 @@ func TestGather(t *testing.T) {
 
 		// And the snapshot analyses as expected end to end.
 		r := Analyze(s)
-		if r.Distribution.Name != OpenShift || r.Distribution.Version != "4.18.9" {
+		if r.Distribution.Name != distro.OpenShift || r.Distribution.Version != "4.18.9" {
 			t.Errorf("distribution = %s %s", r.Distribution.Name, r.Distribution.Version)
 		}
 		if !r.Existing.GPUOperator.Present || r.Existing.GPUOperator.Helm.Revision != 2 || len(r.GPUNodes) != 1 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // poolLabels are the labels platforms use to name node pools, in the order they are tried:
@@ -23,8 +25,9 @@ func poolLabels() []string {
 	}
 }
 
-// pools groups nodes into pools and builds the GPU node list, so each GPU node can name its pool.
-func pools(v *view, distro string, gpus map[string][]Evidence) ([]Pool, []GPUNode) {
+// pools groups nodes into pools and builds the GPU node list, so each GPU node can name its pool. notes
+// are the distribution's notes on GPU pools.
+func pools(v *view, notes []distro.PoolNote, gpus map[string][]Evidence) ([]Pool, []GPUNode) {
 	byKey := map[string]*Pool{}
 	var keys []string
 	memberOf := map[string]string{}
@@ -54,7 +57,7 @@ func pools(v *view, distro string, gpus map[string][]Evidence) ([]Pool, []GPUNod
 	var out []Pool
 	for _, k := range keys {
 		p := byKey[k]
-		finishPool(p, v, distro)
+		finishPool(p, v, notes)
 		out = append(out, *p)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -195,8 +198,9 @@ func osFamily(n *corev1.Node) string {
 	return ""
 }
 
-// finishPool sorts the pool's lists and adds the notes that follow from documented facts.
-func finishPool(p *Pool, v *view, distro string) {
+// finishPool sorts the pool's lists and adds the notes that follow from documented facts: the node
+// OS's, the distribution's (notes) and its containerd's.
+func finishPool(p *Pool, v *view, notes []distro.PoolNote) {
 	sort.Strings(p.Nodes)
 	sort.Strings(p.Taints)
 	if p.GPUNodes == 0 {
@@ -210,21 +214,13 @@ func finishPool(p *Pool, v *view, distro string) {
 	case "cos", "amzn", "bottlerocket", "flatcar":
 		p.Notes = append(p.Notes, fmt.Sprintf("NVIDIA's driver container does not support %s; the driver must come from the host or the platform (driver.enabled=false)", p.OS))
 	}
-	if distro == EKS && p.OS == "amzn" {
-		p.Notes = append(p.Notes, "EKS Amazon Linux GPU AMIs ship the driver and toolkit; NVIDIA supports only the device plugin there, or Ubuntu EKS AMIs for the full operator (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/amazon-eks.html)")
-	}
-	if distro == AKS {
-		if anyLabel(nodes, "kubernetes.azure.com/dcgm-exporter", "enabled") {
-			p.Notes = append(p.Notes, "AKS managed GPU pool: AKS already runs the driver, device plugin and DCGM exporter; do not add the GPU operator (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html)")
-		} else {
-			p.Notes = append(p.Notes, "AKS installs the driver on GPU pools unless the pool was created with --gpu-driver none, and the API does not show which (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html)")
-		}
-	}
-	if distro == GKE {
-		if anyLabel(nodes, "gke-no-default-nvidia-gpu-device-plugin", "true") {
-			p.Notes = append(p.Notes, "GKE's own device plugin is disabled on this pool (gke-no-default-nvidia-gpu-device-plugin=true)")
-		} else {
-			p.Notes = append(p.Notes, "GKE runs its own device plugin here unless the pool is created with --node-labels=gke-no-default-nvidia-gpu-device-plugin=true (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html)")
+	for _, n := range notes {
+		switch {
+		case n.OS != "" && n.OS != p.OS:
+		case n.Label == "" || anyLabel(nodes, n.Label, n.Value):
+			p.Notes = append(p.Notes, n.Note)
+		default:
+			p.Notes = append(p.Notes, n.Otherwise)
 		}
 	}
 	for _, rt := range p.Runtimes {

@@ -64,7 +64,8 @@ type Evidence struct {
 
 // Candidate is one distribution detector's verdict.
 type Candidate struct {
-	// Name is the short name: openshift, gke, eks, aks, tkgs, rke2, k3s, microk8s, k0s, kubeadm.
+	// Name is the distribution's name in package distro (distro.All: openshift, gke, eks, aks, tkgs, rke2,
+	// k3s, microk8s, k0s, kubeadm).
 	Name string `json:"name"`
 	// Description is for people: "Google Kubernetes Engine".
 	Description string `json:"description"`

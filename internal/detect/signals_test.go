@@ -3,6 +3,8 @@ package detect
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // Each platform-unique signal on its own, on a node that shows nothing else, as partial reports do.
@@ -14,23 +16,23 @@ func TestEachUniqueSignalNamesItsDistribution(t *testing.T) {
 		want         string
 		wantEvidence string
 	}{
-		{"an OpenShift kubelet with a bare git hash", info("v1.20.0+bd9e442", "", "", ""), "compute-0", OpenShift, "v1.20.0+bd9e442"},
-		{"the RHCOS OS image", info("", "Red Hat Enterprise Linux CoreOS 47.84.202102161611-0 (Ootpa)", "", ""), "n", OpenShift, "CoreOS"},
-		{"OpenShift's rhaos CRI-O build", info("", "", "", "cri-o://1.20.0-0.rhaos4.7.gitfdbdf43.el8.52"), "n", OpenShift, "rhaos"},
-		{"a GKE accelerator label", labels("cloud.google.com/gke-accelerator", "nvidia-tesla-t4"), "n", GKE, "gke-accelerator"},
-		{"a GKE node name", labels(), "gke-dev-pangeo-io-cl-jupyter-gpu-pool-026fa47a-q754", GKE, "gke-dev-pangeo"},
-		{"Ubuntu's GKE kernel with a GKE kubelet", info("v1.31.3-gke.1162000", "Ubuntu 22.04.5 LTS", "5.15.0-1071-gke", ""), "n", GKE, "-gke"},
-		{"Karpenter's AWS labels", labels("karpenter.k8s.aws/instance-family", "g6"), "n", EKS, "karpenter.k8s.aws/instance-family"},
-		{"a Bottlerocket aws-k8s image", info("", "Bottlerocket OS 1.44.0 (aws-k8s-1.33-nvidia)", "", ""), "n", EKS, "aws-k8s"},
-		{"an AKS scale-set node name", labels(), "aks-gpu-46663711-vmss000000", AKS, "aks-gpu-46663711-vmss000000"},
-		{"an AKS availability-set node name", labels(), "aks-agentpool-33865844-0", AKS, "aks-agentpool"},
-		{"an Azure providerID in an MC_ resource group", providerID("azure:///subscriptions/s/resourceGroups/MC_rg_aks_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/aks-np-1-vmss/virtualMachines/0"), "n", AKS, "MC_rg_aks"},
-		{"an AKS containerd build", info("v1.20.5", "Ubuntu 18.04.5 LTS", "5.4.0-1046-azure", "containerd://1.4.4+azure"), "n", AKS, "+azure"},
-		{"any other kubernetes.azure.com label", labels("kubernetes.azure.com/role", "agent"), "n", AKS, "kubernetes.azure.com/role"},
-		{"k3s's older version stamp", info("v1.16.2-k3s.1", "", "", ""), "n", K3s, "v1.16.2-k3s.1"},
-		{"a k3s.io label", labels("k3s.io/hostname", "416a100"), "n", K3s, "k3s.io/hostname"},
-		{"the +k0s version stamp", info("v1.33.2+k0s", "", "", ""), "worker0", K0s, "+k0s"},
-		{"k0s's older -k0s1 stamp", info("v1.20.2-k0s1", "", "", ""), "worker0", K0s, "-k0s1"},
+		{"an OpenShift kubelet with a bare git hash", info("v1.20.0+bd9e442", "", "", ""), "compute-0", distro.OpenShift, "v1.20.0+bd9e442"},
+		{"the RHCOS OS image", info("", "Red Hat Enterprise Linux CoreOS 47.84.202102161611-0 (Ootpa)", "", ""), "n", distro.OpenShift, "CoreOS"},
+		{"OpenShift's rhaos CRI-O build", info("", "", "", "cri-o://1.20.0-0.rhaos4.7.gitfdbdf43.el8.52"), "n", distro.OpenShift, "rhaos"},
+		{"a GKE accelerator label", labels("cloud.google.com/gke-accelerator", "nvidia-tesla-t4"), "n", distro.GKE, "gke-accelerator"},
+		{"a GKE node name", labels(), "gke-dev-pangeo-io-cl-jupyter-gpu-pool-026fa47a-q754", distro.GKE, "gke-dev-pangeo"},
+		{"Ubuntu's GKE kernel with a GKE kubelet", info("v1.31.3-gke.1162000", "Ubuntu 22.04.5 LTS", "5.15.0-1071-gke", ""), "n", distro.GKE, "-gke"},
+		{"Karpenter's AWS labels", labels("karpenter.k8s.aws/instance-family", "g6"), "n", distro.EKS, "karpenter.k8s.aws/instance-family"},
+		{"a Bottlerocket aws-k8s image", info("", "Bottlerocket OS 1.44.0 (aws-k8s-1.33-nvidia)", "", ""), "n", distro.EKS, "aws-k8s"},
+		{"an AKS scale-set node name", labels(), "aks-gpu-46663711-vmss000000", distro.AKS, "aks-gpu-46663711-vmss000000"},
+		{"an AKS availability-set node name", labels(), "aks-agentpool-33865844-0", distro.AKS, "aks-agentpool"},
+		{"an Azure providerID in an MC_ resource group", providerID("azure:///subscriptions/s/resourceGroups/MC_rg_aks_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/aks-np-1-vmss/virtualMachines/0"), "n", distro.AKS, "MC_rg_aks"},
+		{"an AKS containerd build", info("v1.20.5", "Ubuntu 18.04.5 LTS", "5.4.0-1046-azure", "containerd://1.4.4+azure"), "n", distro.AKS, "+azure"},
+		{"any other kubernetes.azure.com label", labels("kubernetes.azure.com/role", "agent"), "n", distro.AKS, "kubernetes.azure.com/role"},
+		{"k3s's older version stamp", info("v1.16.2-k3s.1", "", "", ""), "n", distro.K3s, "v1.16.2-k3s.1"},
+		{"a k3s.io label", labels("k3s.io/hostname", "416a100"), "n", distro.K3s, "k3s.io/hostname"},
+		{"the +k0s version stamp", info("v1.33.2+k0s", "", "", ""), "worker0", distro.K0s, "+k0s"},
+		{"k0s's older -k0s1 stamp", info("v1.20.2-k0s1", "", "", ""), "worker0", distro.K0s, "-k0s1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+" names "+tc.want, func(t *testing.T) {
@@ -65,7 +67,7 @@ func TestSharedSignalsAloneFallBack(t *testing.T) {
 		t.Run(tc.name+" falls back with low confidence", func(t *testing.T) {
 			r := Analyze(&Snapshot{Nodes: nodes(node(tc.nodeName, tc.node))})
 			d := r.Distribution
-			if d.Name != Kubeadm || !d.Fallback {
+			if d.Name != distro.Kubeadm || !d.Fallback {
 				t.Fatalf("distribution = %s (%d, fallback %v), want a kubeadm fallback; candidates: %s", d.Name, d.Confidence, d.Fallback, candidateList(r.Candidates))
 			}
 			if !hasEvidence(d.Evidence, "low confidence") {
@@ -82,7 +84,7 @@ func TestConflictingSignalsAreReported(t *testing.T) {
 	t.Run("AKS labels on a node Karpenter's AWS provider labelled too", func(t *testing.T) {
 		r := Analyze(&Snapshot{Nodes: nodes(node("aks-gpu-46663711-vmss000000",
 			labels("kubernetes.azure.com/cluster", "MC_rg_c_eastus", "karpenter.k8s.aws/instance-family", "g6")))})
-		if r.Distribution.Name != AKS {
+		if r.Distribution.Name != distro.AKS {
 			t.Fatalf("distribution = %s, want aks (the stronger); candidates: %s", r.Distribution.Name, candidateList(r.Candidates))
 		}
 		if !hasEvidence(r.Distribution.Evidence, "eks's own signals were seen too") {
@@ -110,37 +112,6 @@ func TestConflictingSignalsAreReported(t *testing.T) {
 	})
 }
 
-func TestNodeNamePatterns(t *testing.T) {
-	tests := []struct {
-		name string
-		is   func(string) bool
-		yes  []string
-		no   []string
-	}{
-		{"GKE", isGKENodeName,
-			[]string{"gke-my-gpu-cluster-default-pool-4d0fa82d-ttxh", "gke-sample-gpu-cluste-sample-gpu-pool-020622ba-0g7w"},
-			[]string{"gke-node-1", "gke-a-b-4d0fa82d-TTXH", "gk3-autopilot-pool-1-4d0fa82d-ttxh", "gke-a-4d0fa82g-ttxh-x", ""}},
-		{"AKS", isAKSNodeName,
-			[]string{"aks-newpool-20956280-vmss000000", "aks-hb120rs-25770050-vmss00000a", "aks-agentpool-33865844-0"},
-			[]string{"aks-pool-1234-vmss000000", "aks-pool-20956280-vmss0000", "aksnpwin000000", "aks-Pool-20956280-0", "aks--20956280-0"}},
-		{"EC2", isEC2NodeName,
-			[]string{"ip-10-0-114-53.ec2.internal", "ip-192-168-52-231.us-west-2.compute.internal"},
-			[]string{"ip-10-0-114.ec2.internal", "ip-10-0-114-53", "host.ec2.internal", "ip-a-0-114-53.ec2.internal"}},
-	}
-	for _, tc := range tests {
-		for _, n := range tc.yes {
-			if !tc.is(n) {
-				t.Errorf("%s: %q is a %s node name", tc.name, n, tc.name)
-			}
-		}
-		for _, n := range tc.no {
-			if tc.is(n) {
-				t.Errorf("%s: %q is not a %s node name", tc.name, n, tc.name)
-			}
-		}
-	}
-}
-
 func TestGPUFeatureDiscoveryLabelsMarkGPUNodes(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -161,5 +132,16 @@ func TestGPUFeatureDiscoveryLabelsMarkGPUNodes(t *testing.T) {
 				t.Errorf("GPU node = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A distribution's ConfigMap signal counts only for a ConfigMap Gather reads.
+func TestConfigMapSignalsNameWhatGatherReads(t *testing.T) {
+	for _, d := range distro.All() {
+		for _, s := range d.Signals {
+			if s.In == distro.ConfigMap && s.Name != kubeadmConfigMap {
+				t.Errorf("%s: ConfigMap signal %s: Gather reads only %s", d.Name, s.Name, kubeadmConfigMap)
+			}
+		}
 	}
 }

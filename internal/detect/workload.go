@@ -7,18 +7,18 @@ import (
 
 // Workload components, as returned by Classify.
 const (
-	ComponentNFDMaster         = "nfd-master"
-	ComponentNFDWorker         = "nfd-worker"
-	ComponentNFDGC             = "nfd-gc"
-	ComponentNFDTopology       = "nfd-topology-updater"
-	ComponentGPUOperator       = "gpu-operator"
-	ComponentOperand           = "gpu-operator-operand"
-	ComponentDevicePlugin      = "device-plugin"
-	ComponentGKEDevicePlugin   = "gke-device-plugin"
-	ComponentGKEDriver         = "gke-driver-installer"
-	ComponentDCGMExporter      = "dcgm-exporter"
-	ComponentGFD               = "gpu-feature-discovery"
-	ComponentTKGSCloudProvider = "tkgs-guest-cloud-provider"
+	ComponentNFDMaster       = "nfd-master"
+	ComponentNFDWorker       = "nfd-worker"
+	ComponentNFDGC           = "nfd-gc"
+	ComponentNFDTopology     = "nfd-topology-updater"
+	ComponentGPUOperator     = "gpu-operator"
+	ComponentOperand         = "gpu-operator-operand"
+	ComponentDevicePlugin    = "device-plugin"
+	ComponentGKEDevicePlugin = "gke-device-plugin"
+	ComponentGKEDriver       = "gke-driver-installer"
+	ComponentDCGMExporter    = "dcgm-exporter"
+	ComponentGFD             = "gpu-feature-discovery"
+	ComponentPlatform        = "platform" // a workload a distribution is known by (distro.Workload)
 )
 
 // Classify says which component a DaemonSet or Deployment is, or "" if detection does not care
@@ -71,9 +71,9 @@ func Classify(w Workload) string {
 		return ComponentDCGMExporter
 	}
 
-	// TKGS guest clusters run vSphere's guest cloud provider here (vSphere 7.0U3).
-	if w.Namespace == "vmware-system-cloud-provider" && w.Name == "guest-cluster-cloud-provider" {
-		return ComponentTKGSCloudProvider
+	// A workload a distribution is known by (distro.Workload signals: TKGS's guest cloud provider).
+	if platformWorkload(w) {
+		return ComponentPlatform
 	}
 	return ""
 }

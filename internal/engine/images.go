@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/render"
@@ -67,7 +68,7 @@ func (im *Images) Run(ctx context.Context) (*render.ImageList, error) {
 	}
 	list := &render.ImageList{Distribution: p.Distribution, Profile: p.Profile,
 		OperatorVersion: version, Registry: im.Options.Registry, NodeOS: nodeOS, NodeOSFrom: from}
-	if p.Distribution == "openshift" {
+	if distro.Get(p.Distribution).OLM {
 		// On OpenShift the operator, and the images its CSV names, come from OLM's catalog: the
 		// ClusterPolicy is the CSV's alm-example, read at install time.
 		list.Notes = append(list.Notes, "OpenShift: NVIDIA's certified operator and its operand images come from OLM (the CSV's relatedImages of gpu-operator-certified "+version+"); mirror them with oc-mirror and an ImageDigestMirrorSet, not with --registry. Only the images gpuctl's own charts render are listed.")

@@ -7,6 +7,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/release"
 	"github.com/gpuctl/gpuctl/internal/render"
@@ -19,7 +20,7 @@ func addImageLayers(p *plan.Plan, o InstallOptions) error {
 	if o.Registry == "" && len(o.ImagePullSecrets) == 0 {
 		return nil
 	}
-	if p.Distribution == "openshift" {
+	if distro.Get(p.Distribution).OLM {
 		p.Warnings = append(p.Warnings, "--registry and --image-pull-secret: not used on OpenShift, where OLM deploys NVIDIA's operator and its images; mirror them with oc-mirror and an ImageDigestMirrorSet, and add the mirror's credentials to the cluster's global pull secret")
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -141,7 +142,7 @@ func (s *Status) target(rec *record.Record) (namespace, policy string) {
 	ns, policy := s.Clients.Namespace, plan.ClusterPolicyName
 	if rec != nil && !rec.Uninstalled {
 		ns = rec.Namespace
-		if rec.Distribution == "openshift" {
+		if distro.Get(rec.Distribution).OLM {
 			policy = plan.OpenShiftPolicyName
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/metadata"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -141,7 +142,7 @@ func (s *Support) record(ctx context.Context, b *support.Bundle, v *Versions) (r
 		b.Note("no install record %s/%s: gpuctl has not installed on this cluster, or it was purged", record.Namespace, record.Name)
 	default:
 		ns, nfdNS = rec.Namespace, rec.Namespace
-		if rec.Distribution == "openshift" {
+		if distro.Get(rec.Distribution).OLM {
 			nfdNS = openShiftNFDNamespace
 		}
 		v.Operator = rec.OperatorVersion

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
@@ -110,7 +111,7 @@ func (t *TaintNodes) plan(ctx context.Context) (*plan.NodePlan, []corev1.Node, e
 	if rec, err := record.Read(ctx, t.Clients.Kube); err == nil && rec != nil && rec.Namespace != "" {
 		own = append(own, rec.Namespace)
 	}
-	if det.Distribution.Name == "openshift" {
+	if distro.Get(det.Distribution.Name).OLM {
 		own = append(own, plan.OpenShiftNFDNS, plan.OpenShiftOperatorNS)
 	}
 	// The user asked for the taint: install's --taint. What install would not do by default becomes

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/health"
 	"github.com/gpuctl/gpuctl/internal/kube"
@@ -487,7 +488,7 @@ func (u *Upgrade) preview(ctx context.Context, p *plan.Plan, rec *record.Record,
 			return nil, nil, err
 		}
 	}
-	if p.Distribution == "openshift" {
+	if distro.Get(p.Distribution).OLM {
 		// OLM, not Helm, installs the operator there: the Subscription's diff above is the change, and
 		// the ClusterPolicy follows the CSV OLM installs.
 		pv.Notes = append(pv.Notes, "OpenShift: OLM installs the new release. gpuctl moves the Subscription to the release's channel, "+
@@ -568,7 +569,7 @@ func (u *Upgrade) previewRelease(ctx context.Context, rc *release.Client, r *pla
 
 // recordedPolicyName is the name of the ClusterPolicy of a recorded install.
 func recordedPolicyName(rec *record.Record) string {
-	if rec.Distribution == "openshift" {
+	if distro.Get(rec.Distribution).OLM {
 		return plan.OpenShiftPolicyName
 	}
 	return plan.ClusterPolicyName

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -52,7 +53,7 @@ func (c *Check) upgradeValues(ctx context.Context) (preflight.Result, bool) {
 	}
 	// Two or more majors ahead, upgrade goes through the majors between and lists each hop's changes;
 	// these are the net ones, from the installed release to the target.
-	if path, err := UpgradePath(rec.OperatorVersion, b.Version, false); err == nil && len(path) > 1 && rec.Distribution != "openshift" {
+	if path, err := UpgradePath(rec.OperatorVersion, b.Version, false); err == nil && len(path) > 1 && !distro.Get(rec.Distribution).OLM {
 		via := "gpuctl upgrade goes " + rec.OperatorVersion + " → " + strings.Join(path, " → ") + " (" + nvidiaUpgradeRule + ") and lists each step's value changes"
 		if r.Hint == "" {
 			r.Hint = via

@@ -8,6 +8,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -116,7 +117,7 @@ type upgradeHop struct {
 // stack. A failed run is not redone first: its cause may be what the upgrade fixes.
 func upgradeHops(rec *record.Record, target bundle.Bundle, force bool) ([]upgradeHop, error) {
 	var path []string
-	if rec.Distribution == "openshift" {
+	if distro.Get(rec.Distribution).OLM {
 		path = []string{target.Version}
 	} else {
 		var err error

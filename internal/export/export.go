@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/step"
 )
@@ -135,7 +136,7 @@ func (e *Export) Run(p *plan.Plan) (*Result, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	if p.Distribution == "openshift" {
+	if distro.Get(p.Distribution).OLM {
 		return nil, fmt.Errorf("%w: export --for %s: on OpenShift NVIDIA's GPU operator comes from an OLM Subscription, not a Helm chart; put the Subscription and its ClusterPolicy in Git instead (docs/gitops.md)", plan.ErrUnsupported, e.Engine)
 	}
 	r := &Result{Engine: e.Engine}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/profile"
 )
 
@@ -149,7 +150,7 @@ func Build(in Input) (*Plan, error) {
 	if err := b.refusePrecompiled(); err != nil {
 		return nil, err
 	}
-	if b.p.Distribution == "openshift" {
+	if distro.Get(b.p.Distribution).OLM {
 		return b.openShift()
 	}
 	return b.refuseStartup(b.helm())

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // helm plans the Helm path: NFD and the GPU operator as Helm releases in one namespace, after the
@@ -60,13 +61,12 @@ func (b *builder) helm() (*Plan, error) {
 	return b.p, nil
 }
 
-// warnRuntimeClass: on RKE2 and k3s GPU pods must name the NVIDIA runtime themselves.
+// warnRuntimeClass: where the distribution registers RuntimeClass nvidia itself (RKE2, k3s), GPU pods
+// must name the NVIDIA runtime themselves; the operator's toolkit adds the same handler to its
+// containerd (distro.Distribution.RuntimeClass).
 func (b *builder) warnRuntimeClass() {
-	if distro := b.p.Distribution; distro == "rke2" || distro == "k3s" {
-		// RKE2 and k3s detect the NVIDIA runtime and register RuntimeClass nvidia themselves; the operator's
-		// toolkit adds the same handler to their containerd (https://docs.rke2.io/add-ons/gpu_operators; k3s-io/docs
-		// docs/advanced/advanced.md).
-		b.warn("on " + distro + " GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass " + distro + " and the operator both provide), or the device plugin's CDI injection")
+	if name := b.p.Distribution; distro.Get(name).RuntimeClass {
+		b.warn("on " + name + " GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass " + name + " and the operator both provide), or the device plugin's CDI injection")
 	}
 }
 
@@ -96,9 +96,10 @@ func (b *builder) prerequisitesStep() Step {
 	return prereq
 }
 
-// addPSP binds the privileged PodSecurityPolicy on TKGS, whose older clusters still enforce PSP.
+// addPSP binds the privileged PodSecurityPolicy on TKGS, whose older clusters still enforce PSP
+// (distro.Distribution.PrivilegedPSP).
 func (b *builder) addPSP() {
-	if b.p.Distribution != "tkgs" {
+	if !distro.Get(b.p.Distribution).PrivilegedPSP {
 		return
 	}
 	// Older TKGS clusters (Kubernetes < 1.25) enforce PodSecurityPolicy; VMware's practice binds
@@ -209,13 +210,14 @@ func namespaceObject(name string) map[string]any {
 	}
 }
 
-// gkeDriverInstallers: on GKE, where GKE installs no driver (no cloud.google.com/gke-gpu-driver-version
-// label) and the operator's driver container is off (NVIDIA's driver container does not support COS),
-// Google's installer DaemonSet puts the driver on the host — one release per node OS variant
+// gkeDriverInstallers: on GKE (distro.Distribution.DriverInstaller), where GKE installs no driver (no
+// cloud.google.com/gke-gpu-driver-version label) and the operator's driver container is off (NVIDIA's
+// driver container does not support COS), Google's installer DaemonSet puts the driver on the host —
+// one release per node OS variant
 // (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html, "Google driver installer"
 // mode).
 func gkeDriverInstallers(det *detect.Result, chart ChartInfo, ns string, driverEnabled any) []Step {
-	if det.Distribution.Name != "gke" || driverEnabled != false || chart.Name == "" {
+	if !distro.Get(det.Distribution.Name).DriverInstaller || driverEnabled != false || chart.Name == "" {
 		return nil
 	}
 	variants := map[string][]string{}

@@ -7,6 +7,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // DRASource is the values layer --dra adds to the operator release.
@@ -41,7 +42,7 @@ func (b *builder) refuseDRA() error {
 	if !b.o.DRA {
 		return nil
 	}
-	if b.p.Distribution == "openshift" {
+	if distro.Get(b.p.Distribution).OLM {
 		return &DRAError{"on OpenShift gpuctl installs NVIDIA's certified operator through OLM, whose ClusterPolicy has no DRA stack; drop --dra"}
 	}
 	kv := b.det.KubernetesVersion

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // MIG (--mig): NVIDIA's MIG manager partitions a node's GPUs into the MIG devices of the mig-parted
@@ -317,7 +318,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 	values := map[string]any{}
 	set(values, choice.Strategy, "mig", "strategy")
 	set(values, true, "migManager", "enabled")
-	if b.p.Distribution == "gke" {
+	if distro.Get(b.p.Distribution).MIGReboot {
 		// GKE's VMs cannot reset a GPU to change its MIG mode: MIG manager must reboot the node
 		// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
 		set(values, []any{map[string]any{"name": "WITH_REBOOT", "value": "true"}}, "migManager", "env")

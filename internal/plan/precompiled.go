@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/driverimage"
 )
 
@@ -113,8 +114,8 @@ func (b *builder) refusePrecompiled() error {
 	if err := CheckPrecompiled(b.o.Precompiled); err != nil || b.o.Precompiled == "" {
 		return err
 	}
-	if b.p.Distribution == "openshift" {
-		return &PrecompiledError{"on OpenShift the driver is built for each RHCOS release with the Driver Toolkit, and NVIDIA publishes precompiled drivers for Ubuntu only: drop --precompiled"}
+	if why := distro.Get(b.p.Distribution).NoPrecompiledDriver; why != "" {
+		return &PrecompiledError{why + ": drop --precompiled"}
 	}
 	return nil
 }

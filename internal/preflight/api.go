@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
@@ -43,7 +44,7 @@ func checkAutopilot(_ context.Context, env *Env) Result {
 		return fail("this is a GKE Autopilot cluster: it does not allow the GPU operator's privileged DaemonSets, and NVIDIA supports GKE Standard only",
 			"use a GKE Standard cluster, or GKE Autopilot's own GPU support without the GPU operator")
 	}
-	if d.Distribution.Name != "gke" {
+	if d.Distribution.Name != distro.GKE {
 		return skip("does not apply: not GKE")
 	}
 	return pass("GKE Standard")

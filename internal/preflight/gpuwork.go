@@ -13,6 +13,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/plan"
 )
@@ -142,7 +143,7 @@ func planDisruptions(env *Env, nodes []corev1.Node) disruptions {
 	if s := p.Step(plan.MIGStepID); s != nil && s.Skip == "" {
 		for _, n := range plan.MIGRepartition(s.Labels, nodes) {
 			why := fmt.Sprintf("MIG manager repartitions its GPUs (%s %s → %s)", plan.MIGLabel, cmp.Or(byName[n].Labels[plan.MIGLabel], "none"), s.Labels.Nodes[n])
-			if p.Distribution == "gke" {
+			if distro.Get(p.Distribution).MIGReboot {
 				why += " and reboots it (WITH_REBOOT on GKE)"
 			}
 			d.add(n, why)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
 	"github.com/gpuctl/gpuctl/internal/detect"
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // platformSupport is NVIDIA's support matrix, where newer GPU Operator releases list newer platforms.
@@ -97,7 +98,7 @@ func checkOpenShiftVersion(_ context.Context, env *Env) Result {
 		return r
 	}
 	d := env.Detection.Distribution
-	if d.Name != "openshift" {
+	if d.Name != distro.OpenShift {
 		return skip("does not apply: not OpenShift")
 	}
 	if d.Version == "" {

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/profiles"
 )
 
@@ -102,17 +103,15 @@ func Names() ([]string, error) {
 // ForDistribution names the profile for a distribution as package detect names it. exact is false
 // when the distribution has no profile of its own and gets the default.
 //
-// Every distribution package detect knows has a profile of the same name
-// (https://docs.rke2.io/add-ons/gpu_operators; NVIDIA/gpu-operator#992): k3s has its own although
-// it carries RKE2's one setting, so `gpuctl profiles` and the plan name the platform that was
-// found. Only names detect does not produce fall back to Default.
-func ForDistribution(distro string) (name string, exact bool) {
-	switch distro {
-	case "gke", "eks", "aks", "tkgs", "rke2", "k3s", "microk8s", "k0s", "openshift", "kubeadm":
-		return distro, true
-	default:
-		return Default, false
+// Every distribution package distro knows has a profile (distro.Distribution.Profile; a test keeps
+// profiles/ and the registry in step): k3s has its own although it carries RKE2's one setting
+// (https://docs.rke2.io/add-ons/gpu_operators; NVIDIA/gpu-operator#992), so `gpuctl profiles` and
+// the plan name the platform that was found. Only names distro does not know fall back to Default.
+func ForDistribution(name string) (profile string, exact bool) {
+	if d := distro.Get(name); d.Profile != "" {
+		return d.Profile, true
 	}
+	return Default, false
 }
 
 func load(file string) (Profile, error) {

@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/gpuctl/gpuctl/internal/bundle"
+	"github.com/gpuctl/gpuctl/internal/distro"
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/profile"
@@ -196,7 +197,7 @@ func driverField(chosen profile.Profile) field {
 	case profileDriver(chosen) == driverPlatform:
 		df.options = []option{{driverPlatform, "platform-managed"}}
 		df.help = "the " + chosen.Name + " platform installs the driver on its GPU nodes; the operator does not"
-	case chosen.Name == "openshift":
+	case distro.ForProfile(chosen.Name).NoPrecompiledDriver != "":
 		// OpenShift builds the driver with the Driver Toolkit; NVIDIA publishes no precompiled RHCOS driver.
 		df.options = []option{{driverContainer, "driver container: the operator installs it"}, {driverHost, "pre-installed on the nodes"}}
 		df.help = "choose pre-installed only if every GPU node already runs an NVIDIA driver"

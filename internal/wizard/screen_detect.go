@@ -118,8 +118,8 @@ func detectedProfile(c *engine.CheckResult) string {
 		return c.Plan.Profile
 	}
 	if c != nil && c.Detection != nil {
-		if _, err := profile.Get(c.Detection.Distribution.Name); err == nil {
-			return c.Detection.Distribution.Name
+		if name, exact := profile.ForDistribution(c.Detection.Distribution.Name); exact {
+			return name
 		}
 	}
 	return profile.Default
