@@ -62,6 +62,7 @@ func (x *executor) operatorDiagnosis(ctx context.Context) (detail, hint string) 
 	return b.String(), hint
 }
 
+// shortErr is an error's message cut to 120 characters.
 func shortErr(err error) string {
 	s := err.Error()
 	if len(s) > 120 {

@@ -21,6 +21,7 @@ import (
 // gpuctl's field manager.
 type objectsKind struct{}
 
+// Do applies the objects, saying what became of each.
 func (objectsKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(health.Progress)) (runner.Outcome, error) {
 	return applyObjects(ctx, x.clients, s.Objects)
 }
@@ -55,6 +56,7 @@ func (objectsKind) Recorded(s *plan.Step) (Recorded, error) {
 
 func (objectsKind) Rendered(s *plan.Step) Rendered { return Rendered{Objects: s.Objects} }
 
+// Exported: the objects, written as they are applied.
 func (objectsKind) Exported(s *plan.Step) Exported {
 	if s.Skip != "" {
 		return Exported{}
@@ -104,6 +106,7 @@ func (l *lister) objects(ctx context.Context, step string, objs []map[string]any
 	return nil
 }
 
+// objectAction is the dry run's word for what an apply would do.
 func objectAction(a kube.ObjectAction) string {
 	switch a {
 	case kube.ObjectWouldCreate, kube.ObjectCreated:

@@ -41,6 +41,7 @@ func (pspKind) Writes(ctx context.Context, l *lister, s *plan.Step) error {
 	return l.objects(ctx, s.ID, []map[string]any{plan.PSPBinding(s.Target)})
 }
 
+// State says whether the binding exists.
 func (pspKind) State(ctx context.Context, x *executor, s *plan.Step) (string, error) {
 	return objectsState(ctx, x.clients, []map[string]any{plan.PSPBinding(s.Target)})
 }

@@ -19,6 +19,7 @@ import (
 // the run (Install.Secrets); their contents never reach an event, a dry run or an export.
 type secretsKind struct{}
 
+// Do applies the Secrets read before the run.
 func (secretsKind) Do(ctx context.Context, x *executor, _ *plan.Step, _ func(health.Progress)) (runner.Outcome, error) {
 	return applyObjects(ctx, x.clients, x.secrets)
 }
@@ -54,6 +55,7 @@ func (secretsKind) Needs(s *plan.Step, _ string) []preflight.Access {
 	return out
 }
 
+// Recorded: each Secret, by name.
 func (secretsKind) Recorded(s *plan.Step) (Recorded, error) {
 	var r Recorded
 	for _, sec := range s.Secrets {

@@ -19,6 +19,7 @@ import (
 // off only those.
 type taintKind struct{}
 
+// Do taints the run's GPU nodes (none known: skipped), counting those that already carry the taint.
 func (taintKind) Do(ctx context.Context, x *executor, s *plan.Step, _ func(health.Progress)) (runner.Outcome, error) {
 	if len(x.gpuNodes) == 0 {
 		return runner.Outcome{Skipped: true, Message: "no GPU nodes"}, nil

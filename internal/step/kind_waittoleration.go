@@ -115,6 +115,7 @@ func (x *executor) retaint(ctx context.Context, s *plan.Step) (skipped string, e
 	return "", nil
 }
 
+// sameNodes reports whether a and b name the same nodes, in any order.
 func sameNodes(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)

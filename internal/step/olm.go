@@ -93,6 +93,7 @@ func OLMValues(ctx context.Context, clients *kube.Clients, values map[string]any
 	return out, nil
 }
 
+// splitTarget splits a step's "namespace/name" Target.
 func splitTarget(target string) (ns, name string) {
 	ns, name, _ = strings.Cut(target, "/")
 	return ns, name
@@ -122,6 +123,7 @@ func untilObject(ctx context.Context, ri dynamic.NamespaceableResourceInterface,
 	return last, err
 }
 
+// subscriptionDetail is a Subscription's status conditions, one per line, for a failed wait on its CSV.
 func subscriptionDetail(u *unstructured.Unstructured) string {
 	if u == nil {
 		return ""
