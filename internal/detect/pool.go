@@ -69,25 +69,30 @@ func pools(v *view, notes []distro.PoolNote, gpus map[string][]Evidence) ([]Pool
 		if !ok {
 			continue
 		}
-		gpuNodes = append(gpuNodes, GPUNode{
-			Name:          n.Name,
-			Pool:          memberOf[n.Name],
-			Reasons:       reasons,
-			GPUs:          gpuCount(n),
-			Product:       gpuProduct(n),
-			InstanceType:  instanceType(n),
-			OSImage:       n.Status.NodeInfo.OSImage,
-			Kernel:        n.Status.NodeInfo.KernelVersion,
-			Runtime:       n.Status.NodeInfo.ContainerRuntimeVersion,
-			ControlPlane:  IsControlPlane(n),
-			Unschedulable: n.Spec.Unschedulable,
-			Tainted:       hasGPUTaint(n),
-			Taints:        slices.Clone(n.Spec.Taints),
-			HostDriver:    hostDriver(n),
-		})
+		gpuNodes = append(gpuNodes, gpuNodeOf(n, memberOf[n.Name], reasons))
 	}
 	sort.Slice(gpuNodes, func(i, j int) bool { return gpuNodes[i].Name < gpuNodes[j].Name })
 	return out, gpuNodes
+}
+
+// gpuNodeOf is what detection says of a GPU node of pool, found for reasons.
+func gpuNodeOf(n *corev1.Node, pool string, reasons []Evidence) GPUNode {
+	return GPUNode{
+		Name:          n.Name,
+		Pool:          pool,
+		Reasons:       reasons,
+		GPUs:          gpuCount(n),
+		Product:       gpuProduct(n),
+		InstanceType:  instanceType(n),
+		OSImage:       n.Status.NodeInfo.OSImage,
+		Kernel:        n.Status.NodeInfo.KernelVersion,
+		Runtime:       n.Status.NodeInfo.ContainerRuntimeVersion,
+		ControlPlane:  IsControlPlane(n),
+		Unschedulable: n.Spec.Unschedulable,
+		Tainted:       hasGPUTaint(n),
+		Taints:        slices.Clone(n.Spec.Taints),
+		HostDriver:    hostDriver(n),
+	}
 }
 
 type poolKey struct {

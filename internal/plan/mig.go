@@ -268,7 +268,42 @@ func (b *builder) mig() (*Layer, *Step, error) {
 		step.Why = "--mig none: gpuctl's " + MIGLabel + " labels from an earlier choice go; MIG mode stays as MIG manager last left it"
 		return nil, step, nil
 	}
-	var unknown []string // the nodes whose GPUs gpuctl cannot judge before GPU feature discovery runs
+	unknown, err := b.migLabels(choice, labels, pools, poolNames) // the nodes gpuctl cannot judge before GPU feature discovery
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(choice.Configs) == 0 {
+		// A strategy alone asks for MIG on whichever GPUs can do it: some must.
+		if unknown, err = refuseMIGNowhere(choice, b.det.GPUNodes); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(labels.Pools) == 0 {
+		step.Why = "--mig " + choice.Strategy + " names no config: MIG manager keeps each node's own " + MIGLabel
+	}
+	if len(unknown) > 0 {
+		b.deferMIG(step, choice, unknown)
+	}
+	return &Layer{Source: MIGSource, Values: b.migValues(choice)}, step, nil
+}
+
+// migValues are the chart values of a --mig choice: its strategy, MIG manager on, and where the
+// distribution's VMs cannot reset a GPU (GKE), MIG manager rebooting the node instead
+// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
+func (b *builder) migValues(choice *MIGChoice) map[string]any {
+	values := map[string]any{}
+	set(values, choice.Strategy, "mig", "strategy")
+	set(values, true, "migManager", "enabled")
+	if distro.Get(b.p.Distribution).MIGReboot {
+		set(values, []any{map[string]any{"name": "WITH_REBOOT", "value": "true"}}, "migManager", "env")
+	}
+	return normalized(values)
+}
+
+// migLabels fills labels with the configs of choice: by node where the nodes are known (refusing a
+// config a node's GPUs cannot take), by pool, or for every GPU node NFD finds. unknown are the nodes
+// (or pools) whose GPUs gpuctl cannot judge before GPU feature discovery runs.
+func (b *builder) migLabels(choice *MIGChoice, labels *NodeLabels, pools map[string][]detect.GPUNode, poolNames []string) (unknown []string, err error) {
 	for _, c := range choice.Configs {
 		nodes := b.det.GPUNodes
 		if labels.Nodes == nil {
@@ -284,7 +319,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 				unknown = append(unknown, "the GPU nodes of pool "+c.Pool)
 				continue
 			case !ok:
-				return nil, nil, fmt.Errorf("%w: --mig %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
+				return nil, fmt.Errorf("%w: --mig %s: no GPU node pool %q; the GPU pools are: %s", ErrInput, c, c.Pool, orNone(poolNames))
 			}
 		}
 		if len(nodes) == 0 {
@@ -297,7 +332,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 		for _, n := range nodes {
 			judged, err := refuseMIGOn(c, n)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if !judged {
 				unknown = append(unknown, n.Name)
@@ -308,28 +343,7 @@ func (b *builder) mig() (*Layer, *Step, error) {
 			labels.Pools[n.Pool] = c.Config
 		}
 	}
-	if len(choice.Configs) == 0 {
-		// A strategy alone asks for MIG on whichever GPUs can do it: some must.
-		var err error
-		if unknown, err = refuseMIGNowhere(choice, b.det.GPUNodes); err != nil {
-			return nil, nil, err
-		}
-	}
-	values := map[string]any{}
-	set(values, choice.Strategy, "mig", "strategy")
-	set(values, true, "migManager", "enabled")
-	if distro.Get(b.p.Distribution).MIGReboot {
-		// GKE's VMs cannot reset a GPU to change its MIG mode: MIG manager must reboot the node
-		// (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
-		set(values, []any{map[string]any{"name": "WITH_REBOOT", "value": "true"}}, "migManager", "env")
-	}
-	if len(labels.Pools) == 0 {
-		step.Why = "--mig " + choice.Strategy + " names no config: MIG manager keeps each node's own " + MIGLabel
-	}
-	if len(unknown) > 0 {
-		b.deferMIG(step, choice, unknown)
-	}
-	return &Layer{Source: MIGSource, Values: normalized(values)}, step, nil
+	return unknown, nil
 }
 
 // refuseMIGOn refuses config c on GPU node n when detection shows n's GPUs cannot take it. judged is

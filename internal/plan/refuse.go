@@ -188,28 +188,41 @@ func (b *builder) refuseDevicePlugin(rel *Release) error {
 			pluginAt("cmd/config-manager/main.go", "updateConfigName"), "name one of the data's keys, or none")
 	}
 	for _, f := range files {
-		if _, ok := env["DEVICE_DISCOVERY_STRATEGY"]; !ok && f.cfg.Flags.DeviceDiscoveryStrategy != nil && !validDiscovery(*f.cfg.Flags.DeviceDiscoveryStrategy) {
-			return refusal(f.origin, "NVIDIA's device plugin exits at start with",
-				"invalid --device-discovery-strategy option "+*f.cfg.Flags.DeviceDiscoveryStrategy, validate, "set flags.deviceDiscoveryStrategy to auto, nvml or tegra")
+		_, discoveryInEnv := env["DEVICE_DISCOVERY_STRATEGY"]
+		if err := refusePluginFile(f, discoveryInEnv, strategy, strategyOrigin); err != nil {
+			return err
 		}
-		if err := nvdp.AssertChannelIDsValid(f.cfg.Imex.ChannelIDs); err != nil {
-			return refusal(f.origin, "NVIDIA's device plugin exits at start with", "invalid IMEX channel IDs: "+err.Error(), validate, "set imex.channelIDs to [] or [0]")
-		}
-		if f.cfg.Sharing.SharingStrategy() != nvdp.SharingStrategyMPS {
-			continue
-		}
-		if strategy == nvdp.MigStrategyMixed {
-			return refusal(f.origin+" with "+strategyOrigin, "NVIDIA's device plugin exits at start with",
-				"using --mig-strategy=mixed is not supported with MPS", validate,
-				"the MIG strategy is the whole cluster's (the ClusterPolicy's mig.strategy), so no node may run MPS under mixed: share those GPUs by time-slicing, or use the single strategy")
-		}
-		for _, r := range f.cfg.Sharing.MPS.Resources {
-			if r.Replicas > mpsMaxClients {
-				return refusal(f.origin, "NVIDIA's MPS control daemon exits at start with",
-					fmt.Sprintf("invalid MPS configuration: invalid device maximum allowed replicas exceeded: %d > %d", r.Replicas, mpsMaxClients),
-					pluginAt("cmd/mps-control-daemon/mps/device.go", "(*mpsDevice).assertReplicas"),
-					fmt.Sprintf("an MPS server takes at most %d clients (16 on GPUs older than compute capability 7.5)", mpsMaxClients))
-			}
+	}
+	return nil
+}
+
+// refusePluginFile refuses a device plugin config file (devicePlugin.config.data) NVIDIA's device
+// plugin or MPS control daemon would exit on: a discovery strategy it does not know (unless the env
+// sets one), IMEX channel IDs other than none or 0, MPS under the mixed MIG strategy, more MPS
+// replicas than an MPS server takes.
+func refusePluginFile(f pluginFile, discoveryInEnv bool, strategy, strategyOrigin string) error {
+	validate := pluginAt("cmd/nvidia-device-plugin/main.go", "validateFlags")
+	if !discoveryInEnv && f.cfg.Flags.DeviceDiscoveryStrategy != nil && !validDiscovery(*f.cfg.Flags.DeviceDiscoveryStrategy) {
+		return refusal(f.origin, "NVIDIA's device plugin exits at start with",
+			"invalid --device-discovery-strategy option "+*f.cfg.Flags.DeviceDiscoveryStrategy, validate, "set flags.deviceDiscoveryStrategy to auto, nvml or tegra")
+	}
+	if err := nvdp.AssertChannelIDsValid(f.cfg.Imex.ChannelIDs); err != nil {
+		return refusal(f.origin, "NVIDIA's device plugin exits at start with", "invalid IMEX channel IDs: "+err.Error(), validate, "set imex.channelIDs to [] or [0]")
+	}
+	if f.cfg.Sharing.SharingStrategy() != nvdp.SharingStrategyMPS {
+		return nil
+	}
+	if strategy == nvdp.MigStrategyMixed {
+		return refusal(f.origin+" with "+strategyOrigin, "NVIDIA's device plugin exits at start with",
+			"using --mig-strategy=mixed is not supported with MPS", validate,
+			"the MIG strategy is the whole cluster's (the ClusterPolicy's mig.strategy), so no node may run MPS under mixed: share those GPUs by time-slicing, or use the single strategy")
+	}
+	for _, r := range f.cfg.Sharing.MPS.Resources {
+		if r.Replicas > mpsMaxClients {
+			return refusal(f.origin, "NVIDIA's MPS control daemon exits at start with",
+				fmt.Sprintf("invalid MPS configuration: invalid device maximum allowed replicas exceeded: %d > %d", r.Replicas, mpsMaxClients),
+				pluginAt("cmd/mps-control-daemon/mps/device.go", "(*mpsDevice).assertReplicas"),
+				fmt.Sprintf("an MPS server takes at most %d clients (16 on GPUs older than compute capability 7.5)", mpsMaxClients))
 		}
 	}
 	return nil

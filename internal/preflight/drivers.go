@@ -176,18 +176,7 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverimage.Spec, lists m
 		return nil, nil, []string{s.Owner + ": selects no GPU node"}, nil
 	}
 	repo := s.Repository + "/" + s.Image
-	// The tag each node needs, and the nodes whose OS gpuctl cannot tag.
-	byTag := map[string][]detect.GPUNode{}
-	var untagged []string
-	for _, n := range nodes {
-		osTag := driverimage.OSTagFromImage(n.OSImage)
-		if osTag == "" || n.Kernel == "" {
-			untagged = append(untagged, n.Name)
-			continue
-		}
-		tag := driverimage.PrecompiledTag(s.Version, n.Kernel, osTag)
-		byTag[tag] = append(byTag[tag], n)
-	}
+	byTag, untagged := precompiledTags(nodes, s.Version)
 	if len(untagged) > 0 {
 		warns = append(warns, fmt.Sprintf("%s: cannot tell the precompiled image of %s (OS image or kernel not known to gpuctl)", s.Owner, listNames(untagged)))
 		hints = append(hints, "NVIDIA publishes precompiled drivers for Ubuntu only: "+precompiledDocs)
@@ -210,22 +199,8 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverimage.Spec, lists m
 		hints = append(hints, "offline or air-gapped: mirror the precompiled images for the GPU nodes' kernels (gpuctl images --registry, docs/air-gap.md) and install with --registry")
 		return fails, warns, passes, hints
 	}
-	have := map[string]bool{}
-	for _, t := range tags {
-		have[t] = true
-	}
-	for _, tag := range sortedKeys(byTag) {
-		ns := byTag[tag]
-		var names []string
-		for _, n := range ns {
-			names = append(names, n.Name)
-		}
-		if have[tag] {
-			passes = append(passes, fmt.Sprintf("%s:%s for kernel %s on %s", repo, tag, ns[0].Kernel, listNames(names)))
-			continue
-		}
-		fails = append(fails, fmt.Sprintf("no precompiled driver %s:%s for kernel %s (%s) on %s", repo, tag, ns[0].Kernel, ns[0].OSImage, listNames(names)))
-	}
+	f, p := judgeTags(repo, byTag, tags)
+	fails, passes = append(fails, f...), append(passes, p...)
 	if len(fails) > 0 {
 		if strings.Contains(s.Version, ".") {
 			hints = append(hints, fmt.Sprintf("precompiled images are tagged by driver branch, not full version: set driver.version to the branch (e.g. %s)", strings.SplitN(s.Version, ".", 2)[0]))
@@ -233,6 +208,40 @@ func judgePrecompiled(ctx context.Context, env *Env, s driverimage.Spec, lists m
 		hints = append(hints, "set driver.usePrecompiled=false to build the driver on those nodes, or run them on a kernel NVIDIA publishes a precompiled driver for ("+precompiledDocs+")")
 	}
 	return fails, warns, passes, hints
+}
+
+// precompiledTags are the precompiled driver tags of driver version the GPU nodes need, each with its
+// nodes, and the nodes whose OS image or kernel gpuctl cannot tag.
+func precompiledTags(nodes []detect.GPUNode, version string) (byTag map[string][]detect.GPUNode, untagged []string) {
+	byTag = map[string][]detect.GPUNode{}
+	for _, n := range nodes {
+		osTag := driverimage.OSTagFromImage(n.OSImage)
+		if osTag == "" || n.Kernel == "" {
+			untagged = append(untagged, n.Name)
+			continue
+		}
+		tag := driverimage.PrecompiledTag(version, n.Kernel, osTag)
+		byTag[tag] = append(byTag[tag], n)
+	}
+	return byTag, untagged
+}
+
+// judgeTags judges each needed tag against the repository's tags: passes name the tags it has, fails
+// those it lacks, each with its kernel and nodes.
+func judgeTags(repo string, byTag map[string][]detect.GPUNode, tags []string) (fails, passes []string) {
+	for _, tag := range sortedKeys(byTag) {
+		ns := byTag[tag]
+		var names []string
+		for _, n := range ns {
+			names = append(names, n.Name)
+		}
+		if slices.Contains(tags, tag) {
+			passes = append(passes, fmt.Sprintf("%s:%s for kernel %s on %s", repo, tag, ns[0].Kernel, listNames(names)))
+			continue
+		}
+		fails = append(fails, fmt.Sprintf("no precompiled driver %s:%s for kernel %s (%s) on %s", repo, tag, ns[0].Kernel, ns[0].OSImage, listNames(names)))
+	}
+	return fails, passes
 }
 
 func sortedKeys[V any](m map[string]V) []string {

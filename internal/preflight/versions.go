@@ -116,21 +116,7 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 		return r
 	}
 	d := env.Detection
-	nodes := map[string]int{} // runtime version → GPU node count (0 for workers before GPU nodes are known)
-	for _, n := range d.GPUNodes {
-		if n.Runtime != "" {
-			nodes[n.Runtime]++
-		}
-	}
-	if len(d.GPUNodes) == 0 {
-		for _, p := range d.Pools {
-			if !p.ControlPlane {
-				for _, rt := range p.Runtimes {
-					nodes[rt] = 0
-				}
-			}
-		}
-	}
+	nodes := runtimeCounts(d)
 	if len(nodes) == 0 {
 		return skip("does not apply: no node reports its container runtime")
 	}
@@ -155,19 +141,12 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 		if rank(r.Status) > rank(worst) {
 			worst = r.Status
 		}
-		count := "worker nodes"
-		switch n := nodes[rt]; n {
-		case 0:
-		case 1:
-			count = "1 GPU node"
-		default:
-			count = fmt.Sprintf("%d GPU nodes", n)
-		}
+		on := rt + " on " + runtimeNodes(nodes[rt])
 		if r.Status == StatusPass {
-			passes = append(passes, fmt.Sprintf("%s on %s", rt, count))
+			passes = append(passes, on)
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s on %s: %s", rt, count, r.Message))
+		lines = append(lines, on+": "+r.Message)
 	}
 	if worst == StatusPass {
 		return pass(strings.Join(passes, ", "))
@@ -177,6 +156,39 @@ func checkContainerdVersion(_ context.Context, env *Env) Result {
 		return fail(msg, runtimeHint(env.Bundle.Version, runtimes))
 	}
 	return warn(msg, "gpuctl goes ahead; the NVIDIA container toolkit configures this runtime on GPU nodes, so watch the toolkit pods' logs if operands fail to start")
+}
+
+// runtimeCounts are the container runtime versions of the GPU nodes, each with its count of GPU
+// nodes; before any GPU node is known, those of the worker pools, each with 0.
+func runtimeCounts(d *detect.Result) map[string]int {
+	nodes := map[string]int{}
+	for _, n := range d.GPUNodes {
+		if n.Runtime != "" {
+			nodes[n.Runtime]++
+		}
+	}
+	if len(d.GPUNodes) == 0 {
+		for _, p := range d.Pools {
+			if !p.ControlPlane {
+				for _, rt := range p.Runtimes {
+					nodes[rt] = 0
+				}
+			}
+		}
+	}
+	return nodes
+}
+
+// runtimeNodes says which nodes run a runtime: n GPU nodes, or the worker nodes (n is 0).
+func runtimeNodes(n int) string {
+	switch n {
+	case 0:
+		return "worker nodes"
+	case 1:
+		return "1 GPU node"
+	default:
+		return fmt.Sprintf("%d GPU nodes", n)
+	}
 }
 
 // rank orders statuses by severity.
