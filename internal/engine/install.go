@@ -333,12 +333,13 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 		Bundle:      bv,
 		Precompiled: facts,
 		Adopt:       in.adopt,
+		ChartImages: chartImages,
 		Options: plan.Options{
 			Adopt: o.Adopt, AdoptedValues: in.adopted, Render: o.renderOnly, Offline: o.offline,
 			Profile: o.Profile, Files: in.files, Set: in.set, Namespace: i.Clients.Namespace,
 			NoTaint: o.NoTaint, Taint: o.Taint, Timeout: o.Timeout, Licensing: o.Licensing, Channel: o.Channel,
 			TolerateExistingTaints: o.TolerateExistingTaints, Monitoring: o.Monitoring, Sharing: slices.Clone(o.Sharing), MIG: slices.Clone(o.MIG), DRA: o.DRA,
-			Precompiled: o.Precompiled,
+			Precompiled: o.Precompiled, Registry: o.Registry, ImagePullSecrets: slices.Clone(o.ImagePullSecrets),
 		},
 	})
 	if err != nil {
@@ -353,7 +354,7 @@ func (i *Install) planFacts(det *detect.Result, o InstallOptions, in *installInp
 			p.Warnings = append(p.Warnings, w)
 		}
 	}
-	return p, addImageLayers(p, o)
+	return p, nil
 }
 
 // recordInputs are the user's inputs as the record keeps them, with the values of a release gpuctl

@@ -112,6 +112,10 @@ type Options struct {
 	// no node, pool or GPU is known: a --sharing or --mig choice for a named pool is planned for the
 	// pool alone (its config, no node to label) instead of refused as a pool detection does not know.
 	Offline bool
+	// Registry is --registry: every image of the releases is pulled from this mirror.
+	Registry string
+	// ImagePullSecrets are --image-pull-secret: the releases' pods pull with these Secrets.
+	ImagePullSecrets []string
 }
 
 // Input is everything Build reads.
@@ -127,8 +131,12 @@ type Input struct {
 	// Precompiled is what the registry holds for the GPU nodes' kernels (--precompiled auto).
 	Precompiled *PrecompiledFacts
 	// Adopt is the release --adopt takes over (nil: none).
-	Adopt   *Adopted
-	Options Options
+	Adopt *Adopted
+	// ChartImages reads the image values a release would have without the user's layers (the chart's
+	// defaults under values, and what a chart's templates default where a release keeps image
+	// defaults there), which --registry and --image-pull-secret rewrite. Nil: values alone.
+	ChartImages func(r *Release, values map[string]any) (map[string]any, error)
+	Options     Options
 }
 
 // BundleValues are an operator release's image pins (internal/bundle).
@@ -150,10 +158,16 @@ func Build(in Input) (*Plan, error) {
 	if err := b.refusePrecompiled(); err != nil {
 		return nil, err
 	}
+	var p *Plan
 	if distro.Get(b.p.Distribution).OLM {
-		return b.openShift()
+		p, err = b.openShift()
+	} else {
+		p, err = b.refuseStartup(b.helm())
 	}
-	return b.refuseStartup(b.helm())
+	if err != nil {
+		return nil, err
+	}
+	return p, b.addImageLayers(p)
 }
 
 // builder is one Build in progress: its input, the options with their defaults filled in, the chosen

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/distro"
 )
 
 // RegistrySource is the Source of the --registry values layer.
@@ -76,4 +78,43 @@ func (r *Release) BelowUser() map[string]any {
 		}
 	}
 	return out
+}
+
+// addImageLayers adds the layers of --registry and --image-pull-secret to every Helm release of the
+// plan, among the detected facts: above the profile and what detection found, below -f and --set, so
+// the user's own image values still win and the Plan shows where each value came from. On OpenShift
+// OLM deploys NVIDIA's operator and its images: the plan says so instead.
+func (b *builder) addImageLayers(p *Plan) error {
+	o := b.o
+	if o.Registry == "" && len(o.ImagePullSecrets) == 0 {
+		return nil
+	}
+	if distro.Get(p.Distribution).OLM {
+		p.Warnings = append(p.Warnings, "--registry and --image-pull-secret: not used on OpenShift, where OLM deploys NVIDIA's operator and its images; mirror them with oc-mirror and an ImageDigestMirrorSet, and add the mirror's credentials to the cluster's global pull secret")
+		return nil
+	}
+	for i := range p.Steps {
+		r := p.Steps[i].Release
+		// The gpu-monitoring chart runs no pods: it has no image to mirror or pull.
+		if r == nil || p.Steps[i].Kind != KindRelease || r.Chart == MonitoringRelease {
+			continue
+		}
+		effective := r.BelowUser()
+		if b.in.ChartImages != nil {
+			var err error
+			if effective, err = b.in.ChartImages(r, effective); err != nil {
+				return err
+			}
+		}
+		if o.Registry != "" {
+			if v := RegistryLayer(o.Registry, effective); len(v) > 0 {
+				r.AddDetectedLayer(Layer{Source: RegistrySource(o.Registry), Values: v})
+			}
+		}
+		// NVIDIA's chart names pull secrets per image; the other charts once for all their pods.
+		if v := PullSecretLayer(o.ImagePullSecrets, effective, r.Chart != OperatorRelease); len(v) > 0 {
+			r.AddDetectedLayer(Layer{Source: PullSecretSource(o.ImagePullSecrets), Values: v})
+		}
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +57,45 @@ func TestRegistryLayer(t *testing.T) {
 		}
 		if got := RegistryLayer("m.io", effective); !reflect.DeepEqual(got, want) {
 			t.Errorf("got %v\nwant %v", got, want)
+		}
+	})
+}
+
+func TestBuildAddsTheImageLayers(t *testing.T) {
+	const mirror = "mirror.example:5000"
+	images := func(r *Release, values map[string]any) (map[string]any, error) {
+		return MergeValues(map[string]any{"operator": map[string]any{"repository": "nvcr.io/nvidia"}}, values), nil
+	}
+	t.Run("--registry goes among the detected facts, below -f", func(t *testing.T) {
+		p, err := Build(Input{Detection: detection("kubeadm"), Profile: fakeProfiles, Charts: testCharts, ChartImages: images,
+			Options: Options{Registry: mirror, Files: []Layer{{Source: "file values.yaml", Values: map[string]any{"toolkit": map[string]any{"enabled": true}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers := p.Step("release-" + OperatorRelease).Release.Layers
+		reg, file := -1, -1
+		for i, l := range layers {
+			switch l.Source {
+			case RegistrySource(mirror):
+				reg = i
+			case "file file values.yaml":
+				file = i
+			}
+		}
+		if reg < 0 || file < 0 || reg > file {
+			t.Fatalf("layers %+v: want --registry below the file", layers)
+		}
+		if got := at(layers[reg].Values, "operator", "repository"); got != mirror+"/nvidia" {
+			t.Errorf("operator.repository %v, want %s/nvidia", got, mirror)
+		}
+	})
+	t.Run("on OpenShift the plan says OLM deploys the images", func(t *testing.T) {
+		p, err := Build(Input{Detection: detection("openshift"), Profile: fakeProfiles, Charts: testCharts, ChartImages: images, Options: Options{Registry: mirror}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "not used on OpenShift") }) {
+			t.Errorf("warnings %q", p.Warnings)
 		}
 	})
 }
