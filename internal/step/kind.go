@@ -36,9 +36,9 @@ type Kind interface {
 	Exported(s *plan.Step) Exported
 }
 
-// For is the kind of a step.
-func For(k plan.Kind) (Kind, error) {
-	switch k {
+// For is the kind of a step: the one lookup of a plan.Kind.
+func For(stepKind plan.Kind) (Kind, error) {
+	switch stepKind {
 	case plan.KindObjects:
 		return objectsKind{}, nil
 	case plan.KindSecrets:
@@ -80,7 +80,7 @@ func For(k plan.Kind) (Kind, error) {
 	case plan.KindWaitResourceSlices:
 		return waitResourceSlices(), nil
 	}
-	return nil, fmt.Errorf("unknown step kind %q", k)
+	return nil, fmt.Errorf("unknown step kind %q", stepKind)
 }
 
 // Recorded is what the install record names of a step's writes outside Helm releases.
