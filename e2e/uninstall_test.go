@@ -24,7 +24,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/lock"
 	"github.com/gpuctl/gpuctl/internal/record"
-	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/uninstall"
 )
 
 var nvidiaDrivers = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1alpha1", Resource: "nvidiadrivers"}
@@ -165,7 +165,7 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 		if want := []string{"ClusterPolicy cluster-policy " + string(cp.GetUID())}; !slices.Equal(deletes, want) {
 			t.Errorf("dry run deletes %v, want %v", deletes, want)
 		}
-		if !slices.ContainsFunc(dryRun.Plan.Kept, func(k runner.KeptObject) bool { return k.String() == "NVIDIADriver team-a (not created by gpuctl)" }) {
+		if !slices.ContainsFunc(dryRun.Plan.Kept, func(k uninstall.KeptObject) bool { return k.String() == "NVIDIADriver team-a (not created by gpuctl)" }) {
 			t.Errorf("dry run keeps %v, want NVIDIADriver team-a", dryRun.Plan.Kept)
 		}
 		if code, _, _ := gpuctl(t, c, "uninstall", "--dry-run"); code != 0 {
@@ -315,7 +315,7 @@ func TestUninstallTakesOnlyWhatTheRecordSaysIsGpuctls(t *testing.T) {
 		// The namespace holds nothing else that is not gpuctl's: the release's objects, the operator's
 		// operands, Helm's storage, what Kubernetes puts there are all known.
 		code, dryRun, stderr := uninstallJSON(t, c, "--purge", "--dry-run")
-		want := []runner.KeptNamespace{{Name: ns, Holds: []string{"ConfigMap team-notes"}}}
+		want := []uninstall.KeptNamespace{{Name: ns, Holds: []string{"ConfigMap team-notes"}}}
 		if code != 0 || dryRun.Plan == nil || dryRun.Plan.Purge == nil || !reflect.DeepEqual(dryRun.Plan.Purge.KeptNamespaces, want) {
 			t.Fatalf("uninstall --purge --dry-run -o json: exit %d, plan %+v; want namespace %s kept for team-notes alone: %s", code, dryRun.Plan, ns, stderr)
 		}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +26,8 @@ record, and nothing else: a taint that was there before gpuctl, or whose value s
 since, stays. Every decision is made before the first write, and the run writes exactly what
 --dry-run prints: a node that changed in between is reported, not overwritten.`
 
+// newTaintCmd is gpuctl taint, or with untaint gpuctl untaint: flags → engine.TaintNodes or
+// engine.UntaintNodes → ui.PrintTaintResult.
 func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untaint bool) *cobra.Command {
 	var dryRun, force bool
 	var output string
@@ -68,7 +69,7 @@ func newTaintCmd(streams Streams, g *globals, getenv func(string) string, untain
 			}
 			progress.Close()
 			if res != nil {
-				if werr := writeResult(streams.Out, output, res, func() error { printTaintResult(streams.Out, res, err); return nil }); werr != nil {
+				if werr := writeResult(streams.Out, output, res, func() error { return ui.PrintTaintResult(streams.Out, res, err) }); werr != nil {
 					return werr
 				}
 			}
@@ -96,24 +97,5 @@ func nodeProgress(progress event.Sink, all bool) func(taint.NodeResult) {
 		if all {
 			progress.Event(event.Event{Type: event.Info, Message: fmt.Sprintf("node/%s %s", r.Node, r.Action)})
 		}
-	}
-}
-
-// printTaintResult writes a taint or untaint result for a person: a dry run's plan, or what the run
-// changed and did not. A run refused before its first write prints nothing here (the error says why).
-func printTaintResult(w io.Writer, res *engine.TaintResult, err error) {
-	p := res.Plan
-	if res.DryRun {
-		p.Print(w, "gpuctl "+p.Verb+" would:")
-		return
-	}
-	if err != nil && len(res.Done) == 0 && len(res.NotDone) == 0 {
-		return
-	}
-	done := *p
-	done.Changes = res.Done
-	done.Print(w, "gpuctl "+p.Verb+" did:")
-	for _, n := range res.NotDone {
-		fmt.Fprintf(w, "  not done: node/%s: %s\n", n.Node, n.Reason)
 	}
 }

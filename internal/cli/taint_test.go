@@ -8,6 +8,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/event"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 func TestTaintFlags(t *testing.T) {
@@ -41,38 +42,6 @@ func TestTaintRefusalIsOneLineAndExit5(t *testing.T) {
 	}
 }
 
-func TestPrintTaintResult(t *testing.T) {
-	add := plan.NodeChange{Node: "gpu-1", Action: plan.ActionAdd, Taints: []plan.TaintSpec{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}}}
-	moved := plan.NodeChange{Node: "gpu-2", Action: plan.ActionAdd, Taints: add.Taints}
-	p := &plan.NodePlan{Verb: "taint", Changes: []plan.NodeChange{add, moved}, Unchanged: []plan.NodeUnchanged{{Node: "cpu-1", Reason: plan.ReasonNotGPU}}}
-
-	var b strings.Builder
-	printTaintResult(&b, &engine.TaintResult{Plan: p, DryRun: true}, nil)
-	for _, want := range []string{"gpuctl taint would:\n", "  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n", "  node/gpu-2: add", "  leave node/cpu-1: not a GPU node\n"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("dry run lacks %q:\n%s", want, b.String())
-		}
-	}
-
-	b.Reset()
-	printTaintResult(&b, &engine.TaintResult{Plan: p, Done: []plan.NodeChange{add},
-		NotDone: []plan.NodeUnchanged{{Node: "gpu-2", Reason: "node gpu-2 changed since the plan (now: already has nvidia.com/gpu=present:NoSchedule): not written; plan again"}}}, nil)
-	for _, want := range []string{"gpuctl taint did:\n  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n", "  not done: node/gpu-2: node gpu-2 changed since the plan"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("run lacks %q:\n%s", want, b.String())
-		}
-	}
-	if strings.Contains(b.String(), "node/gpu-2: add") {
-		t.Errorf("the run lists a change it did not make:\n%s", b.String())
-	}
-
-	b.Reset()
-	printTaintResult(&b, &engine.TaintResult{Plan: p}, &engine.StrandedError{})
-	if b.String() != "" {
-		t.Errorf("a refused run printed %q", b.String())
-	}
-}
-
 // An interrupted taint prints what it wrote and what it did not, and report says where it stopped:
 // the nodes the step's state read back, and how to go on.
 func TestTaintInterruptedOutput(t *testing.T) {
@@ -84,7 +53,9 @@ func TestTaintInterruptedOutput(t *testing.T) {
 	res := &engine.TaintResult{Plan: p, Done: []plan.NodeChange{add}, NotDone: []plan.NodeUnchanged{{Node: "gpu-2", Reason: "not written: the run stopped first"}}, Steps: []runner.StepResult{step}}
 
 	var b strings.Builder
-	printTaintResult(&b, res, ie)
+	if err := ui.PrintTaintResult(&b, res, ie); err != nil {
+		t.Fatal(err)
+	}
 	if want := "gpuctl taint did:\n  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n"; !strings.HasPrefix(b.String(), want) || !strings.Contains(b.String(), "  not done: node/gpu-2: not written: the run stopped first\n") {
 		t.Errorf("result:\n%s", b.String())
 	}

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"maps"
-	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
-	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // uninstallCmd is gpuctl uninstall: its flags and what it runs with.
@@ -23,6 +20,8 @@ type uninstallCmd struct {
 	output  string
 }
 
+// newUninstallCmd is gpuctl uninstall: flags → engine.UninstallOptions → engine.Uninstall →
+// ui.PrintUninstall.
 func newUninstallCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
 	u := &uninstallCmd{streams: streams, g: g, getenv: getenv}
 	cmd := &cobra.Command{
@@ -134,93 +133,7 @@ func (u *uninstallCmd) question() string {
 	return what + "?"
 }
 
-// writeResult writes the uninstall's result as -o asks; as text, the plan with --dry-run, else
-// whether anything was uninstalled and what was kept.
+// writeResult writes the uninstall's result as -o asks; as text, ui.PrintUninstall.
 func (u *uninstallCmd) writeResult(res *engine.UninstallResult, runErr error) error {
-	out := u.streams.Out
-	return writeResult(out, u.output, res, func() error {
-		switch {
-		case u.o.DryRun:
-			printUninstallPlan(out, res.Plan)
-		case runErr != nil:
-		case !res.Changed:
-			fmt.Fprintln(out, "Nothing to uninstall: gpuctl's GPU stack is not installed.")
-		default:
-			fmt.Fprintln(out, "Uninstalled.")
-		}
-		if !u.o.DryRun && runErr == nil && res.Plan != nil {
-			for _, k := range res.Plan.Kept {
-				fmt.Fprintf(out, "Kept %s.\n", k)
-			}
-			if pp := res.Plan.Purge; pp != nil {
-				for _, k := range pp.Kept {
-					fmt.Fprintf(out, "Kept %s: %s.\n", describeKept(k), k.Why)
-				}
-			}
-			for _, k := range res.KeptNamespaces {
-				fmt.Fprintf(out, "Kept %s.\n", k)
-			}
-		}
-		return nil
-	})
-}
-
-// printUninstallPlan writes an uninstall's decisions for a person.
-func printUninstallPlan(w io.Writer, p *runner.UninstallPlan) {
-	if p == nil {
-		return
-	}
-	fmt.Fprintln(w, "gpuctl uninstall would:")
-	for _, r := range p.Releases {
-		fmt.Fprintf(w, "  uninstall release %s/%s\n", r.Namespace, r.Name)
-	}
-	for _, d := range p.Delete {
-		fmt.Fprintf(w, "  delete %s (uid %s; %s)\n", d, d.UID, d.Why)
-	}
-	for _, k := range p.Kept {
-		fmt.Fprintf(w, "  keep %s\n", k)
-	}
-	for _, n := range p.Nodes {
-		for _, k := range n.RemoveLabels {
-			fmt.Fprintf(w, "  node %s: remove label %s\n", n.Node, k)
-		}
-		for _, k := range slices.Sorted(maps.Keys(n.RestoreLabels)) {
-			fmt.Fprintf(w, "  node %s: restore label %s=%s\n", n.Node, k, n.RestoreLabels[k])
-		}
-		for _, k := range n.RemoveAnnotations {
-			fmt.Fprintf(w, "  node %s: remove annotation %s\n", n.Node, k)
-		}
-		for _, k := range slices.Sorted(maps.Keys(n.RestoreAnnotations)) {
-			fmt.Fprintf(w, "  node %s: restore annotation %s\n", n.Node, k)
-		}
-		for _, k := range n.Kept {
-			fmt.Fprintf(w, "  node %s: keep %s (written by %v)\n", n.Node, k.Key, k.Managers)
-		}
-	}
-	if pp := p.Purge; pp != nil {
-		for _, d := range pp.Delete {
-			fmt.Fprintf(w, "  delete %s (uid %s; %s)\n", d, d.UID, d.Why)
-		}
-		for _, k := range pp.Kept {
-			fmt.Fprintf(w, "  kept: %s is %s\n", describeKept(k), k.Why)
-		}
-		for _, k := range pp.KeptNamespaces {
-			fmt.Fprintf(w, "  keep %s\n", k)
-		}
-		for _, f := range pp.Foreign {
-			verb := "refuse to delete (not created by gpuctl; --force deletes it)"
-			if pp.Forced {
-				verb = "delete with its CRD (not created by gpuctl; --force)"
-			}
-			fmt.Fprintf(w, "  %s: %s\n", verb, f)
-		}
-	}
-}
-
-// describeKept names a kept object as kubectl's users read it.
-func describeKept(k runner.KeptObject) string {
-	if k.Namespace != "" {
-		return k.Kind + " " + k.Namespace + "/" + k.Name
-	}
-	return k.Kind + " " + k.Name
+	return writeResult(u.streams.Out, u.output, res, func() error { return ui.PrintUninstall(u.streams.Out, res, runErr) })
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
 	"github.com/gpuctl/gpuctl/internal/fleet"
-	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/runner"
 	"github.com/gpuctl/gpuctl/internal/ui"
 )
@@ -20,16 +18,11 @@ import (
 // verifyFailedError marks a verify run in which a GPU node did not pass (exit ExitVerifyFailed).
 type verifyFailedError struct{ error }
 
+// Unwrap is the run's error.
 func (v verifyFailedError) Unwrap() error { return v.error }
 
-func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
-	var output string
-	var ff fleetFlags
-	o := engine.VerifyOptions{}
-	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "Run a CUDA workload on every GPU node and report, node by node, whether it ran",
-		Long: `verify starts one pod per GPU node (the nodes labelled nvidia.com/gpu.present=true, narrowed by
+// verifyLong is verify's help.
+const verifyLong = `verify starts one pod per GPU node (the nodes labelled nvidia.com/gpu.present=true, narrowed by
 --nodes) that requests one nvidia.com/gpu and runs CUDA's vectorAdd sample, waits for each to finish,
 and reports per node: passed, failed (with the pod's last log lines and events), unschedulable (with
 the scheduler's reason) or timeout. It removes the pods it created on every way out, Ctrl-C included,
@@ -45,7 +38,18 @@ removed.
 
 With --contexts a,b,c or --all-contexts it verifies many clusters of the kubeconfig at once (at most
 --max-parallel), and prints one table with a row per context (or one document with -o json). It exits
-with the worst context's code, worst first: 130, 2, 1, 9, 3, 5, 6, 8, 4, 7, 0.`,
+with the worst context's code, worst first: 130, 2, 1, 9, 3, 5, 6, 8, 4, 7, 0.`
+
+// newVerifyCmd is gpuctl verify: flags → engine.VerifyOptions → engine.Verify (or, over many
+// contexts, fleetVerify) → writeVerify.
+func newVerifyCmd(streams Streams, g *globals, getenv func(string) string) *cobra.Command {
+	var output string
+	var ff fleetFlags
+	o := engine.VerifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Run a CUDA workload on every GPU node and report, node by node, whether it ran",
+		Long:  verifyLong,
 		Example: `  gpuctl verify
   gpuctl verify --dry-run -o json   # the pods it would delete (with UIDs) and create
   gpuctl verify --all-contexts      # every cluster of the kubeconfig, one row each
@@ -121,8 +125,7 @@ func writeVerify(w io.Writer, output string, res *engine.VerifyResult, err error
 	}
 	if werr := writeResult(w, output, res, func() error {
 		if res.DryRun {
-			printVerifyPlan(w, res.Plan)
-			return nil
+			return ui.PrintVerifyPlan(w, res.Plan)
 		}
 		return ui.PrintVerify(w, res, style)
 	}); werr != nil {
@@ -186,40 +189,4 @@ func verifyState(code int, dryRun bool) string {
 		return "not-installed"
 	}
 	return failureState(code)
-}
-
-// printVerifyPlan writes a verify run's writes for a person.
-func printVerifyPlan(w io.Writer, p *plan.VerifyPlan) {
-	if p == nil {
-		return
-	}
-	fmt.Fprintf(w, "gpuctl verify would (run %s):\n", p.RunID)
-	for _, d := range p.Delete {
-		fmt.Fprintf(w, "  delete pod %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
-	}
-	for _, d := range p.DeleteClaimTemplates {
-		fmt.Fprintf(w, "  delete resourceclaimtemplate %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
-	}
-	for _, ct := range p.ClaimTemplates {
-		fmt.Fprintf(w, "  create resourceclaimtemplate %s/%s (one device of DeviceClass %s)\n", ct.Namespace, ct.Name, ct.DeviceClass)
-	}
-	secrets := ""
-	if len(p.ImagePullSecrets) > 0 {
-		secrets = ", pulled with " + strings.Join(p.ImagePullSecrets, ", ")
-	}
-	for _, c := range p.Create {
-		gpu := c.Resource
-		if c.ClaimTemplate != "" {
-			gpu = ", a ResourceClaim from " + c.ClaimTemplate
-		} else if gpu != "" {
-			gpu = ", one " + gpu
-		}
-		fmt.Fprintf(w, "  create pod %s/%s on node %s (image %s%s%s)\n", c.Namespace, c.Name, c.Node, c.Image, secrets, gpu)
-	}
-	for _, name := range p.DeleteAtEnd {
-		fmt.Fprintf(w, "  delete pod %s/%s when the run ends\n", p.Namespace, name)
-	}
-	for _, name := range p.DeleteClaimTemplatesAtEnd {
-		fmt.Fprintf(w, "  delete resourceclaimtemplate %s/%s when the run ends, after the pods\n", p.Namespace, name)
-	}
 }

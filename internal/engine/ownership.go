@@ -15,7 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
-	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/uninstall"
 )
 
 // writeTargets are what a run would write that an engine may manage: Helm releases and the stack's
@@ -55,7 +55,7 @@ func installTargets(p *plan.Plan, namespace string) writeTargets {
 }
 
 // uninstallTargets are the releases and objects an uninstall plan deletes.
-func uninstallTargets(p *runner.UninstallPlan) writeTargets {
+func uninstallTargets(p *uninstall.Plan) writeTargets {
 	var t writeTargets
 	if p == nil {
 		return t

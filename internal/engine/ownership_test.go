@@ -15,7 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
-	"github.com/gpuctl/gpuctl/internal/runner"
+	"github.com/gpuctl/gpuctl/internal/uninstall"
 )
 
 // TestRefuseOwnedObjects: the ClusterPolicy an install would write, or an object an uninstall would
@@ -32,7 +32,7 @@ func TestRefuseOwnedObjects(t *testing.T) {
 		return u
 	}
 	installing := installTargets(&plan.Plan{}, "gpu-operator")
-	uninstalling := uninstallTargets(&runner.UninstallPlan{Delete: []runner.PlannedDeletion{
+	uninstalling := uninstallTargets(&uninstall.Plan{Delete: []uninstall.PlannedDeletion{
 		{APIVersion: "nvidia.com/v1", Kind: "ClusterPolicy", Name: plan.ClusterPolicyName}}})
 	for _, tc := range []struct {
 		name    string

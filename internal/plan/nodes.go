@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -189,52 +187,6 @@ func (p *NodePlan) Problems() string {
 
 // TaintStrandedHint is the ways out of a refused `gpuctl taint`.
 const TaintStrandedHint = "add " + gpuTolerationText + " to those pod templates, or pass --force to taint anyway"
-
-// Print writes the plan for a person: what the run does (or did, with done), then the nodes left
-// alone, grouped by reason.
-func (p *NodePlan) Print(w io.Writer, heading string) {
-	fmt.Fprintln(w, heading)
-	for _, c := range p.Changes {
-		fmt.Fprintf(w, "  %s\n", c)
-	}
-	if len(p.Changes) == 0 {
-		fmt.Fprintln(w, "  no node to change")
-	}
-	byReason := map[string][]string{}
-	var reasons []string
-	for _, u := range p.Unchanged {
-		if _, ok := byReason[u.Reason]; !ok {
-			reasons = append(reasons, u.Reason)
-		}
-		byReason[u.Reason] = append(byReason[u.Reason], u.Node)
-	}
-	for _, r := range reasons {
-		fmt.Fprintf(w, "  leave %s: %s\n", nodeNames(byReason[r]), r)
-	}
-	for _, ws := range p.Workloads {
-		fmt.Fprintf(w, "  running today without the toleration: %s: %s\n", ws, ws.Effect)
-	}
-	for _, warn := range p.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warn)
-	}
-	if p.PodToleration != "" && len(p.Changes) > 0 {
-		fmt.Fprintf(w, "Pods that should run on the tainted nodes need %s.\n", p.PodToleration)
-	}
-}
-
-// nodeNames lists nodes as "node/a, node/b", the first few of many with how many more.
-func nodeNames(names []string) string {
-	const shown = 5
-	var parts []string
-	for i, n := range names {
-		if i == shown {
-			parts = append(parts, fmt.Sprintf("and %d more (-o json lists them)", len(names)-shown))
-			break
-		}
-		parts = append(parts, "node/"+n)
-	}
-	return strings.Join(parts, ", ")
-}
 
 func spec(t corev1.Taint) *TaintSpec {
 	return &TaintSpec{Key: t.Key, Value: t.Value, Effect: string(t.Effect)}

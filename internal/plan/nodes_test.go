@@ -146,28 +146,3 @@ func TestNodePlanFieldNames(t *testing.T) {
 		t.Errorf("stranded %v", s)
 	}
 }
-
-func TestNodePlanPrint(t *testing.T) {
-	var nodes []corev1.Node
-	for _, n := range []string{"cpu-1", "cpu-2", "cpu-3", "cpu-4", "cpu-5", "cpu-6", "gpu-1"} {
-		nodes = append(nodes, testNode(n, ""))
-	}
-	p := TaintNodesPlan(nodes, []string{"gpu-1"}, taint.GPUTaint, TaintDecision{Default: "nothing adds the toleration"}, false)
-	var b strings.Builder
-	p.Print(&b, "gpuctl taint would:")
-	for _, want := range []string{
-		"gpuctl taint would:\n  node/gpu-1: add nvidia.com/gpu=present:NoSchedule\n",
-		"  leave node/cpu-1, node/cpu-2, node/cpu-3, node/cpu-4, node/cpu-5, and 1 more (-o json lists them): not a GPU node\n",
-		"Warning: gpuctl install would not taint these nodes by default: nothing adds the toleration\n",
-		"Pods that should run on the tainted nodes need {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}.\n",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, b.String())
-		}
-	}
-	b.Reset()
-	UntaintNodesPlan([]corev1.Node{testNode("gpu-1", gpuRecord)}).Print(&b, "gpuctl untaint would:")
-	if !strings.Contains(b.String(), "node/gpu-1: forget gpuctl's record gpuctl.io/added-taints (it names no taint the node has)") {
-		t.Errorf("text:\n%s", b.String())
-	}
-}

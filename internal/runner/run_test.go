@@ -12,6 +12,12 @@ import (
 	"github.com/gpuctl/gpuctl/internal/health"
 )
 
+// hintedError is an error that says what to do next, as uninstall's FinalizerError does.
+type hintedError struct{ msg, hint string }
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Hint() string  { return e.hint }
+
 // testSteps are four steps a-d; the behaviour of each is set by the test case.
 func testSteps(do map[string]func(ctx context.Context, cancel context.CancelFunc) (Outcome, error), cancel context.CancelFunc) []Step {
 	var steps []Step
@@ -62,12 +68,13 @@ func TestRunner(t *testing.T) {
 		{name: "an error that says what to do next wins over the step's hint",
 			do: map[string]func(context.Context, context.CancelFunc) (Outcome, error){
 				"a": func(context.Context, context.CancelFunc) (Outcome, error) {
-					return Outcome{}, fmt.Errorf("delete: %w", &FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}})
+					return Outcome{}, fmt.Errorf("delete: %w", &hintedError{msg: "ClusterPolicy cluster-policy is still there after 0s: finalizer example.com/hold holds it",
+						hint: "remove the finalizer example.com/hold"})
 				},
 			},
 			outcomes: []string{"a:failed"}, err: "step a: delete: ClusterPolicy cluster-policy is still there after 0s: finalizer example.com/hold holds it",
 			failed: event.Event{Type: event.StepFailed, Step: "a", Err: "delete: ClusterPolicy cluster-policy is still there after 0s: finalizer example.com/hold holds it",
-				Hint: (&FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}}).Hint()}},
+				Hint: "remove the finalizer example.com/hold"}},
 		{name: "an interrupt during a step reads back its state",
 			do: map[string]func(context.Context, context.CancelFunc) (Outcome, error){
 				"c": func(ctx context.Context, cancel context.CancelFunc) (Outcome, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
+	"github.com/gpuctl/gpuctl/internal/plan"
 )
 
 // PrintVerify prints gpuctl verify for people: one line per GPU node with its verdict; under a node
@@ -58,6 +59,46 @@ func PrintVerify(w io.Writer, r *engine.VerifyResult, style Style) error {
 	}
 	if len(r.RemovedClaimTemplates) > 0 {
 		fmt.Fprintf(b, "Removed ResourceClaimTemplate(s) %s from %s.\n", strings.Join(r.RemovedClaimTemplates, ", "), r.Namespace)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// PrintVerifyPlan prints a verify run's writes for people: the pods (and DRA's
+// ResourceClaimTemplates) it deletes, with UIDs and why, creates, and deletes when the run ends.
+func PrintVerifyPlan(w io.Writer, p *plan.VerifyPlan) error {
+	if p == nil {
+		return nil
+	}
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "gpuctl verify would (run %s):\n", p.RunID)
+	for _, d := range p.Delete {
+		fmt.Fprintf(b, "  delete pod %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
+	}
+	for _, d := range p.DeleteClaimTemplates {
+		fmt.Fprintf(b, "  delete resourceclaimtemplate %s/%s (uid %s; %s)\n", d.Namespace, d.Name, d.UID, d.Why)
+	}
+	for _, ct := range p.ClaimTemplates {
+		fmt.Fprintf(b, "  create resourceclaimtemplate %s/%s (one device of DeviceClass %s)\n", ct.Namespace, ct.Name, ct.DeviceClass)
+	}
+	secrets := ""
+	if len(p.ImagePullSecrets) > 0 {
+		secrets = ", pulled with " + strings.Join(p.ImagePullSecrets, ", ")
+	}
+	for _, c := range p.Create {
+		gpu := c.Resource
+		if c.ClaimTemplate != "" {
+			gpu = ", a ResourceClaim from " + c.ClaimTemplate
+		} else if gpu != "" {
+			gpu = ", one " + gpu
+		}
+		fmt.Fprintf(b, "  create pod %s/%s on node %s (image %s%s%s)\n", c.Namespace, c.Name, c.Node, c.Image, secrets, gpu)
+	}
+	for _, name := range p.DeleteAtEnd {
+		fmt.Fprintf(b, "  delete pod %s/%s when the run ends\n", p.Namespace, name)
+	}
+	for _, name := range p.DeleteClaimTemplatesAtEnd {
+		fmt.Fprintf(b, "  delete resourceclaimtemplate %s/%s when the run ends, after the pods\n", p.Namespace, name)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

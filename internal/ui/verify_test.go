@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +75,27 @@ func sentenceFile(name string) string {
 		}
 	}
 	return string(b)
+}
+
+// verify --dry-run as text names each pod's request and the ResourceClaimTemplate it creates and
+// deletes.
+func TestPrintVerifyPlanNamesEachRequestAndClaimTemplate(t *testing.T) {
+	p := plan.BuildVerify(plan.VerifyInput{Namespace: "gpu-operator", Image: "img", Nodes: []string{"a100", "dra"}, RunID: "1a2b3c",
+		Requests:              map[string]plan.VerifyRequest{"a100": {Resource: "nvidia.com/mig-1g.5gb"}, "dra": {DeviceClass: plan.DRADriverName}},
+		EarlierClaimTemplates: []plan.VerifyPodRef{{Namespace: "gpu-operator", Name: "gpuctl-verify-ffffff", UID: "0c6f", Run: "ffffff"}}})
+	var b bytes.Buffer
+	if err := PrintVerifyPlan(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  delete resourceclaimtemplate gpu-operator/gpuctl-verify-ffffff (uid 0c6f; left by an earlier verify run (ffffff))",
+		"  create resourceclaimtemplate gpu-operator/gpuctl-verify-1a2b3c (one device of DeviceClass gpu.nvidia.com)",
+		"  create pod gpu-operator/gpuctl-verify-a100-1a2b3c on node a100 (image img, one nvidia.com/mig-1g.5gb)",
+		"  create pod gpu-operator/gpuctl-verify-dra-1a2b3c on node dra (image img, a ResourceClaim from gpuctl-verify-1a2b3c)",
+		"  delete resourceclaimtemplate gpu-operator/gpuctl-verify-1a2b3c when the run ends, after the pods",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package runner
+package uninstall
 
 import (
 	"errors"
@@ -6,12 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/action"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	rcommon "helm.sh/helm/v4/pkg/release/common"
-	releasev1 "helm.sh/helm/v4/pkg/release/v1"
-	"helm.sh/helm/v4/pkg/storage"
-	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -22,21 +16,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/release"
 )
-
-// helmInSecrets stores releases as Helm does, in Secrets of kc's namespace gpu-operator (their labels
-// the releases' own with Helm's), each deployed at revision 1 with labels.
-func helmInSecrets(t *testing.T, kc *fake.Clientset, releases map[string]map[string]string) *release.Client {
-	t.Helper()
-	cfg := action.NewConfiguration()
-	cfg.Releases = storage.Init(driver.NewSecrets(kc.CoreV1().Secrets("gpu-operator")))
-	for name, labels := range releases {
-		if err := cfg.Releases.Create(&releasev1.Release{Name: name, Namespace: "gpu-operator", Version: 1, Labels: labels,
-			Info: &releasev1.Info{Status: rcommon.StatusDeployed}, Chart: &chart.Chart{Metadata: &chart.Metadata{Name: name, Version: "1.0.0"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return release.NewWithConfiguration(cfg, "gpu-operator")
-}
 
 // Without an install record nothing says what gpuctl made: releases of gpuctl's names are refused
 // (exit 5, naming them, whether they carry gpuctl's label, and --adopt) before anything is written,
@@ -71,10 +50,20 @@ func TestUninstallWithoutARecordRefusesUnlessAdopted(t *testing.T) {
 			kc := fake.NewClientset(node.DeepCopy())
 			rc := helmInSecrets(t, kc, tc.releases)
 			kc.ClearActions()
-			u := &Uninstaller{Clients: &kube.Clients{Kube: kc, Dynamic: stackDynamicClient(), Namespace: "gpu-operator"}, Adopt: tc.adopt,
-				releases: release.ClientsOf(map[string]*release.Client{"gpu-operator": rc})}
-			refused := u.RefuseUnrecorded(t.Context())
-			p, err := u.Plan(t.Context())
+			r := &reader{clients: &kube.Clients{Kube: kc, Dynamic: stackDynamicClient(), Namespace: "gpu-operator"},
+				helm: release.ClientsOf(map[string]*release.Client{"gpu-operator": rc})}
+			o := Options{Adopt: tc.adopt}
+			// As the engine asks: before the lock of what ReadReleases read, then Build of what Read read.
+			pre, err := r.refusal(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := RefuseUnrecorded(pre, o)
+			s, err := r.read(t.Context(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Build(s, o)
 			if tc.wantRefusal != nil {
 				var ue *UnrecordedError
 				if !errors.As(err, &ue) || !errors.Is(err, preflight.ErrFailed) || refused == nil || refused.Error() != err.Error() {
@@ -89,7 +78,7 @@ func TestUninstallWithoutARecordRefusesUnlessAdopted(t *testing.T) {
 					t.Errorf("refusal %q is more than one line", err)
 				}
 				for _, a := range kc.Actions() {
-					if a.GetVerb() != "get" && a.GetVerb() != "list" {
+					if !slices.Contains([]string{"get", "list", "watch"}, a.GetVerb()) {
 						t.Errorf("the refusal wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
 					}
 				}

@@ -1,4 +1,4 @@
-package runner
+package uninstall
 
 import (
 	"maps"
@@ -30,6 +30,7 @@ var stackManagers = []string{"nfd-master", "gpu-operator", kube.FieldManager}
 // the stack's when kubectl-label wrote them.
 const kubectlLabelManager = "kubectl-label"
 
+// stackKubectlKey says whether key is one the MIG manager sets with kubectl label.
 func stackKubectlKey(key string) bool {
 	return key == "nvidia.com/mig.config.state" || strings.HasPrefix(key, "nvidia.com/gpu.deploy.")
 }

@@ -1,4 +1,4 @@
-package runner
+package uninstall
 
 import (
 	"slices"
@@ -23,7 +23,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/taint"
 )
 
-// The permissions an uninstall asks for are its plan's requests: each release's objects (what Helm
+// The permissions an uninstall asks for are its plan's requests, judged over what Read read: each release's objects (what Helm
 // keeps and kinds the cluster no longer serves left out) and revision Secrets, the custom resources
 // and their dependents' lists, and the nodes only when a taint or label of gpuctl's is on one.
 func TestUninstallPermissions(t *testing.T) {
@@ -64,7 +64,7 @@ metadata: {name: unserved}
 		Info: &releasev1.Info{Status: rcommon.StatusDeployed}, Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "gpu-operator", Version: "26.7.0"}}}); err != nil {
 		t.Fatal(err)
 	}
-	p := &UninstallPlan{Delete: []PlannedDeletion{{Step: stepDeleteCustomResources, APIVersion: "nvidia.com/v1", Kind: "ClusterPolicy", Name: "cluster-policy"}}}
+	p := &Plan{Delete: []PlannedDeletion{{Step: stepDeleteCustomResources, APIVersion: "nvidia.com/v1", Kind: "ClusterPolicy", Name: "cluster-policy"}}}
 	tainted := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Annotations: map[string]string{taint.AddedTaintsAnnotation: `[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]`}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}}}
 
@@ -83,14 +83,15 @@ metadata: {name: unserved}
 					t.Fatal(err)
 				}
 			}
-			u := &Uninstaller{Clients: &kube.Clients{Kube: kc, Mapper: mapper, Namespace: "gpu-operator"},
-				releases: release.ClientsOf(map[string]*release.Client{"gpu-operator": release.NewWithConfiguration(cfg, "gpu-operator")})}
-			rels, err := u.targets()
+			// Read takes what Permissions asks from: the release's manifest, the kinds the cluster
+			// serves, the taints gpuctl added.
+			r := &reader{clients: &kube.Clients{Kube: kc, Dynamic: stackDynamicClient(), Mapper: mapper, Namespace: "gpu-operator"},
+				helm: release.ClientsOf(map[string]*release.Client{"gpu-operator": release.NewWithConfiguration(cfg, "gpu-operator")})}
+			s, err := r.read(t.Context(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			u.rels = rels
-			got, err := u.Permissions(t.Context(), p)
+			got, err := Permissions(s, p)
 			if err != nil {
 				t.Fatal(err)
 			}

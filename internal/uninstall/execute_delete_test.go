@@ -1,19 +1,18 @@
-package runner
+package uninstall
 
 import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -21,15 +20,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/kube/kubetest"
 )
-
-// owned is a namespaced object of kind in gpu-operator owned by the object of owner.
-func owned(apiVersion, kind, name string, uid, owner types.UID) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
-		"metadata": map[string]any{"name": name, "namespace": "gpu-operator"}}}
-	o.SetUID(uid)
-	o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "x/v1", Kind: "Owner", Name: "owner", UID: owner}})
-	return o
-}
 
 func TestDeletingTheClusterPolicyLeavesItsOperandsToTheGarbageCollector(t *testing.T) {
 	listKinds := map[schema.GroupVersionResource]string{
@@ -44,7 +34,7 @@ func TestDeletingTheClusterPolicyLeavesItsOperandsToTheGarbageCollector(t *testi
 	pod := owned("v1", "Pod", "nvidia-device-plugin-daemonset-abcde", "pod-1", "ds-1")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds,
 		kubetest.CustomResource("ClusterPolicy", "cluster-policy", "cp-1", nil), kubetest.CustomResource("NVIDIADriver", "default", "drv-1", nil), ds, pod)
-	u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Namespace: "gpu-operator"}, FinalizerWait: time.Second}
+	u := newExecution(&Executor{Clients: &kube.Clients{Dynamic: dyn}, FinalizerWait: time.Second}, &Plan{namespace: "gpu-operator"})
 
 	deleted, err := u.deleteObjects(t.Context(), []PlannedDeletion{
 		{APIVersion: "nvidia.com/v1", Kind: "ClusterPolicy", Name: "cluster-policy", UID: "cp-1"},
@@ -121,11 +111,20 @@ func TestDependentsOfAKindTheClusterDoesNotServe(t *testing.T) {
 			dyn.PrependReactor("list", "securitycontextconstraints", func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, apierrors.NewForbidden(scc.GroupResource(), "", errors.New("alice may not list it"))
 			})
-			u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper, Namespace: "gpu-operator"}}
+			u := newExecution(&Executor{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper}}, &Plan{namespace: "gpu-operator"})
 			_, err := u.dependentsOf(t.Context(), "cp-1")
 			if (err != nil) != tc.wantErr {
 				t.Errorf("err = %v, want an error: %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestFinalizerHintNamesTheObjectAndHowToProceed(t *testing.T) {
+	hint := (&FinalizerError{Object: "ClusterPolicy cluster-policy", Finalizers: []string{"example.com/hold"}}).Hint()
+	for _, want := range []string{"example.com/hold", "kubectl patch clusterpolicy cluster-policy", "gpuctl uninstall again"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint %q lacks %q", hint, want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package uninstall
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/record"
+	"github.com/gpuctl/gpuctl/internal/runner"
 )
 
 // FinalizerError names an object a finalizer keeps from going away.
@@ -27,6 +28,7 @@ type FinalizerError struct {
 	Waited     time.Duration
 }
 
+// Error names the object, how long it was waited for, and the finalizers that hold it.
 func (e *FinalizerError) Error() string {
 	return fmt.Sprintf("%s is still there after %s: finalizer %s holds it", e.Object, e.Waited.Round(time.Second), strings.Join(e.Finalizers, ", "))
 }
@@ -46,24 +48,24 @@ func (fe *FinalizerError) Hint() string {
 
 // deletePlanned deletes the plan's objects of one step, each only while it has the planned UID,
 // and waits until they are gone. See propagation for how.
-func (u *Uninstaller) deletePlanned(ctx context.Context, step string, progress func(string)) (Outcome, error) {
-	planned := u.p.deletions(step)
+func (e *execution) deletePlanned(ctx context.Context, step string, progress func(string)) (runner.Outcome, error) {
+	planned := e.p.deletions(step)
 	var kept []string
 	if step == stepDeleteCustomResources || step == stepDeleteNFDInstance {
-		for _, k := range u.p.Kept {
+		for _, k := range e.p.Kept {
 			if (k.Kind == "NodeFeatureDiscovery") == (step == stepDeleteNFDInstance) {
 				kept = append(kept, "kept "+k.String())
 			}
 		}
 	}
-	deleted, err := u.deleteObjects(ctx, planned, progress)
+	deleted, err := e.deleteObjects(ctx, planned, progress)
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
 	if len(deleted) == 0 {
-		return Outcome{Skipped: true, Message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
+		return runner.Outcome{Skipped: true, Message: strings.Join(append([]string{"none of gpuctl's found"}, kept...), "; ")}, nil
 	}
-	return Outcome{Changed: true, Message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
+	return runner.Outcome{Changed: true, Message: strings.Join(append([]string{"deleted " + strings.Join(deleted, ", ")}, kept...), "; ")}, nil
 }
 
 // propagation is how an object of kind is deleted. Foreground, as a rule: the API server removes an
@@ -89,7 +91,7 @@ func propagation(kind string) metav1.DeletionPropagation {
 
 // deleteObjects deletes planned objects (see propagation; their UID as precondition) and waits until
 // they are gone; it returns the ones it deleted.
-func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
+func (e *execution) deleteObjects(ctx context.Context, planned []PlannedDeletion, progress func(string)) ([]string, error) {
 	type target struct {
 		ri dynamic.ResourceInterface
 		d  PlannedDeletion
@@ -101,15 +103,15 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 			return nil, err
 		}
 		gvr := gv.WithResource(resourceOf(d.Kind))
-		var ri dynamic.ResourceInterface = u.Clients.Dynamic.Resource(gvr)
+		var ri dynamic.ResourceInterface = e.Clients.Dynamic.Resource(gvr)
 		if d.Namespace != "" {
-			ri = u.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
+			ri = e.Clients.Dynamic.Resource(gvr).Namespace(d.Namespace)
 		}
 		uid := d.UID
 		tracked := d.Kind == "ClusterPolicy" || d.Kind == "GPUCluster" || d.Kind == "NVIDIADriver"
 		if tracked {
 			// Before it goes, so the DaemonSets it owns now are known when they are gone too.
-			if err := u.trackOwner(ctx, uid); err != nil {
+			if err := e.trackOwner(ctx, uid); err != nil {
 				return nil, err
 			}
 		}
@@ -130,7 +132,7 @@ func (u *Uninstaller) deleteObjects(ctx context.Context, planned []PlannedDeleti
 	var deleted []string
 	for _, t := range targets {
 		progress("waiting for " + t.d.String() + " and what it owns to go")
-		if err := u.waitGone(ctx, t.ri, t.d.Kind, t.d.Name, t.d.UID); err != nil {
+		if err := e.waitGone(ctx, t.ri, t.d.Kind, t.d.Name, t.d.UID); err != nil {
 			return nil, err
 		}
 		deleted = append(deleted, t.d.String())
@@ -153,9 +155,9 @@ func resourceOf(kind string) string {
 
 // waitGone waits up to FinalizerWait for an object to be gone (or replaced: another UID), then names
 // what holds it: its finalizers, or, for a foreground deletion, the dependents still there.
-func (u *Uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
+func (e *execution) waitGone(ctx context.Context, ri dynamic.ResourceInterface, kind, name string, uid types.UID) error {
 	var last *unstructured.Unstructured
-	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, e.FinalizerWait, true, func(ctx context.Context) (bool, error) {
 		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -176,15 +178,15 @@ func (u *Uninstaller) waitGone(ctx context.Context, ri dynamic.ResourceInterface
 		obj := describe(kind, last.GetNamespace(), name)
 		fs := slices.DeleteFunc(slices.Clone(last.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerDeleteDependents })
 		if len(fs) > 0 {
-			return &FinalizerError{Object: obj, Finalizers: fs, Waited: u.FinalizerWait}
+			return &FinalizerError{Object: obj, Finalizers: fs, Waited: e.FinalizerWait}
 		}
 		if len(fs) < len(last.GetFinalizers()) {
-			left, lerr := u.dependentsOf(ctx, last.GetUID())
+			left, lerr := e.dependentsOf(ctx, last.GetUID())
 			if lerr == nil && len(left) > 0 {
-				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, u.FinalizerWait, strings.Join(left, ", "))
+				return fmt.Errorf("%s is still there after %s: the garbage collector has not yet removed what it owns: %s", obj, e.FinalizerWait, strings.Join(left, ", "))
 			}
 		}
-		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, u.FinalizerWait, last.GetDeletionTimestamp())
+		return fmt.Errorf("%s is still there after %s (deleting since %v)", obj, e.FinalizerWait, last.GetDeletionTimestamp())
 	}
 	return err
 }
@@ -205,48 +207,35 @@ func dependentResources() (namespaced, cluster []schema.GroupVersionResource) {
 	return namespaced, cluster
 }
 
-// served says whether the cluster serves gvr, as its RESTMapper (discovery) knows; without a mapper
-// every kind counts as served.
-func (u *Uninstaller) served(gvr schema.GroupVersionResource) bool {
-	if u.Clients.Mapper == nil {
-		return true
-	}
-	_, err := u.Clients.Mapper.KindFor(gvr)
-	return err == nil
-}
-
 // trackOwner adds uid to the owners whose dependents uninstall waits for, with the DaemonSets it
 // owns now.
-func (u *Uninstaller) trackOwner(ctx context.Context, uid types.UID) error {
-	if u.owners == nil {
-		u.owners = map[types.UID]bool{}
-	}
-	u.owners[uid] = true
-	_, err := u.dependents(ctx)
+func (e *execution) trackOwner(ctx context.Context, uid types.UID) error {
+	e.owners[uid] = true
+	_, err := e.dependents(ctx)
 	return err
 }
 
-// dependents names the objects of dependentResources that one of u.owners owns, directly or
-// through a DaemonSet (its pods). The DaemonSets found are added to u.owners.
-func (u *Uninstaller) dependents(ctx context.Context) ([]string, error) {
-	return u.scanDependents(ctx, u.owners)
+// dependents names the objects of dependentResources that one of e.owners owns, directly or
+// through a DaemonSet (its pods). The DaemonSets found are added to e.owners.
+func (e *execution) dependents(ctx context.Context) ([]string, error) {
+	return e.scanDependents(ctx, e.owners)
 }
 
 // dependentsOf names what the object of uid owns now.
-func (u *Uninstaller) dependentsOf(ctx context.Context, uid types.UID) ([]string, error) {
-	return u.scanDependents(ctx, map[types.UID]bool{uid: true})
+func (e *execution) dependentsOf(ctx context.Context, uid types.UID) ([]string, error) {
+	return e.scanDependents(ctx, map[types.UID]bool{uid: true})
 }
 
 // scanDependents names the objects of dependentResources that an owner in owners owns, directly or
 // through a DaemonSet, whose UID it adds to owners.
-func (u *Uninstaller) scanDependents(ctx context.Context, owners map[types.UID]bool) ([]string, error) {
+func (e *execution) scanDependents(ctx context.Context, owners map[types.UID]bool) ([]string, error) {
 	namespaced, cluster := dependentResources()
 	var out []string
 	scan := func(gvr schema.GroupVersionResource, ri dynamic.ResourceInterface) error {
 		list, err := ri.List(ctx, metav1.ListOptions{})
 		// The API server authorizes before it looks the resource up: a caller without RBAC on a kind
 		// the cluster does not serve (SecurityContextConstraints off OpenShift) is told 403, not 404.
-		if kube.Absent(err) || apierrors.IsForbidden(err) && !u.served(gvr) {
+		if kube.Absent(err) || apierrors.IsForbidden(err) && !served(e.Clients.Mapper, gvr) {
 			return nil
 		}
 		if err != nil {
@@ -263,12 +252,12 @@ func (u *Uninstaller) scanDependents(ctx context.Context, owners map[types.UID]b
 		return nil
 	}
 	for _, gvr := range namespaced {
-		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr).Namespace(u.namespace())); err != nil {
+		if err := scan(gvr, e.Clients.Dynamic.Resource(gvr).Namespace(e.p.namespace)); err != nil {
 			return nil, err
 		}
 	}
 	for _, gvr := range cluster {
-		if err := scan(gvr, u.Clients.Dynamic.Resource(gvr)); err != nil {
+		if err := scan(gvr, e.Clients.Dynamic.Resource(gvr)); err != nil {
 			return nil, err
 		}
 	}
@@ -280,13 +269,13 @@ func (u *Uninstaller) scanDependents(ctx context.Context, owners map[types.UID]b
 // propagation), and what the operator's last reconcile created while an owner went, which the
 // collector removes once it sees the owner gone
 // (https://kubernetes.io/docs/concepts/architecture/garbage-collection/).
-func (u *Uninstaller) waitDependents(ctx context.Context, progress func(string)) (Outcome, error) {
-	if len(u.owners) == 0 {
-		return Outcome{Skipped: true, Message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
+func (e *execution) waitDependents(ctx context.Context, progress func(string)) (runner.Outcome, error) {
+	if len(e.owners) == 0 {
+		return runner.Outcome{Skipped: true, Message: "gpuctl deleted no ClusterPolicy or NVIDIADriver"}, nil
 	}
 	var left []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, u.FinalizerWait, true, func(ctx context.Context) (bool, error) {
-		l, err := u.dependents(ctx)
+	err := wait.PollUntilContextTimeout(ctx, time.Second, e.FinalizerWait, true, func(ctx context.Context) (bool, error) {
+		l, err := e.dependents(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -297,10 +286,10 @@ func (u *Uninstaller) waitDependents(ctx context.Context, progress func(string))
 		return len(l) == 0, nil
 	})
 	if err != nil && ctx.Err() == nil && len(left) > 0 {
-		return Outcome{}, fmt.Errorf("still there after %s: %s", u.FinalizerWait, strings.Join(left, ", "))
+		return runner.Outcome{}, fmt.Errorf("still there after %s: %s", e.FinalizerWait, strings.Join(left, ", "))
 	}
 	if err != nil {
-		return Outcome{}, err
+		return runner.Outcome{}, err
 	}
-	return Outcome{Message: "none left"}, nil
+	return runner.Outcome{Message: "none left"}, nil
 }

@@ -1,13 +1,8 @@
-package runner
+package uninstall
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/preflight"
@@ -23,6 +18,7 @@ type FoundRelease struct {
 	Gpuctl bool `json:"gpuctl"`
 }
 
+// String names the release and whether it carries gpuctl's release label.
 func (f FoundRelease) String() string {
 	s := f.Namespace + "/" + f.Name
 	if f.Gpuctl {
@@ -38,6 +34,7 @@ type UnrecordedError struct {
 	Releases []FoundRelease
 }
 
+// Error names the releases found and the way out, --adopt, on one line.
 func (e *UnrecordedError) Error() string {
 	names := make([]string, len(e.Releases))
 	for i, r := range e.Releases {
@@ -51,42 +48,16 @@ func (e *UnrecordedError) Error() string {
 // Unwrap makes the refusal a failed preflight.
 func (e *UnrecordedError) Unwrap() error { return preflight.ErrFailed }
 
-// RefuseUnrecorded returns an UnrecordedError when there is no install record, releases of gpuctl's
-// names exist and Adopt is not set; nil otherwise. It only reads: the engine asks it before taking
-// the lock, and Plan again under it.
-func (u *Uninstaller) RefuseUnrecorded(ctx context.Context) error {
-	if u.Record != nil || u.Adopt {
+// RefuseUnrecorded returns an UnrecordedError when s has no install record, releases of gpuctl's
+// names are installed and o does not adopt them; nil otherwise. It is pure: the engine asks it of
+// ReadReleases' snapshot before taking the lock, and Build asks it again of Read's under it.
+func RefuseUnrecorded(s *Snapshot, o Options) error {
+	if s.Record != nil || o.Adopt || len(s.Releases) == 0 {
 		return nil
 	}
-	rels, err := u.targets()
-	if err != nil || len(rels) == 0 {
-		return err
-	}
 	e := &UnrecordedError{}
-	for _, r := range rels {
-		managed, err := u.managedRelease(ctx, r)
-		if err != nil {
-			return err
-		}
-		e.Releases = append(e.Releases, FoundRelease{Name: r.name, Namespace: r.namespace, Gpuctl: managed})
+	for _, r := range byRole(s.Releases) {
+		e.Releases = append(e.Releases, FoundRelease{Name: r.Name, Namespace: r.Namespace, Gpuctl: r.Gpuctl})
 	}
 	return e
-}
-
-// managedRelease says whether the newest revision of release r carries gpuctl's release label, read
-// from Helm's storage Secrets (labelled owner=helm, name=<release>, version=<revision>, and with the
-// release's own labels: helm.sh/helm/v4 pkg/storage/driver/secrets.go at v4.3.1).
-func (u *Uninstaller) managedRelease(ctx context.Context, r uninstallRelease) (bool, error) {
-	sel := labels.SelectorFromSet(labels.Set{"owner": "helm", "name": r.name}).String()
-	secrets, err := u.Clients.Kube.CoreV1().Secrets(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return false, fmt.Errorf("read release %s's revisions: %w", r.name, err)
-	}
-	newest, managed := -1, false
-	for _, s := range secrets.Items {
-		if v, err := strconv.Atoi(s.Labels["version"]); err == nil && v > newest {
-			newest, managed = v, s.Labels[detect.ManagedReleaseLabel] == "true"
-		}
-	}
-	return managed, nil
 }

@@ -1,4 +1,4 @@
-package runner
+package uninstall
 
 import (
 	"context"
@@ -8,33 +8,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
-
-func olmObject(gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID, status map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind,
-		"metadata": map[string]any{"name": name, "namespace": ns}}}
-	if status != nil {
-		u.Object["status"] = status
-	}
-	u.SetUID(uid)
-	return u
-}
-
-func olmDynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
-	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		kube.SubscriptionsGVR: "SubscriptionList",
-		kube.CSVsGVR:          "ClusterServiceVersionList",
-		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
-	}, objs...)
-}
 
 func TestInstalledCSVs(t *testing.T) {
 	sub := func(ns, name, csv string) runtime.Object {
@@ -56,8 +36,7 @@ func TestInstalledCSVs(t *testing.T) {
 		{"a Subscription in another namespace is not the release's", []runtime.Object{sub("openshift-nfd", "nfd", "nfd.4.18.0")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &Uninstaller{Clients: &kube.Clients{Dynamic: olmDynamicClient(tc.subs...)}}
-			if got := u.installedCSVs(context.Background(), "nvidia-gpu-operator"); !reflect.DeepEqual(got, tc.want) {
+			if got := installedCSVs(context.Background(), olmDynamicClient(tc.subs...), "nvidia-gpu-operator"); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("CSVs %v, want %v", got, tc.want)
 			}
 		})
@@ -91,8 +70,8 @@ func TestDeleteCSV(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := olmDynamicClient(append([]runtime.Object{csvObj.DeepCopy()}, tc.left...)...)
-			u := &Uninstaller{Clients: &kube.Clients{Dynamic: dyn, Kube: fake.NewClientset(tc.deployments...)}, FinalizerWait: 1}
-			_, err := u.deleteCSV(context.Background(), ns, csv)
+			e := newExecution(&Executor{Clients: &kube.Clients{Dynamic: dyn, Kube: fake.NewClientset(tc.deployments...)}, FinalizerWait: 1}, &Plan{})
+			_, err := e.deleteCSV(context.Background(), ns, csv)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("err %v", err)
