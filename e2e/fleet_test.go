@@ -14,7 +14,7 @@ import (
 
 	docschema "github.com/gpuctl/gpuctl/e2e/schema"
 	"github.com/gpuctl/gpuctl/internal/cli"
-	"github.com/gpuctl/gpuctl/internal/fleet"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // TestFleet runs gpuctl status and verify over three sandboxes named as contexts of one kubeconfig:
@@ -72,7 +72,7 @@ func TestFleet(t *testing.T) {
 		if kind, err := docschema.Validate([]byte(stdout)); err != nil || kind != "FleetStatus" {
 			t.Errorf("-o json (%s) does not match its schema: %v", kind, err)
 		}
-		var doc fleet.Status
+		var doc ui.FleetStatus
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 			t.Fatalf("%v\n%s", err, stdout)
 		}
@@ -139,7 +139,7 @@ func TestFleet(t *testing.T) {
 		if kind, err := docschema.Validate([]byte(stdout)); err != nil || kind != "FleetVerify" {
 			t.Errorf("-o json (%s) does not match its schema: %v", kind, err)
 		}
-		var doc fleet.Verify
+		var doc ui.FleetVerify
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 			t.Fatal(err)
 		}

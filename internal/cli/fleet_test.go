@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/internal/fleet"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // writeFleetKubeconfig writes a kubeconfig with a context per name, each pointing at its server.
@@ -95,7 +95,7 @@ func TestFleetUnreachable(t *testing.T) {
 			var doc struct {
 				Kind     string
 				ExitCode int
-				Contexts []fleet.StatusEntry
+				Contexts []ui.FleetStatusEntry
 			}
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("%v\n%s", err, out)

@@ -13,10 +13,10 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/detect"
 	"github.com/gpuctl/gpuctl/internal/engine"
-	"github.com/gpuctl/gpuctl/internal/fleet"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/preflight"
 	"github.com/gpuctl/gpuctl/internal/render"
+	"github.com/gpuctl/gpuctl/internal/ui"
 )
 
 // APIVersion versions every document gpuctl prints with -o json|yaml, so a pipeline can tell when
@@ -25,7 +25,7 @@ const APIVersion = "gpuctl.io/v1alpha1"
 
 // genericNames are type names that say nothing without their package: detect.Result is
 // "DetectResult", preflight.Report "PreflightReport"; plan.Plan is "Plan", engine.InstallResult
-// "InstallResult"; fleet.Verify is "FleetVerify".
+// "InstallResult"; ui.FleetVerify is "FleetVerify".
 var genericNames = map[string]bool{"Result": true, "Report": true, "Status": true, "Summary": true, "Verify": true}
 
 // kindOf names a document by its Go type.
@@ -113,5 +113,5 @@ func writeYAML(w io.Writer, v any) error {
 func documents() []any {
 	return []any{&plan.Plan{}, &engine.InstallResult{}, &detect.Result{}, &preflight.Report{}, &Settings{},
 		&engine.StatusResult{}, &engine.UpgradeResult{}, &engine.UninstallResult{}, &engine.TaintResult{}, &render.ImageList{}, &engine.VerifyResult{}, &Version{},
-		&fleet.Status{}, &fleet.Verify{}}
+		&ui.FleetStatus{}, &ui.FleetVerify{}}
 }

@@ -153,9 +153,9 @@ func fleetStatus(ctx context.Context, w io.Writer, output string, style ui.Style
 		return res, exitCode(err), err
 	})
 	code, err := fleetResult(outcomes)
-	doc := &fleet.Status{ExitCode: code}
+	doc := &ui.FleetStatus{ExitCode: code}
 	for _, o := range outcomes {
-		doc.Contexts = append(doc.Contexts, fleet.StatusEntry{Context: o.Context, State: statusState(o.ExitCode), ExitCode: o.ExitCode, Error: errorText(o.Err), Result: o.Result})
+		doc.Contexts = append(doc.Contexts, ui.FleetStatusEntry{Context: o.Context, State: statusState(o.ExitCode), ExitCode: o.ExitCode, Error: errorText(o.Err), Result: o.Result})
 	}
 	if werr := writeResult(w, output, doc, func() error { return ui.PrintFleetStatus(w, doc, style) }); werr != nil {
 		return werr

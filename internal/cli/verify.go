@@ -163,9 +163,9 @@ func fleetVerify(ctx context.Context, w io.Writer, output string, style ui.Style
 		return res, exitCode(err), err
 	})
 	code, err := fleetResult(outcomes)
-	doc := &fleet.Verify{ExitCode: code}
+	doc := &ui.FleetVerify{ExitCode: code}
 	for _, out := range outcomes {
-		doc.Contexts = append(doc.Contexts, fleet.VerifyEntry{Context: out.Context, State: verifyState(out.ExitCode, o.DryRun), ExitCode: out.ExitCode, Error: errorText(out.Err), Result: out.Result})
+		doc.Contexts = append(doc.Contexts, ui.FleetVerifyEntry{Context: out.Context, State: verifyState(out.ExitCode, o.DryRun), ExitCode: out.ExitCode, Error: errorText(out.Err), Result: out.Result})
 	}
 	if werr := writeResult(w, output, doc, func() error { return ui.PrintFleetVerify(w, doc, style) }); werr != nil {
 		return werr

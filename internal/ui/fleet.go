@@ -7,13 +7,53 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
-	"github.com/gpuctl/gpuctl/internal/fleet"
 )
 
 // PrintFleetStatus prints gpuctl status over many contexts: one row per context in the run's order
 // (its state in a word, the operator release and profile of its install record, its validated GPU
+// FleetStatus is gpuctl status over many contexts (-o json): an entry per context in the order of the run,
+// and the worst exit code.
+type FleetStatus struct {
+	// ExitCode is the worst of the contexts' exit codes: the code gpuctl exits with.
+	ExitCode int                `json:"exitCode"`
+	Contexts []FleetStatusEntry `json:"contexts"`
+}
+
+// FleetStatusEntry is one context's status.
+type FleetStatusEntry struct {
+	Context string `json:"context"`
+	// State is the context's verdict in a word: healthy, not-ready, not-installed, or, without one,
+	// unreachable, interrupted or error.
+	State    string `json:"state"`
+	ExitCode int    `json:"exitCode"`
+	// Error is what ended the context's run when it did not report a verdict of its own (unreachable,
+	// forbidden, nothing installed); "" when none.
+	Error string `json:"error,omitempty"`
+	// Result is what gpuctl status -o json prints for the context alone (nil when it was not read).
+	Result *engine.StatusResult `json:"result,omitempty"`
+}
+
+// FleetVerify is gpuctl verify over many contexts (-o json).
+type FleetVerify struct {
+	ExitCode int                `json:"exitCode"`
+	Contexts []FleetVerifyEntry `json:"contexts"`
+}
+
+// FleetVerifyEntry is one context's verify run.
+type FleetVerifyEntry struct {
+	Context string `json:"context"`
+	// State is the context's verdict in a word: passed, failed, planned (--dry-run), not-ready (no GPU
+	// node labelled), not-installed, or, without one, locked, refused, unreachable, interrupted or
+	// error.
+	State    string `json:"state"`
+	ExitCode int    `json:"exitCode"`
+	Error    string `json:"error,omitempty"`
+	// Result is what gpuctl verify -o json prints for the context alone (nil when it did not run).
+	Result *engine.VerifyResult `json:"result,omitempty"`
+}
+
 // nodes of all, and why it is not healthy), then the tally.
-func PrintFleetStatus(w io.Writer, doc *fleet.Status, style Style) error {
+func PrintFleetStatus(w io.Writer, doc *FleetStatus, style Style) error {
 	b := &strings.Builder{}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTEXT\tSTATE\tOPERATOR\tPROFILE\tGPU NODES\tREASON")
@@ -46,7 +86,7 @@ func PrintFleetStatus(w io.Writer, doc *fleet.Status, style Style) error {
 }
 
 // statusReason is why a context is not healthy: its first failed check, else its error; "-" for none.
-func statusReason(e fleet.StatusEntry) string {
+func statusReason(e FleetStatusEntry) string {
 	if r := e.Result; r != nil && r.Installed {
 		for _, c := range r.Checks {
 			if c.State == engine.CheckFailed {
@@ -70,7 +110,7 @@ func validated(nodes []engine.NodeStatus) int {
 // PrintFleetVerify prints gpuctl verify over many contexts: one row per context in the run's order (its
 // state in a word, its GPU nodes that passed of those verified, and the first node that did not pass
 // with why, or the context's error), then the tally.
-func PrintFleetVerify(w io.Writer, doc *fleet.Verify, style Style) error {
+func PrintFleetVerify(w io.Writer, doc *FleetVerify, style Style) error {
 	b := &strings.Builder{}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTEXT\tSTATE\tPASSED\tREASON")
@@ -99,7 +139,7 @@ func PrintFleetVerify(w io.Writer, doc *fleet.Verify, style Style) error {
 
 // verifyReason is the first GPU node that did not pass and why (and how many more did not), what a dry
 // run would do, or the context's error; "-" for none.
-func verifyReason(e fleet.VerifyEntry) string {
+func verifyReason(e FleetVerifyEntry) string {
 	r := e.Result
 	if r != nil && r.DryRun && r.Plan != nil {
 		return fmt.Sprintf("would delete %d pod(s), create %d", len(r.Plan.Delete), len(r.Plan.Create))

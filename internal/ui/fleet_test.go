@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/engine"
-	"github.com/gpuctl/gpuctl/internal/fleet"
 	"github.com/gpuctl/gpuctl/internal/plan"
 	"github.com/gpuctl/gpuctl/internal/record"
 )
@@ -48,13 +47,13 @@ func TestPrintFleetStatusGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		style Style
-		doc   fleet.Status
+		doc   FleetStatus
 	}{
-		{name: "every context healthy", doc: fleet.Status{Contexts: []fleet.StatusEntry{
+		{name: "every context healthy", doc: FleetStatus{Contexts: []FleetStatusEntry{
 			{Context: "gke-prod-us", State: "healthy", Result: healthy},
 			{Context: "gke-prod-eu", State: "healthy", Result: healthy},
 		}}},
-		{name: "one not ready one not installed and one unreachable", style: Style{Color: true}, doc: fleet.Status{ExitCode: 9, Contexts: []fleet.StatusEntry{
+		{name: "one not ready one not installed and one unreachable", style: Style{Color: true}, doc: FleetStatus{ExitCode: 9, Contexts: []FleetStatusEntry{
 			{Context: "gke-prod-us", State: "healthy", Result: healthy},
 			{Context: "lab", State: "not-ready", ExitCode: 4, Error: "the GPU stack is not ready", Result: notReady},
 			{Context: "cpu-only", State: "not-installed", ExitCode: 7, Error: "nothing installed", Result: notInstalled},
@@ -78,13 +77,13 @@ func TestPrintFleetVerifyGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		style Style
-		doc   fleet.Verify
+		doc   FleetVerify
 	}{
-		{name: "every context passed", doc: fleet.Verify{Contexts: []fleet.VerifyEntry{
+		{name: "every context passed", doc: FleetVerify{Contexts: []FleetVerifyEntry{
 			{Context: "east", State: "passed", Result: &engine.VerifyResult{Passed: true, Nodes: []engine.NodeVerification{passed("gpu-1"), passed("gpu-2")}}},
 			{Context: "west", State: "passed", Result: &engine.VerifyResult{Passed: true, Nodes: []engine.NodeVerification{passed("gpu-1")}}},
 		}}},
-		{name: "failed nodes a dry run and a locked context", style: Style{Color: true}, doc: fleet.Verify{ExitCode: 6, Contexts: []fleet.VerifyEntry{
+		{name: "failed nodes a dry run and a locked context", style: Style{Color: true}, doc: FleetVerify{ExitCode: 6, Contexts: []FleetVerifyEntry{
 			{Context: "east", State: "failed", ExitCode: 8, Error: "1 of 3 GPU nodes did not pass", Result: &engine.VerifyResult{Nodes: []engine.NodeVerification{passed("gpu-1"),
 				{Node: "gpu-2", Outcome: engine.VerifyFailed, Reason: "container vectoradd exited with code 1 (Error)"},
 				{Node: "gpu-3", Outcome: engine.VerifyUnschedulable, Reason: "0/6 nodes are available"}}}},
