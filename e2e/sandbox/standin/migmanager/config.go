@@ -30,14 +30,21 @@ type ConfigEntry struct {
 	MigDevices map[string]int  `json:"mig-devices,omitempty"`
 }
 
-// ParseConfigs reads a mig-parted config file.
+// ParseConfigs reads a mig-parted config file. A file it cannot read (not YAML, not version v1) is an
+// *ApplyError in mig-parted apply's words, which exits on it before it touches a GPU (ParseConfigFile
+// in cmd/nvidia-mig-parted/assert/assert.go and (*Spec).UnmarshalJSON in api/spec/v1/spec.go of
+// NVIDIA/mig-parted at v0.10.0), so MIG manager marks the node failed. mig-parted's own validation of
+// the entries is not repeated here: see the package doc.
 func ParseConfigs(data []byte) (Configs, error) {
 	var c Configs
 	if err := yaml.Unmarshal(data, &c); err != nil {
-		return c, fmt.Errorf("mig-parted config: %w", err)
+		return c, &ApplyError{Reason: fmt.Sprintf("error parsing config file: unmarshal error: %v", err)}
+	}
+	if c.Version == "" {
+		return c, &ApplyError{Reason: "error parsing config file: unmarshal error: unable to parse with missing 'version' field"}
 	}
 	if c.Version != "v1" {
-		return c, fmt.Errorf("mig-parted config: unknown version %q", c.Version)
+		return c, &ApplyError{Reason: fmt.Sprintf("error parsing config file: unmarshal error: unknown version: %v", c.Version)}
 	}
 	return c, nil
 }
@@ -85,7 +92,7 @@ func (e *ApplyError) Error() string { return e.Reason }
 func (c Configs) Apply(name string, hw standin.Hardware, from standin.MIGLayout) (standin.MIGLayout, error) {
 	entries, ok := c.MigConfigs[name]
 	if !ok {
-		return from, &ApplyError{Reason: fmt.Sprintf("selected mig-config not present: %s", name)}
+		return from, &ApplyError{Reason: fmt.Sprintf("error selecting MIG config: selected mig-config not present: %s", name)}
 	}
 	out := standin.MIGLayout{Config: name, GPUs: make([]map[string]int, hw.GPUs)}
 	copy(out.GPUs, from.GPUs)

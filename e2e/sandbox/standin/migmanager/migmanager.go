@@ -60,8 +60,9 @@ func IsMIGManagerPod(p *corev1.Pod) bool {
 // migManagerStandIn is a STAND-IN for MIG manager as seen through the API: while a MIG-manager pod is
 // Running and Ready on a node with GPUs, a value of the node's nvidia.com/mig.config that its GPUs do
 // not have yet is applied: nvidia.com/mig.config.state becomes pending, then the GPUs take the layout
-// (standin.MIGHardware) and the state becomes success, or the state becomes failed (an
-// unknown config, MIG on a GPU without it, a profile the GPU does not offer). A failed config is not
+// (standin.MIGHardware) and the state becomes success, or the state becomes failed (a config file
+// it cannot read, an unknown config, MIG on a GPU without it, a profile the GPU does
+// not offer). A failed config is not
 // retried until the label changes or the pod is replaced, as MIG manager waits for the next label
 // change. The config file is the ConfigMap the pod mounts at /mig-parted-config (the operator's
 // default-mig-parted-config, or the ClusterPolicy's migManager.config), read when the config is
@@ -232,10 +233,10 @@ func (s *migManagerStandIn) reconcile(ctx context.Context, name string) error {
 		}
 	}
 	cfgs, err := s.configs(pod)
-	if err != nil {
-		return err // stays pending; retried
+	var applied standin.MIGLayout
+	if err == nil {
+		applied, err = cfgs.Apply(want, hw, layout)
 	}
-	applied, err := cfgs.Apply(want, hw, layout)
 	var applyErr *ApplyError
 	if errors.As(err, &applyErr) {
 		s.mu.Lock()
@@ -245,7 +246,7 @@ func (s *migManagerStandIn) reconcile(ctx context.Context, name string) error {
 		return s.patch(ctx, name, map[string]any{StateLabel: StateFailed})
 	}
 	if err != nil {
-		return err
+		return err // no config file to read yet: stays pending; retried
 	}
 	s.logf("mig-manager stand-in: node %s: applied %s: %s", name, want, applied.Encode())
 	s.mig.Set(name, applied)
