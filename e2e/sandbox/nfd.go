@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
+	nfdstandin "github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
@@ -36,13 +37,16 @@ func (c *Cluster) ensureNFD(ctx context.Context, opts Options, progress io.Write
 	return nil
 }
 
-// startNFD runs NFD's programs for NFD's pods (package nfd) until ctx is done, or, without them, the
-// stand-in.
+// startNFD runs NFD's programs for NFD v0.19.0's pods (package nfd) until ctx is done, and the stand-in
+// for the rest (every NFD pod when the programs do not run here).
 func (c *Cluster) startNFD(ctx context.Context, hw map[string]standin.Hardware, run func(string, func(context.Context) error)) {
 	if c.nfdBuild == nil {
 		run("nfd", func(ctx context.Context) error { return nfdStandIn(ctx, c, hw) })
 		return
 	}
+	// Pods of NFD's other versions (an older GPU operator release's chart pins v0.18.2) have no build
+	// here: the stand-in labels their nodes.
+	run("nfd", func(ctx context.Context) error { return nfdstandin.RunExcept(ctx, c.agents, hw, nfd.Runs, c.logf) })
 	factory := informers.NewSharedInformerFactory(c.Kube, 0)
 	c.nfd = nfd.Run(ctx, factory, nfd.Config{
 		Kube:       c.Kube,

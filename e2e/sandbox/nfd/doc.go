@@ -11,6 +11,7 @@
 // (NodeFeature objects, node labels, their field managers) is NFD's own.
 //
 // It does not run NFD for Red Hat's NFD Operator (its image is not upstream NFD; the stand-in in
-// standin/nfd labels OpenShift's nodes) nor on the benches' hundreds of nodes, where a process per node
-// does not fit (Options.NFDStandIn). Open it when real NFD does not label a sandbox's nodes.
+// standin/nfd labels OpenShift's nodes), for pods of NFD's other versions (the stand-in labels their
+// nodes: standin/nfd.RunExcept with Runs), nor on the benches' hundreds of nodes, where a process per
+// node does not fit (Options.NFDStandIn). Open it when real NFD does not label a sandbox's nodes.
 package nfd

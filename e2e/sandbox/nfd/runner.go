@@ -124,6 +124,14 @@ func container(p *corev1.Pod) (*corev1.Container, string) {
 	return nil, ""
 }
 
+// Runs reports whether the Runner runs pod's NFD program: a container of it runs nfd-master,
+// nfd-worker or nfd-gc from NFD's image of the version built. The NFD stand-in labels the nodes of
+// the other NFD pods (standin/nfd.RunExcept).
+func Runs(p *corev1.Pod) bool {
+	c, prog := container(p)
+	return prog != "" && upstreamImage(c.Image)
+}
+
 // upstreamImage reports whether image is NFD's own image of the version built
 // (registry.k8s.io/nfd/node-feature-discovery:v0.19.0, or a mirror of it, or its -minimal/-full variants).
 func upstreamImage(image string) bool {
@@ -146,7 +154,7 @@ func (r *Runner) reconcile(ctx context.Context) {
 			r.mu.Lock()
 			if !r.ignored[p.UID] {
 				r.ignored[p.UID] = true
-				r.cfg.Logf("nfd: not running %s for pod %s/%s: its image %s is not NFD %s, the build the sandbox has", prog, p.Namespace, p.Name, c.Image, toolchain.NFDVersion)
+				r.cfg.Logf("nfd: not running %s for pod %s/%s: its image %s is not NFD %s, the build the sandbox has; the NFD stand-in labels its node", prog, p.Namespace, p.Name, c.Image, toolchain.NFDVersion)
 			}
 			r.mu.Unlock()
 			continue

@@ -25,8 +25,9 @@ const nvidiaVendor = "10de"
 //     container shares its node's kernel;
 //   - proc/swaps (header only: no swap), and empty boot, lib and var.
 //
-// The CPU, memory, USB, network and storage sources find nothing here and report so in the worker's
-// log; their labels would be this machine's, not the simulated node's.
+// The memory, USB, network and storage sources find nothing here and report so in the worker's log;
+// the CPU source (CPUID) and kernel-config (/proc/config.gz, unprefixed) report this machine's, as a
+// container's report its host's.
 func writeTree(dir string, hw standin.Hardware, kernel string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
