@@ -1100,3 +1100,66 @@ func TestSplitPattern(t *testing.T) {
 		}
 	}
 }
+
+// nfdPCILabel is the label NFD gives a node with an NVIDIA GPU under gpuctl's NFD worker config
+// (sources.pci.deviceLabelFields: [vendor]).
+const nfdPCILabel = "feature.node.kubernetes.io/pci-10de.present"
+
+// assertNFDLabels checks that every node in nodes carries nfdPCILabel and that its managedFields
+// record it under nfd-master, the field manager internal/uninstall recognises as NFD's. With real
+// NFD (every sandbox but OpenShift's and the benches'), it also checks that the label came the real
+// way: a NodeFeature for the node, written by its nfd-worker.
+func assertNFDLabels(t *testing.T, c *sandbox.Cluster, nodes []string, real bool) {
+	t.Helper()
+	ctx := t.Context()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeFeatures := schema.GroupVersionResource{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Resource: "nodefeatures"}
+	for _, name := range nodes {
+		// The worker reports at start and nfd-master labels soon after; wait a little for both.
+		var node *corev1.Node
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			n, err := c.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			node = n
+			return n.Labels[nfdPCILabel] == "true", nil
+		})
+		if err != nil {
+			t.Errorf("node %s: no %s=true: %v (labels %v)", name, nfdPCILabel, err, node.Labels)
+			continue
+		}
+		var managers []string
+		for _, mf := range node.ManagedFields {
+			if mf.FieldsV1 == nil {
+				continue
+			}
+			var fields struct {
+				Metadata struct {
+					Labels map[string]json.RawMessage `json:"f:labels"`
+				} `json:"f:metadata"`
+			}
+			if json.Unmarshal(mf.FieldsV1.Raw, &fields) == nil {
+				if _, ok := fields.Metadata.Labels["f:"+nfdPCILabel]; ok {
+					managers = append(managers, mf.Manager)
+				}
+			}
+		}
+		if !slices.Equal(managers, []string{"nfd-master"}) {
+			t.Errorf("node %s: %s is managed by %v, want [nfd-master]", name, nfdPCILabel, managers)
+		}
+		if !real {
+			continue
+		}
+		list, err := dyn.Resource(nodeFeatures).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "nfd.node.kubernetes.io/node-name=" + name})
+		if err != nil {
+			t.Fatalf("list NodeFeatures: %v", err)
+		}
+		if len(list.Items) == 0 {
+			t.Errorf("node %s: no NodeFeature: its label did not come from an nfd-worker", name)
+		}
+	}
+}

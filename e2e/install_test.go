@@ -180,6 +180,10 @@ func TestInstallWithNoFlags(t *testing.T) {
 				}
 			})
 
+			t.Run("every GPU node's NFD labels are nfd-master's, the manager uninstall takes them back by", func(t *testing.T) {
+				assertNFDLabels(t, c, gpuNodes, tc.distro != "openshift")
+			})
+
 			t.Run("the real operator reports the ClusterPolicy ready and Reconciled", func(t *testing.T) {
 				assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 			})

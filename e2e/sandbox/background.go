@@ -17,7 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
-	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
+	nfdstandin "github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/olm"
 )
 
@@ -39,7 +39,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	}
 	// The stand-ins do what a node's own agents do (its kubelet, its nfd-worker), thousands of them in
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
-	run("nfd", func(ctx context.Context) error { return nfd.Run(ctx, c.agents, hw, c.logf) })
+	c.startNFD(ctx, hw, run)
 	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.mig, c.logf) })
 	run("mig-manager", func(ctx context.Context) error {
 		return migmanager.Run(ctx, c.agents, hw, c.mig, c.defaultMIGPartedConfig, c.logf)
@@ -51,7 +51,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 			c.logf("olm stand-in not started: %v", err)
 		} else {
 			run("olm", func(ctx context.Context) error { return olm.Run(ctx, c.Kube, dyn, c.bundleCRDs, c.logf) })
-			run("nfd-operator", func(ctx context.Context) error { return nfd.RunOperator(ctx, c.Kube, dyn, c.logf) })
+			run("nfd-operator", func(ctx context.Context) error { return nfdstandin.RunOperator(ctx, c.Kube, dyn, c.logf) })
 		}
 	}
 	if !noOperator {
@@ -155,4 +155,9 @@ func readCRDs(dir string) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// nfdStandIn runs the NFD stand-in (standin/nfd) where NFD's own programs do not run (Options.NFDStandIn).
+func nfdStandIn(ctx context.Context, c *Cluster, hw map[string]standin.Hardware) error {
+	return nfdstandin.Run(ctx, c.agents, hw, c.logf)
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/gitops"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
@@ -66,6 +67,12 @@ type Options struct {
 	// source-controller and helm-controller, with their CRDs and namespace (Cluster.FluxNamespace).
 	// Flux implies Registry.
 	GitOps string
+	// NFDStandIn labels the nodes with the NFD stand-in (standin/nfd) instead of running Node Feature
+	// Discovery's own nfd-master, nfd-worker and nfd-gc (package nfd): for the benches' hundreds of
+	// nodes, where a worker process per node does not fit on the machine. OpenShift sandboxes always
+	// use the stand-in (Red Hat's NFD Operator runs its own NFD build), and so does a machine where a
+	// worker cannot get its own mount namespace (not root); sandbox.log says which runs.
+	NFDStandIn bool
 }
 
 // GitOpsFlux is the Options.GitOps that runs Flux.
@@ -103,8 +110,14 @@ type Cluster struct {
 	operatorVersion string
 	cp              *controlplane.ControlPlane
 	operator        *operator.Follower
-	cancel          context.CancelFunc
-	bg              sync.WaitGroup
+	// nfd runs Node Feature Discovery's programs (nil: the stand-in labels the nodes); nfdBuild and
+	// nfdMount are what it runs with, decided by prepare.
+	nfd      *nfd.Runner
+	nfdBuild *toolchain.NFD
+	nfdMount string
+	nfdWhy   string // why the stand-in runs instead
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
 	// registry and flux are the GitOps programs asked for (nil/"": none); gitops runs them.
 	registry string
 	flux     *toolchain.Flux
@@ -173,6 +186,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	bgCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
+	if c.nfdBuild == nil {
+		step("NFD: the stand-in labels the nodes (%s)", c.nfdWhy)
+	} else {
+		step("NFD: Node Feature Discovery %s's own nfd-master, nfd-worker and nfd-gc run for its pods", toolchain.NFDVersion)
+	}
 	c.startBackground(bgCtx, opts.NoOperator)
 
 	step("waiting for %d nodes to be Ready", len(c.Nodes))
@@ -214,6 +232,9 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 	}
 	c := &Cluster{Scenario: s, Flavor: flavor, Tools: tools, keepDir: opts.KeepDir, operatorVersion: release.Version, mig: standin.NewMIGHardware()}
 	if err := c.ensureGitOpsTools(ctx, opts, progress); err != nil {
+		return nil, "", err
+	}
+	if err := c.ensureNFD(ctx, opts, progress); err != nil {
 		return nil, "", err
 	}
 	opBuild, opWarning, err := tools.Operator(release.Version)
@@ -445,6 +466,9 @@ func (c *Cluster) Stop() {
 		if c.operator != nil {
 			c.operator.Stop()
 		}
+		if c.nfd != nil {
+			c.nfd.Stop()
+		}
 		c.cp.Stop()
 		if c.log != nil {
 			c.log.Close()
@@ -461,6 +485,9 @@ func (c *Cluster) PIDs() []int {
 	if c.operator != nil {
 		pids = append(pids, c.operator.PIDs()...)
 	}
+	if c.nfd != nil {
+		pids = append(pids, c.nfd.PIDs()...)
+	}
 	return pids
 }
 
@@ -470,6 +497,12 @@ func (c *Cluster) LogTails(n int) string {
 	names := append([]string{"sandbox"}, c.cp.Names()...)
 	names = append(names, gitops.LogNames()...)
 	names = append(names, "gpu-operator")
+	// NFD's programs log per pod (nfd-<pod>.log, package nfd).
+	if logs, err := filepath.Glob(filepath.Join(c.Dir, "nfd-*.log")); err == nil {
+		for _, l := range logs {
+			names = append(names, strings.TrimSuffix(filepath.Base(l), ".log"))
+		}
+	}
 	for _, name := range names {
 		t := controlplane.TailFile(filepath.Join(c.Dir, name+".log"), n)
 		if t == "" {

@@ -126,10 +126,10 @@ func TestFlavoursLookRealThroughTheAPI(t *testing.T) {
 	}
 }
 
-// The NFD stand-in labels nodes once an NFD master and a worker run, with the label form the worker's
+// The NFD stand-in (which the benches use; other sandboxes run NFD's own programs) labels nodes once an NFD master and a worker run, with the label form the worker's
 // configuration asks for, and takes its labels away when NFD is uninstalled.
 func TestNFDStandInLabelsNodesLikeNFD(t *testing.T) {
-	c := StartT(t, Options{Scenario: Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true})
+	c := StartT(t, Options{Scenario: Scenario{Distro: "kubeadm", GPUNodes: 2, CPUNodes: 1}, NoOperator: true, NFDStandIn: true})
 	ctx := t.Context()
 	gpu, cpu := gpuNodeNames(c)
 	const ns = "default"

@@ -27,7 +27,16 @@ const (
 	FluxSourceControllerVersion = toolchain.FluxSourceControllerVersion
 	FluxHelmControllerVersion   = toolchain.FluxHelmControllerVersion
 	RegistryVersion             = toolchain.RegistryVersion
+	NFDVersion                  = toolchain.NFDVersion
 )
+
+// NFD are Node Feature Discovery's programs in the tool cache (toolchain.NFD).
+type NFD = toolchain.NFD
+
+// EnsureNFD builds nfd-master, nfd-worker and nfd-gc (toolchain.EnsureNFD).
+func EnsureNFD(ctx context.Context, cacheDir string, progress io.Writer) (*NFD, error) {
+	return toolchain.EnsureNFD(ctx, cacheDir, progress)
+}
 
 // Flux are Flux's controllers in the tool cache (toolchain.Flux).
 type Flux = toolchain.Flux

@@ -15,8 +15,10 @@ import (
 // client that names no field manager is recorded under its user agent's program name
 // (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so:
 //   - nfd-master: Node Feature Discovery's labels and annotations (kubernetes-sigs/node-feature-discovery
-//     pkg/nfd-master/nfd-master.go patches nodes with a client pkg/utils/kubernetes.go builds without a
-//     user agent; Red Hat's NFD Operator runs the same nfd-master). GPU feature discovery's nvidia.com/gpu.* labels
+//     v0.19.0 pkg/nfd-master/nfd-master.go:1576 patches nodes with empty PatchOptions, through a client
+//     pkg/utils/kubernetes.go:51-56 builds without a user agent, so client-go's default one names the
+//     program, os.Args[0]; Red Hat's NFD Operator runs the same nfd-master). The sandbox runs the real
+//     nfd-master v0.19.0 and TestInstallWithNoFlags reads this manager back from the nodes' managedFields. GPU feature discovery's nvidia.com/gpu.* labels
 //     reach the node the same way, through NodeFeature objects nfd-master applies.
 //   - gpu-operator: NVIDIA's operator, its node labelling and its driver upgrade controller
 //     (NVIDIA/gpu-operator controllers/nodelabeling_controller.go and upgrade_controller.go at v26.7.0,

@@ -119,6 +119,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "flux source-controller %s: %s\nflux helm-controller %s: %s\n",
 			sandbox.FluxSourceControllerVersion, flux.SourceController, sandbox.FluxHelmControllerVersion, flux.HelmController)
+		// Node Feature Discovery's own programs, which sandboxes run for NFD's pods.
+		nfd, err := sandbox.EnsureNFD(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "nfd-master, nfd-worker, nfd-gc %s: %s, %s, %s\n", sandbox.NFDVersion, nfd.Master, nfd.Worker, nfd.GC)
 		for _, r := range releases() {
 			if b, ok := t.Operators[r]; ok {
 				fmt.Fprintf(stdout, "GPU operator controller %s (built from NVIDIA's sources): %s\n", r, b.Binary)

@@ -121,6 +121,8 @@ type nfdOwnership struct {
 // sources, NodeFeatureRules, NodeFeature objects, taints and extended resources, and the -instance
 // and -extra-label-ns flags.
 type nfdStandIn struct {
+	// real reports the worker pods NFD's own programs run for (nil: none); the stand-in skips them.
+	real func(*corev1.Pod) bool
 	cs   kubernetes.Interface
 	hw   map[string]standin.Hardware
 	logf func(string, ...any)
@@ -154,8 +156,17 @@ type nfdWorkerConfig struct {
 // their hardware; nodes not in it have none (no GPUs, empty os-release). It needs list/watch on nodes,
 // pods, daemonsets and configmaps and patch on nodes.
 func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, logf func(string, ...any)) error {
+	return RunExcept(ctx, cs, hw, nil, logf)
+}
+
+// RunExcept is Run leaving alone the worker pods real reports true for: those NFD's own nfd-worker
+// runs for (package sandbox/nfd, NFD v0.19.0's image), while the stand-in labels the nodes of NFD's
+// other versions (the v0.18.2 an older GPU operator release's chart pins, say), which the sandbox
+// has no build of.
+func RunExcept(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, real func(*corev1.Pod) bool, logf func(string, ...any)) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &nfdStandIn{
+		real:       real,
 		cs:         cs,
 		hw:         hw,
 		logf:       logf,
@@ -288,7 +299,8 @@ func (s *nfdStandIn) runningWorker(node string) (*corev1.Pod, error) {
 	}
 	var worker *corev1.Pod
 	for _, p := range onNode {
-		if p.Status.Phase == corev1.PodRunning && standin.PodSpecRuns(&p.Spec, "nfd-worker") && !standin.PodSpecRuns(&p.Spec, "nfd-master") {
+		if p.Status.Phase == corev1.PodRunning && standin.PodSpecRuns(&p.Spec, "nfd-worker") && !standin.PodSpecRuns(&p.Spec, "nfd-master") &&
+			(s.real == nil || !s.real(p)) {
 			worker = p
 		}
 	}

@@ -225,3 +225,31 @@ func TestNFDStandInHonoursWorkerConfig(t *testing.T) {
 		})
 	}
 }
+
+// Where NFD's own worker runs for a pod (sandbox/nfd), the stand-in leaves its node to it and labels
+// only the nodes of the workers it does not run.
+func TestNFDStandInLeavesTheRealWorkersNodesAlone(t *testing.T) {
+	cs := fake.NewClientset(standintest.Node("gpu-0", testKernel, nil), standintest.Node("gpu-1", testKernel, nil))
+	standintest.CreateTyped(t, cs.AppsV1().DaemonSets(nfdTestNS).Create, nfdWorkerDS())
+	standintest.CreateTyped(t, cs.CoreV1().Pods(nfdTestNS).Create, nfdWorkerPod("worker-real", "gpu-0", false))
+	standintest.CreateTyped(t, cs.CoreV1().Pods(nfdTestNS).Create, nfdWorkerPod("worker-other", "gpu-1", false))
+	standintest.CreateTyped(t, cs.CoreV1().Pods(nfdTestNS).Create, nfdMasterPod(true))
+	hw := map[string]standin.Hardware{"gpu-0": testGPUHardware, "gpu-1": testGPUHardware}
+	real := func(p *corev1.Pod) bool { return p.Name == "worker-real" }
+	standintest.Start(t, func(ctx context.Context, logf func(string, ...any)) error { return RunExcept(ctx, cs, hw, real, logf) })
+
+	standintest.EventuallyOK(t, "gpu-1, whose worker the stand-in plays, gets NFD's labels", func(ctx context.Context) (string, error) {
+		n, err := standintest.GetNode(ctx, cs, "gpu-1")
+		if err != nil || n.Labels[kernelFullLabel] == "" {
+			return "no kernel label on gpu-1", err
+		}
+		return "", nil
+	})
+	standintest.ConsistentlyOK(t, "gpu-0, whose worker is real, gets nothing from the stand-in", 300*time.Millisecond, func(ctx context.Context) (string, error) {
+		n, err := standintest.GetNode(ctx, cs, "gpu-0")
+		if err == nil && len(n.Annotations[FeatureLabelsAnnotation]) > 0 {
+			return "the stand-in labelled gpu-0", nil
+		}
+		return "", err
+	})
+}
