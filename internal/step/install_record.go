@@ -65,16 +65,20 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 		return nil, err
 	}
 	b := &recordBefore{prev: prev}
-	if b.crds, err = x.crdsBefore(ctx); err != nil {
+	planned, err := recordedOf(x.plan)
+	if err != nil {
 		return nil, err
 	}
-	if b.namespaces, err = x.namespacesBefore(ctx); err != nil {
+	if b.crds, err = x.crdsBefore(ctx, planned.CRDs); err != nil {
+		return nil, err
+	}
+	if b.namespaces, err = x.namespacesBefore(ctx, planned.Namespaces); err != nil {
 		return nil, err
 	}
 	if b.releases, err = x.releasesBefore(); err != nil {
 		return nil, err
 	}
-	if b.objects, err = x.objectsBefore(ctx); err != nil {
+	if b.objects, err = x.objectsBefore(ctx, planned.Objects); err != nil {
 		return nil, err
 	}
 	if b.customResources, err = x.customResourcesBefore(ctx); err != nil {
@@ -87,13 +91,9 @@ func (x *executor) snapshotBefore(ctx context.Context) (*recordBefore, error) {
 }
 
 // crdsBefore says which of the plan's CRDs exist.
-func (x *executor) crdsBefore(ctx context.Context) (map[string]bool, error) {
-	planned, err := recordedOf(x.plan)
-	if err != nil {
-		return nil, err
-	}
+func (x *executor) crdsBefore(ctx context.Context, crds []string) (map[string]bool, error) {
 	exist := map[string]bool{}
-	for _, name := range planned.CRDs {
+	for _, name := range crds {
 		_, err := x.clients.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read CRD %s: %w", name, err)
@@ -104,13 +104,9 @@ func (x *executor) crdsBefore(ctx context.Context) (map[string]bool, error) {
 }
 
 // namespacesBefore says which of the plan's namespaces exist.
-func (x *executor) namespacesBefore(ctx context.Context) (map[string]bool, error) {
-	planned, err := recordedOf(x.plan)
-	if err != nil {
-		return nil, err
-	}
+func (x *executor) namespacesBefore(ctx context.Context, namespaces []string) (map[string]bool, error) {
 	exist := map[string]bool{}
-	for _, ns := range planned.Namespaces {
+	for _, ns := range namespaces {
 		_, err := x.clients.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("read namespace %s: %w", ns, err)
@@ -139,13 +135,9 @@ func (x *executor) releasesBefore() (map[string]bool, error) {
 }
 
 // objectsBefore says which of the plan's other objects exist.
-func (x *executor) objectsBefore(ctx context.Context) (map[record.Object]bool, error) {
-	planned, err := recordedOf(x.plan)
-	if err != nil {
-		return nil, err
-	}
+func (x *executor) objectsBefore(ctx context.Context, objects []record.Object) (map[record.Object]bool, error) {
 	exist := map[record.Object]bool{}
-	for _, o := range planned.Objects {
+	for _, o := range objects {
 		found, err := objectExists(ctx, x.clients, o)
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
