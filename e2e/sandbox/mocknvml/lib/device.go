@@ -146,6 +146,21 @@ func nvmlDeviceGetSupportedEventTypes(device uintptr, types *uint64) int32 {
 	})
 }
 
+//export nvmlDeviceGetTopologyCommonAncestor
+func nvmlDeviceGetTopologyCommonAncestor(device1, device2 uintptr, pathInfo *uint32) int32 {
+	return onDevice("nvmlDeviceGetTopologyCommonAncestor", device1, func(d nvml.Device) nvml.Return {
+		other, r := device(device2)
+		if r != nvml.SUCCESS {
+			return r
+		}
+		level, r := d.GetTopologyCommonAncestor(other)
+		if r != nvml.SUCCESS {
+			return r
+		}
+		return putUint(pathInfo, int(level))
+	})
+}
+
 // put writes a successful answer v to the caller's struct at p, which has v's type: go-nvml's Go
 // types are cgo -godefs of nvml.h's structs (pkg/nvml/types_gen.go), so they have the C layout.
 func put[T any](p unsafe.Pointer, v T, r nvml.Return) nvml.Return {

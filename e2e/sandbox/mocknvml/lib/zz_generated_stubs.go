@@ -657,11 +657,6 @@ func nvmlDeviceGetTemperatureV() int32 { return notSupported("nvmlDeviceGetTempe
 //export nvmlDeviceGetThermalSettings
 func nvmlDeviceGetThermalSettings() int32 { return notSupported("nvmlDeviceGetThermalSettings") }
 
-//export nvmlDeviceGetTopologyCommonAncestor
-func nvmlDeviceGetTopologyCommonAncestor() int32 {
-	return notSupported("nvmlDeviceGetTopologyCommonAncestor")
-}
-
 //export nvmlDeviceGetTopologyNearestGpus
 func nvmlDeviceGetTopologyNearestGpus() int32 {
 	return notSupported("nvmlDeviceGetTopologyNearestGpus")
@@ -1287,4 +1282,4 @@ func nvmlVgpuTypeGetNumDisplayHeads() int32 { return notSupported("nvmlVgpuTypeG
 func nvmlVgpuTypeGetResolution() int32 { return notSupported("nvmlVgpuTypeGetResolution") }
 
 // stubbed is how many of nvml.h's 396 functions the stubs above answer.
-const stubbed = 344
+const stubbed = 343

@@ -72,6 +72,7 @@ func (g *GPU) setFuncs() {
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
 		return nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEccError | nvml.EventTypeSingleBitEccError, nvml.SUCCESS
 	}
+	d.GetTopologyCommonAncestorFunc = g.topologyCommonAncestor
 	if !g.cfg.MIGCapable {
 		notSupported := func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 		d.GetMigModeFunc = notSupported
@@ -103,6 +104,21 @@ func (g *GPU) pciInfo() (nvml.PciInfo, nvml.Return) {
 	legacy := fmt.Sprintf("%04X:%02X:%02X.0", p.Domain, p.Bus, p.Device)
 	copy(p.BusIdLegacy[:len(p.BusIdLegacy)-1], legacy)
 	return p, nvml.SUCCESS
+}
+
+// topologyCommonAncestor answers go-gpuallocator, whose preferred allocation (NVIDIA's device plugin,
+// GetPreferredAllocation) fails without it (internal/links/device.go at v0.6.0, GetP2PLink). The mock
+// has no PCIe tree: a GPU and itself share the board (NVML_TOPOLOGY_INTERNAL), any two GPUs of the
+// node its NUMA node (NVML_TOPOLOGY_NODE).
+func (g *GPU) topologyCommonAncestor(other nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
+	uuid, r := other.GetUUID()
+	switch {
+	case r != nvml.SUCCESS:
+		return 0, nvml.ERROR_INVALID_ARGUMENT
+	case uuid == g.UUID:
+		return nvml.TOPOLOGY_INTERNAL, nvml.SUCCESS
+	}
+	return nvml.TOPOLOGY_NODE, nvml.SUCCESS
 }
 
 func (g *GPU) migDeviceByIndex(i int) (nvml.Device, nvml.Return) {
