@@ -43,7 +43,7 @@ func EnsureMockNVML(ctx context.Context, cacheDir string, progress io.Writer) (s
 		name:   "mocknvml",
 		args:   []string{"-buildmode=c-shared", "-o", MockNVMLLibrary, mockNVMLPackage},
 		output: MockNVMLLibrary,
-		expect: "about 2 minutes",
+		expect: "under a minute",
 		key:    func(ctx context.Context, root string) (string, error) { return sourceKey(ctx, root, mockNVMLPackage) },
 	}
 	return b.ensure(ctx, cacheDir, progress)
@@ -65,7 +65,7 @@ func EnsureNVIDIADevicePlugin(ctx context.Context, cacheDir string, progress io.
 			name:   p.cmd + "-" + DevicePluginVersion,
 			args:   []string{"-ldflags", ldflags, "-o", p.cmd, mod + "/cmd/" + p.cmd},
 			output: p.cmd,
-			expect: "about 3 minutes",
+			expect: "about 2 minutes",
 			key: func(ctx context.Context, root string) (string, error) {
 				return moduleKey(ctx, root, ldflags+" "+p.cmd)
 			},

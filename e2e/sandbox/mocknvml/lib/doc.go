@@ -7,10 +7,13 @@
 // only translates between that nvml.Interface and C.
 //
 // Every function go-nvml's nvml.h declares is exported: those NVIDIA's device plugin and GFD v0.19.0
-// call on their paths (and go-nvlib's pkg/nvlib/device and info under them) by hand, in system.go,
-// device.go, mig.go and events.go; all others by generated stubs (zz_generated_stubs.go, `go generate`)
-// that answer NVML_ERROR_NOT_SUPPORTED. A hand-implemented function the mock has no answer for answers
-// NVML_ERROR_NOT_SUPPORTED too. GPUCTL_MOCK_NVML_TRACE=1 logs every call and its result to stderr.
+// call on their paths (and go-nvlib's pkg/nvlib/device and info, and go-gpuallocator's topology,
+// under them) by hand, in main.go (init, shutdown, error strings), system.go, device.go, mig.go,
+// instances.go and events.go; all others by generated stubs (zz_generated_stubs.go, `go generate`)
+// that answer NVML_ERROR_NOT_SUPPORTED, which those callers tolerate where they reach them (fabric
+// info, NVLink state, addressing mode). A hand-implemented function the mock has no answer for
+// answers NVML_ERROR_NOT_SUPPORTED too. GPUCTL_MOCK_NVML_TRACE=1 logs every call and its result to
+// stderr: the way to find what a new caller needs.
 //
 // The ABI: exported functions take handles as uintptr and structs as unsafe.Pointer, and write the
 // structs through go-nvml's Go types, which cgo -godefs generated from the same nvml.h (types_gen.go);
