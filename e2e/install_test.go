@@ -184,6 +184,19 @@ func TestInstallWithNoFlags(t *testing.T) {
 				assertNFDLabels(t, c, gpuNodes, tc.distro != "openshift")
 			})
 
+			t.Run("NVIDIA's GFD labels every GPU node, and a pod gets a GPU from NVIDIA's device plugin", func(t *testing.T) {
+				if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
+					t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+				}
+				assertGFDLabels(t, c, res.Plan.Namespace, gpuNodes)
+				ids, answer := allocate(t, c, gpuNodes[0], "nvidia.com/gpu", 1)
+				// The GPU operator turns CDI on: the plugin names the device as a CDI device
+				// (k8s.device-plugin.nvidia.com/gpu=<UUID>), not in NVIDIA_VISIBLE_DEVICES.
+				if len(ids) != 1 || !strings.HasPrefix(ids[0], "GPU-") || !strings.Contains(answer, "="+ids[0]) {
+					t.Errorf("the plugin handed out %v answering %s, want one GPU UUID (GPU-…) the answer names", ids, answer)
+				}
+			})
+
 			t.Run("the real operator reports the ClusterPolicy ready and Reconciled", func(t *testing.T) {
 				assertReconciled(t, c, res.Plan.Step("wait-clusterpolicy").Target)
 			})

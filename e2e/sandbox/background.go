@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
-	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/deviceplugin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/dra"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin/migmanager"
 	nfdstandin "github.com/gpuctl/gpuctl/e2e/sandbox/standin/nfd"
@@ -40,7 +39,7 @@ func (c *Cluster) startBackground(ctx context.Context, noOperator bool) {
 	// The stand-ins do what a node's own agents do (its kubelet, its nfd-worker), thousands of them in
 	// parallel on a large cluster: they use the agents' client, which has no client-side limit.
 	c.startNFD(ctx, hw, run)
-	run("device-plugin", func(ctx context.Context) error { return deviceplugin.Run(ctx, c.agents, hw, c.mig, c.logf) })
+	c.startDevicePlugin(ctx, hw, run)
 	run("mig-manager", func(ctx context.Context) error {
 		return migmanager.Run(ctx, c.agents, hw, c.mig, c.defaultMIGPartedConfig, c.logf)
 	})

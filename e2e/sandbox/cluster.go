@@ -34,8 +34,9 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/gitops"
-	"github.com/gpuctl/gpuctl/e2e/sandbox/nfd"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/gpunode"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/operator"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/podrun"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 	"github.com/gpuctl/gpuctl/internal/bundle"
@@ -73,6 +74,10 @@ type Options struct {
 	// use the stand-in (Red Hat's NFD Operator runs its own NFD build), and so does a machine where a
 	// worker cannot get its own mount namespace (not root); sandbox.log says which runs.
 	NFDStandIn bool
+	// DevicePluginStandIn serves the GPU nodes with the device-plugin stand-in (standin/deviceplugin)
+	// instead of running NVIDIA's device plugin and GPU Feature Discovery over a mock NVML per node
+	// (package gpunode): for the benches. Where NFD's stand-in runs, so does this one.
+	DevicePluginStandIn bool
 }
 
 // GitOpsFlux is the Options.GitOps that runs Flux.
@@ -112,12 +117,18 @@ type Cluster struct {
 	operator        *operator.Follower
 	// nfd runs Node Feature Discovery's programs (nil: the stand-in labels the nodes); nfdBuild and
 	// nfdMount are what it runs with, decided by prepare.
-	nfd      *nfd.Runner
+	nfd      *podrun.Supervisor
 	nfdBuild *toolchain.NFD
 	nfdMount string
 	nfdWhy   string // why the stand-in runs instead
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
+	// gpunode runs NVIDIA's device plugin and GFD (nil: the stand-in serves the nodes), with
+	// gpunodeBuild and mockNVML, decided by prepare.
+	gpunode      *gpunode.Runner
+	gpunodeBuild *toolchain.DevicePlugin
+	mockNVML     string
+	gpunodeWhy   string
+	cancel       context.CancelFunc
+	bg           sync.WaitGroup
 	// registry and flux are the GitOps programs asked for (nil/"": none); gitops runs them.
 	registry string
 	flux     *toolchain.Flux
@@ -191,6 +202,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	} else {
 		step("NFD: Node Feature Discovery %s's own nfd-master, nfd-worker and nfd-gc run for its pods", toolchain.NFDVersion)
 	}
+	if c.gpunodeBuild == nil {
+		step("device plugin and GFD: the stand-in serves the GPU nodes (%s)", c.gpunodeWhy)
+	} else {
+		step("device plugin and GFD: NVIDIA's own %s run for their pods, over a mock NVML per GPU node", toolchain.DevicePluginVersion)
+	}
 	c.startBackground(bgCtx, opts.NoOperator)
 
 	step("waiting for %d nodes to be Ready", len(c.Nodes))
@@ -235,6 +251,9 @@ func prepare(ctx context.Context, opts Options, progress io.Writer) (*Cluster, s
 		return nil, "", err
 	}
 	if err := c.ensureNFD(ctx, opts, progress); err != nil {
+		return nil, "", err
+	}
+	if err := c.ensureGPUNode(ctx, opts, progress); err != nil {
 		return nil, "", err
 	}
 	opBuild, opWarning, err := tools.Operator(release.Version)
@@ -469,6 +488,9 @@ func (c *Cluster) Stop() {
 		if c.nfd != nil {
 			c.nfd.Stop()
 		}
+		if c.gpunode != nil {
+			c.gpunode.Stop()
+		}
 		c.cp.Stop()
 		if c.log != nil {
 			c.log.Close()
@@ -487,6 +509,9 @@ func (c *Cluster) PIDs() []int {
 	}
 	if c.nfd != nil {
 		pids = append(pids, c.nfd.PIDs()...)
+	}
+	if c.gpunode != nil {
+		pids = append(pids, c.gpunode.PIDs()...)
 	}
 	return pids
 }

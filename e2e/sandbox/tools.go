@@ -28,6 +28,7 @@ const (
 	FluxHelmControllerVersion   = toolchain.FluxHelmControllerVersion
 	RegistryVersion             = toolchain.RegistryVersion
 	NFDVersion                  = toolchain.NFDVersion
+	DevicePluginVersion         = toolchain.DevicePluginVersion
 )
 
 // NFD are Node Feature Discovery's programs in the tool cache (toolchain.NFD).
@@ -36,6 +37,19 @@ type NFD = toolchain.NFD
 // EnsureNFD builds nfd-master, nfd-worker and nfd-gc (toolchain.EnsureNFD).
 func EnsureNFD(ctx context.Context, cacheDir string, progress io.Writer) (*NFD, error) {
 	return toolchain.EnsureNFD(ctx, cacheDir, progress)
+}
+
+// DevicePlugin are NVIDIA's device plugin programs in the tool cache (toolchain.DevicePlugin).
+type DevicePlugin = toolchain.DevicePlugin
+
+// EnsureDevicePlugin builds NVIDIA's device plugin, GFD and config-manager (toolchain.EnsureDevicePlugin).
+func EnsureDevicePlugin(ctx context.Context, cacheDir string, progress io.Writer) (*DevicePlugin, error) {
+	return toolchain.EnsureDevicePlugin(ctx, cacheDir, progress)
+}
+
+// EnsureMockNVML builds the mock libnvidia-ml.so.1 (toolchain.EnsureMockNVML).
+func EnsureMockNVML(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
+	return toolchain.EnsureMockNVML(ctx, cacheDir, progress)
 }
 
 // Flux are Flux's controllers in the tool cache (toolchain.Flux).

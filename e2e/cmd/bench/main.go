@@ -148,9 +148,10 @@ func (b *bench) measure(ctx context.Context, stderr io.Writer) error {
 	start := time.Now()
 	c, err := sandbox.Start(ctx, sandbox.Options{
 		Scenario: sandbox.Scenario{Distro: b.o.distro, GPUNodes: b.o.gpuNodes, CPUNodes: b.o.cpuNodes}, Progress: stderr,
-		// A real nfd-worker per node is a process per node: 500 or 2,000 of them do not fit on the
-		// machine, so the benches label nodes with the NFD stand-in (standin/nfd) and say so.
-		NFDStandIn: true,
+		// A real nfd-worker, device plugin and GFD are processes per node: 500 or 2,000 of each do not
+		// fit on the machine, so the benches use the NFD and device-plugin stand-ins and say so.
+		NFDStandIn:          true,
+		DevicePluginStandIn: true,
 	})
 	if err != nil {
 		return err
@@ -159,6 +160,7 @@ func (b *bench) measure(ctx context.Context, stderr io.Writer) error {
 	b.c = c
 	b.add("sandbox start", fmt.Sprintf("%s with %d GPU + %d CPU nodes (%s)", secs(time.Since(start)), b.o.gpuNodes, b.o.cpuNodes, b.o.distro), "a few minutes", nil)
 	b.add("node feature discovery", "the NFD stand-in (e2e/sandbox/standin/nfd), not NFD "+sandbox.NFDVersion+"'s own worker per node", "", nil)
+	b.add("device plugin and GFD", "the device-plugin stand-in (e2e/sandbox/standin/deviceplugin), not NVIDIA's device plugin "+sandbox.DevicePluginVersion+" per node", "", nil)
 
 	gpuNodes, err := b.labelGPUNodes(ctx)
 	if err != nil {

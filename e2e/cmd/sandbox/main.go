@@ -125,6 +125,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "nfd-master, nfd-worker, nfd-gc %s: %s, %s, %s\n", sandbox.NFDVersion, nfd.Master, nfd.Worker, nfd.GC)
+		// NVIDIA's device plugin and GFD, and the mock NVML they run over, which sandboxes run for
+		// the operator's device-plugin and GFD pods.
+		dp, err := sandbox.EnsureDevicePlugin(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "nvidia-device-plugin, gpu-feature-discovery, config-manager %s: %s, %s, %s\n", sandbox.DevicePluginVersion, dp.Plugin, dp.GFD, dp.ConfigManager)
+		lib, err := sandbox.EnsureMockNVML(context.Background(), "", stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "mock libnvidia-ml.so.1: %s\n", lib)
 		for _, r := range releases() {
 			if b, ok := t.Operators[r]; ok {
 				fmt.Fprintf(stdout, "GPU operator controller %s (built from NVIDIA's sources): %s\n", r, b.Binary)

@@ -3,12 +3,14 @@ package kubeletdm
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
 // What the Manager writes on a pod, for tests to see the plugin's answer. No kubelet writes these: a
@@ -20,6 +22,11 @@ const (
 	// EnvsAnnotation holds the environment the plugins' answers give each container, as JSON:
 	// container name → variable → value.
 	EnvsAnnotation = "sandbox.gpuctl.io/allocated-envs"
+	// CDIAnnotation holds the CDI devices and the annotations the plugins' answers give each
+	// container (NVIDIA's plugin names a pod's devices there under its cdi-annotations and cdi-cri
+	// strategies, which the GPU operator sets when CDI is on), as JSON: container name →
+	// {"devices": [CDI device names], "annotations": {key: value}}.
+	CDIAnnotation = "sandbox.gpuctl.io/allocated-cdi"
 	// ErrorAnnotation holds why the pod's devices could not be allocated (the kubelet would reject
 	// the pod with it); removed once they are.
 	ErrorAnnotation = "sandbox.gpuctl.io/allocate-error"
@@ -39,6 +46,7 @@ func allocationAnnotations(allocs []Allocation) (map[string]*string, error) {
 	ids := map[string][]string{}
 	seen := map[string]bool{}
 	envs := map[string]map[string]string{}
+	cdi := map[string]*cdiAnswer{}
 	for _, a := range allocs {
 		for _, id := range a.DeviceIDs {
 			if !seen[a.Resource+"\x00"+id] { // an app container reusing an init container's device
@@ -52,6 +60,7 @@ func allocationAnnotations(allocs []Allocation) (map[string]*string, error) {
 		for k, v := range a.Response.GetEnvs() {
 			envs[a.Container][k] = v
 		}
+		cdi[a.Container] = cdi[a.Container].add(a.Response)
 	}
 	out := map[string]*string{ErrorAnnotation: nil}
 	for res, list := range ids {
@@ -68,7 +77,29 @@ func allocationAnnotations(allocs []Allocation) (map[string]*string, error) {
 	}
 	v := string(b)
 	out[EnvsAnnotation] = &v
+	if b, err = json.Marshal(cdi); err != nil {
+		return nil, err
+	}
+	c := string(b)
+	out[CDIAnnotation] = &c
 	return out, nil
+}
+
+// cdiAnswer is what of Allocate's answers names CDI devices for one container.
+type cdiAnswer struct {
+	Devices     []string          `json:"devices"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+func (c *cdiAnswer) add(r *pluginapi.ContainerAllocateResponse) *cdiAnswer {
+	if c == nil {
+		c = &cdiAnswer{Devices: []string{}, Annotations: map[string]string{}}
+	}
+	for _, d := range r.GetCdiDevices() {
+		c.Devices = append(c.Devices, d.GetName())
+	}
+	maps.Copy(c.Annotations, r.GetAnnotations())
+	return c
 }
 
 // annotate writes the pod's allocations on it, once.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuctl/gpuctl/e2e/sandbox/podrun"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
 )
 
@@ -57,7 +58,7 @@ func hostMounts(pod *corev1.Pod, c *corev1.Container, tree string) []mount {
 // the shell's PID, process group and PDEATHSIG. The machine's / is not written to: the mount points
 // live in the tmpfs, which only the worker's namespace sees.
 func namespaceWrap(mountCmd string, mounts []mount, tree string, argv ...string) (bin string, args []string, unshare uintptr) {
-	q := shellQuote
+	q := podrun.ShellQuote
 	var s strings.Builder
 	s.WriteString("set -e\n")
 	fmt.Fprintf(&s, "%s -t tmpfs -o mode=0755,size=1m nfd-host %s\n", q(mountCmd), q(toolchain.NFDHostRoot))
@@ -73,9 +74,6 @@ func namespaceWrap(mountCmd string, mounts []mount, tree string, argv ...string)
 	s.WriteString(`exec "$@"` + "\n")
 	return "/bin/sh", append([]string{"-c", s.String(), "nfd-worker"}, argv...), syscall.CLONE_NEWNS
 }
-
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Probe reports whether nfd-workers can get their own mount namespace here (root, mount(8), a bind
 // mount in a new namespace), and why not. Without it the sandbox keeps the NFD stand-in.

@@ -112,6 +112,7 @@ func IsGPUFeatureDiscoveryPod(p *corev1.Pod) bool {
 // the status subresource), so kwok's status heartbeats and this stand-in do not overwrite each other;
 // if anything removes or changes the keys, the node update brings the stand-in back to put them right.
 type devicePluginStandIn struct {
+	real       func(*corev1.Pod) bool
 	cs         kubernetes.Interface
 	hw         map[string]standin.Hardware
 	mig        *standin.MIGHardware
@@ -152,8 +153,20 @@ const (
 // Run runs the device-plugin stand-in until ctx is done and then returns nil. hw maps node names to
 // their hardware, mig is their GPUs' MIG state. It needs list/watch on nodes, pods and ConfigMaps, and patch on nodes and nodes/status.
 func Run(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, mig *standin.MIGHardware, logf func(string, ...any)) error {
+	return RunExcept(ctx, cs, hw, mig, nil, logf)
+}
+
+// RunExcept is Run leaving alone the nodes where a pod real reports true for runs: NVIDIA's own
+// device plugin or GPU Feature Discovery runs for it (package sandbox/gpunode), and the kubelet
+// device-manager stand-in there (package sandbox/kubeletdm) writes what NVIDIA's plugin registers.
+// A plugin pod real runs leaves the node's resources to them; a GFD pod real runs, its labels.
+func RunExcept(ctx context.Context, cs kubernetes.Interface, hw map[string]standin.Hardware, mig *standin.MIGHardware, real func(*corev1.Pod) bool, logf func(string, ...any)) error {
+	if real == nil {
+		real = func(*corev1.Pod) bool { return false }
+	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	s := &devicePluginStandIn{
+		real:       real,
 		cs:         cs,
 		hw:         hw,
 		mig:        mig,
@@ -344,6 +357,9 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 	if err := s.reconcileLabels(ctx, node); err != nil {
 		return err
 	}
+	if real, err := s.runningPod(name, func(p *corev1.Pod) bool { return IsNVIDIADevicePluginPod(p) && s.real(p) }); err != nil || real != nil {
+		return err // the kubelet device-manager stand-in writes what NVIDIA's plugin registers
+	}
 	plugin, err := s.runningPod(name, IsNVIDIADevicePluginPod)
 	if err != nil {
 		return err
@@ -414,8 +430,8 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 // profile's count) are removed; with GFD gone its labels stay, as nfd-master keeps them until pruned.
 func (s *devicePluginStandIn) reconcileLabels(ctx context.Context, node *corev1.Node) error {
 	gfd, err := s.runningPod(node.Name, IsGPUFeatureDiscoveryPod)
-	if err != nil || gfd == nil {
-		return err
+	if err != nil || gfd == nil || s.real(gfd) {
+		return err // NVIDIA's GFD, through nfd-master, labels the node
 	}
 	ad, ok, err := s.advertisement(node, gfd, "gpu-feature-discovery")
 	if err != nil || !ok {

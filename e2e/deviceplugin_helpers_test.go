@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/kubeletdm"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
+)
+
+// nodeFeatures are NFD's NodeFeature objects (nfd.k8s-sigs.io/v1alpha1).
+var nodeFeatures = schema.GroupVersionResource{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Resource: "nodefeatures"}
+
+// assertGFDLabels checks that NVIDIA's GPU Feature Discovery labelled each node the real way: its
+// NodeFeature "nvidia-features-for-<node>" (GFD's name for it, internal/lm/output.go at v0.19.0)
+// holds nvidia.com/gpu.product, and nfd-master put it on the node.
+func assertGFDLabels(t *testing.T, c *sandbox.Cluster, namespace string, nodes []string) {
+	t.Helper()
+	dyn := dynamicClient(t, c)
+	for _, node := range nodes {
+		var product string
+		waitUntil(t, 3*time.Minute, "GFD's NodeFeature of "+node+" is on the node", func(ctx context.Context) (bool, error) {
+			nf, err := dyn.Resource(nodeFeatures).Namespace(namespace).Get(ctx, "nvidia-features-for-"+node, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			labels, _, _ := unstructuredStringMap(nf.Object, "spec", "labels")
+			product = labels["nvidia.com/gpu.product"]
+			n, err := c.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			return err == nil && product != "" && n.Labels["nvidia.com/gpu.product"] == product, err
+		})
+		if want := hardwareOf(c, node).GPUProduct; product != want {
+			t.Errorf("node %s: GFD reports nvidia.com/gpu.product=%s, want %s", node, product, want)
+		}
+	}
+}
+
+// allocate runs a pod on node asking for n of resource and returns the device IDs the node's device
+// plugin handed out (the kubelet device manager's record of the plugin's Allocate answer), and what
+// the answer gave the container: its environment and its CDI devices and annotations, as JSON. The pod is deleted when the test ends.
+func allocate(t *testing.T, c *sandbox.Cluster, node, res string, n int64) ([]string, string) {
+	t.Helper()
+	ctx := t.Context()
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "gpu-user-", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "cuda", Image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceName(res): q}}}},
+		},
+	}
+	pod, err := c.Kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	var ids, envs string
+	waitUntil(t, 2*time.Minute, fmt.Sprintf("pod %s on %s gets %d %s from the device plugin", pod.Name, node, n, res), func(ctx context.Context) (bool, error) {
+		p, err := c.Kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if msg := p.Annotations[kubeletdm.ErrorAnnotation]; msg != "" {
+			return false, fmt.Errorf("allocation failed: %s", msg)
+		}
+		ids, envs = p.Annotations[kubeletdm.DevicesAnnotation(res)], p.Annotations[kubeletdm.EnvsAnnotation]+p.Annotations[kubeletdm.CDIAnnotation]
+		return ids != "" && p.Status.Phase == corev1.PodRunning, nil
+	})
+	return strings.Split(ids, ","), envs
+}
+
+// unstructuredStringMap reads a map of strings at fields of obj.
+func unstructuredStringMap(obj map[string]any, fields ...string) (map[string]string, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false, nil
+		}
+		cur = m[f]
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil, false, nil
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out, true, nil
+}
+
+// hardwareOf is a simulated node's hardware.
+func hardwareOf(c *sandbox.Cluster, node string) standin.Hardware {
+	for _, n := range c.Nodes {
+		if n.Node.Name == node {
+			return n.Hardware
+		}
+	}
+	return standin.Hardware{}
+}
