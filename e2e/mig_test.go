@@ -97,6 +97,17 @@ func TestMIG(t *testing.T) {
 		assertNoVerifyPods(t, c)
 	})
 
+	t.Run("a pod asking for a MIG device gets one NVIDIA's plugin hands out", func(t *testing.T) {
+		if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
+			t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+		}
+		// Under the mixed strategy NVIDIA's plugin names a MIG device by its MIG UUID.
+		ids, answer := allocate(t, c, pools[sharedPool][0], "nvidia.com/mig-1g.5gb", 1)
+		if len(ids) != 1 || !strings.HasPrefix(ids[0], "MIG-") {
+			t.Errorf("the plugin handed out %v (answer %s), want one MIG device (MIG-…)", ids, answer)
+		}
+	})
+
 	t.Run("upgrade to another config names the nodes it repartitions, then repartitions them", func(t *testing.T) {
 		newMIG := []string{"--mig", "mixed", "--mig", sharedPool + "=all-3g.20gb"}
 		before := clusterState(t, c)

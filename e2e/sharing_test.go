@@ -126,6 +126,18 @@ func TestSharing(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod asking for a shared GPU runs on a replica NVIDIA's plugin hands out", func(t *testing.T) {
+		if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
+			t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+		}
+		// Time-slicing replicas are the GPU's UUID and the replica's number
+		// (NVIDIA/k8s-device-plugin internal/rm/devices.go at v0.19.0, AnnotatedID).
+		ids, answer := allocate(t, c, pools[sharedPool][0], "nvidia.com/gpu", 1)
+		if len(ids) != 1 || !strings.HasPrefix(ids[0], "GPU-") || !strings.Contains(ids[0], "::") {
+			t.Errorf("the plugin handed out %v (answer %s), want one replica of a GPU (GPU-…::n)", ids, answer)
+		}
+	})
+
 	t.Run("upgrade to mps=2 switches the pool's nodes", func(t *testing.T) {
 		res := upgradeJSON(t, c, "--yes", "--sharing", sharedPool+"=mps=2")
 		if res.Preview == nil || !res.Preview.Changed() {

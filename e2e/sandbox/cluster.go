@@ -522,8 +522,10 @@ func (c *Cluster) LogTails(n int) string {
 	names := append([]string{"sandbox"}, c.cp.Names()...)
 	names = append(names, gitops.LogNames()...)
 	names = append(names, "gpu-operator")
-	// NFD's programs log per pod (nfd-<pod>.log, package nfd).
-	if logs, err := filepath.Glob(filepath.Join(c.Dir, "nfd-*.log")); err == nil {
+	// NFD's programs, NVIDIA's device plugin and GFD log per pod (nfd-<pod>.log, package nfd;
+	// gpunode-<pod>.log, package gpunode), a node's kubelet device manager per node.
+	for _, glob := range []string{"nfd-*.log", "gpunode-*.log"} {
+		logs, _ := filepath.Glob(filepath.Join(c.Dir, glob))
 		for _, l := range logs {
 			names = append(names, strings.TrimSuffix(filepath.Base(l), ".log"))
 		}

@@ -56,8 +56,19 @@ func migMinors(gpus int) string {
 	return b.String()
 }
 
-// shows is what of a MIG layout NVML shows (its MIG devices, not the config they came from).
-func shows(l standin.MIGLayout) string {
-	l.Config = ""
-	return l.Encode()
+// shows is what of a node's MIG layout NVML shows: each GPU's MIG mode and devices, whatever config
+// they came from (a layout never set and one with MIG off everywhere show the same).
+func shows(gpus int, l standin.MIGLayout) string {
+	var b strings.Builder
+	for i := range gpus {
+		if !l.Enabled(i) {
+			b.WriteString("off;")
+			continue
+		}
+		for _, p := range slices.Sorted(maps.Keys(l.GPUs[i])) {
+			fmt.Fprintf(&b, "%s=%d,", p, l.GPUs[i][p])
+		}
+		b.WriteString(";")
+	}
+	return b.String()
 }

@@ -85,7 +85,7 @@ func Run(ctx context.Context, factory informers.SharedInformerFactory, cfg Confi
 	r.sup = podrun.Run(ctx, factory, podrun.Spec{Name: "gpunode", Select: r.selectPod, Start: r.start, Logf: cfg.Logf}, wg, nodes.Informer().HasSynced)
 	cfg.MIG.Watch(func(node string) {
 		r.mu.Lock()
-		changed := r.shown[node] != shows(cfg.MIG.Layout(node))
+		changed := r.shown[node] != shows(cfg.Hardware[node].GPUs, cfg.MIG.Layout(node))
 		r.mu.Unlock()
 		if changed {
 			r.restartNode(node, "its GPUs' MIG state changed (NVIDIA's MIG manager restarts the GPU operands)")

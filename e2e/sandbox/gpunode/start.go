@@ -53,6 +53,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) (*controlplane.Proces
 		"CONTAINER_DRIVER_ROOT=" + driverRoot,
 		"NVIDIA_DRIVER_ROOT=/",
 		"LD_LIBRARY_PATH=" + filepath.Join(driverRoot, "usr/lib64"),
+		"PATH=" + filepath.Join(driverRoot, "usr/bin") + ":" + os.Getenv("PATH"),
 	}
 	if err := r.pickConfig(ctx, p, mounts, extra, logPath); err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func (r *Runner) writeNode(node string) (driverRoot, config string, err error) {
 		return "", "", err
 	}
 	r.mu.Lock()
-	r.shown[node] = shows(layout)
+	r.shown[node] = shows(r.cfg.Hardware[node].GPUs, layout)
 	r.mu.Unlock()
 	config = filepath.Join(dir, "nvml.json")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -134,6 +135,9 @@ func writeDriverRoot(driverRoot, mockNVML, version string) error {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		return err
 	}
+	if err := writeMPSControl(filepath.Join(driverRoot, "usr/bin")); err != nil {
+		return err
+	}
 	for _, name := range []string{"libnvidia-ml.so.", "libcuda.so."} {
 		if err := sameFile(mockNVML, filepath.Join(lib, name+version)); err != nil {
 			return err
@@ -145,6 +149,26 @@ func writeDriverRoot(driverRoot, mockNVML, version string) error {
 		}
 	}
 	return nil
+}
+
+// mpsControl STANDS IN for the driver's nvidia-cuda-mps-control, a driver binary no Go module
+// serves. NVIDIA's plugin, sharing GPUs with MPS, checks its resource's MPS daemon by piping
+// get_default_active_thread_percentage to it and failing on a non-zero exit
+// (cmd/mps-control-daemon/mps/daemon.go at v0.19.0, AssertHealthy); a daemon that runs answers with
+// the percentage. The sandbox runs no MPS daemon (its pods run nothing): this answers as one would.
+const mpsControl = `#!/bin/sh
+# gpuctl sandbox: stands in for the driver's nvidia-cuda-mps-control (see package gpunode).
+read -r cmd
+case "$cmd" in
+get_default_active_thread_percentage) echo 100.0 ;;
+esac
+`
+
+func writeMPSControl(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "nvidia-cuda-mps-control"), []byte(mpsControl), 0o755)
 }
 
 // sameFile makes dst a hard link to src, or a copy where they are on different file systems.
