@@ -151,7 +151,7 @@ func TestGPUWorkMIGOnT4s(t *testing.T) {
 				t.Errorf("node %s: GPU Feature Discovery's %s=%q, want false", n.Name, plan.MIGCapableLabel, n.Labels[plan.MIGCapableLabel])
 			}
 		}
-		if real, _ := c.RunsNVIDIAsDevicePlugin(); real {
+		if real, _ := c.NVIDIAsDevicePluginServes(gpuNodes[0]); real {
 			// The label gpuctl decided by is NVIDIA's GFD's, read from the T4s' NVML.
 			assertGFDLabels(t, c, "gpu-operator", gpuNodes)
 		}

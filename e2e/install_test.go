@@ -185,8 +185,8 @@ func TestInstallWithNoFlags(t *testing.T) {
 			})
 
 			t.Run("NVIDIA's GFD labels every GPU node, and a pod gets a GPU from NVIDIA's device plugin", func(t *testing.T) {
-				if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
-					t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+				if real, why := c.NVIDIAsDevicePluginServes(gpuNodes[0]); !real {
+					t.Skip(why)
 				}
 				assertGFDLabels(t, c, res.Plan.Namespace, gpuNodes)
 				ids, answer := allocate(t, c, gpuNodes[0], "nvidia.com/gpu", 1)

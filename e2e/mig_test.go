@@ -98,8 +98,8 @@ func TestMIG(t *testing.T) {
 	})
 
 	t.Run("a pod asking for a MIG device gets one NVIDIA's plugin hands out", func(t *testing.T) {
-		if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
-			t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+		if real, why := c.NVIDIAsDevicePluginServes(pools[sharedPool][0]); !real {
+			t.Skip(why)
 		}
 		// Under the mixed strategy NVIDIA's plugin names a MIG device by its MIG UUID.
 		ids, answer := allocate(t, c, pools[sharedPool][0], "nvidia.com/mig-1g.5gb", 1)
@@ -159,4 +159,46 @@ func hasMIGResource(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// TestMIGSingle: install --mig single --mig gpu-pool=all-1g.5gb on the GKE sandbox's A100 pool. Under
+// the single strategy NVIDIA's device plugin advertises each MIG device as nvidia.com/gpu, seven per
+// A100 40 GB, and GFD names the product by its MIG profile
+// (NVIDIA/k8s-device-plugin internal/lm/mig-strategy.go at v0.19.0): NVIDIA's code decides, read back
+// from the nodes; a pod asking for nvidia.com/gpu gets a MIG device. uninstall then gives every node
+// its labels back.
+func TestMIGSingle(t *testing.T) {
+	t.Parallel()
+	c, before, pools := twoGPUPools(t)
+	node := pools[sharedPool][0]
+	if real, why := c.NVIDIAsDevicePluginServes(node); !real {
+		t.Skip(why)
+	}
+	installJSON(t, c, "--mig", "single", "--mig", sharedPool+"=all-1g.5gb")
+	waitUntil(t, 5*time.Minute, "the A100s advertise their MIG devices as nvidia.com/gpu", func(ctx context.Context) (bool, error) {
+		for _, n := range pools[sharedPool] {
+			node, err := c.Kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			gpu := node.Status.Allocatable["nvidia.com/gpu"]
+			if gpu.Value() != 7*gpusOf(c, n) || node.Labels["nvidia.com/gpu.product"] != "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	ids, answer := allocate(t, c, node, "nvidia.com/gpu", 1)
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "MIG-") {
+		t.Errorf("the plugin handed out %v (answer %s), want one MIG device (MIG-…)", ids, answer)
+	}
+	if code, _, stderr := uninstallJSON(t, c, "--yes"); code != 0 {
+		t.Fatalf("uninstall exited %d:\n%s", code, stderr)
+	}
+	after := nodesMetadata(t, c)
+	for n, b := range before {
+		if !maps.Equal(b.Labels, after[n].Labels) {
+			t.Errorf("node %s: labels %v, want %v", n, after[n].Labels, b.Labels)
+		}
+	}
 }

@@ -127,8 +127,8 @@ func TestSharing(t *testing.T) {
 	})
 
 	t.Run("a pod asking for a shared GPU runs on a replica NVIDIA's plugin hands out", func(t *testing.T) {
-		if real, why := c.RunsNVIDIAsDevicePlugin(); !real {
-			t.Skipf("the device-plugin stand-in serves this sandbox: %s", why)
+		if real, why := c.NVIDIAsDevicePluginServes(pools[sharedPool][0]); !real {
+			t.Skip(why)
 		}
 		// Time-slicing replicas are the GPU's UUID and the replica's number
 		// (NVIDIA/k8s-device-plugin internal/rm/devices.go at v0.19.0, AnnotatedID).

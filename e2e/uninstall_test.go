@@ -113,6 +113,12 @@ func TestUninstallTouchesOnlyWhatIsGpuctls(t *testing.T) {
 	installJSON(t, c)
 
 	gpuNodes := simulatedGPUNodes(c)
+	if real, _ := c.NVIDIAsDevicePluginServes(gpuNodes[0]); real {
+		// The labels uninstall must take back are the real writers': NFD's nfd-master for NFD's
+		// workers and for NVIDIA's GFD (gpuctl issue 34).
+		assertNFDLabels(t, c, gpuNodes, true)
+		assertGFDLabels(t, c, "gpu-operator", gpuNodes)
+	}
 	for _, n := range gpuNodes {
 		labelAs(t, c, n, "kubectl-label", adminLabels)
 	}

@@ -75,8 +75,11 @@ func (c *Cluster) startDevicePlugin(ctx context.Context, hw map[string]standin.H
 	})
 }
 
-// RunsNVIDIAsDevicePlugin reports whether NVIDIA's device plugin and GFD serve this sandbox's GPU
-// nodes (package gpunode), and why not.
-func (c *Cluster) RunsNVIDIAsDevicePlugin() (bool, string) {
-	return c.gpunodeBuild != nil, c.gpunodeWhy
+// NVIDIAsDevicePluginServes reports whether NVIDIA's device plugin and GFD serve node (package
+// gpunode), and why not.
+func (c *Cluster) NVIDIAsDevicePluginServes(node string) (bool, string) {
+	if c.gpunode == nil {
+		return false, "the device-plugin stand-in serves this sandbox: " + c.gpunodeWhy
+	}
+	return c.gpunode.Serves(node)
 }

@@ -12,7 +12,7 @@ import (
 func TestSelectPodRunsNVIDIAsPluginAndGFDOfV019AndNewer(t *testing.T) {
 	r := &Runner{cfg: Config{Hardware: map[string]standin.Hardware{
 		"a100": {GPUs: 2, GPUProduct: standin.GPUA100SXM40},
-		"a10g": {GPUs: 1, GPUProduct: standin.GPUA10G},
+		"vgpu": {GPUs: 1, GPUProduct: standin.GPUA100vGPU40C},
 		"cpu":  {},
 	}}}
 	plugin := func(image, node string) *corev1.Pod {
@@ -35,7 +35,7 @@ func TestSelectPodRunsNVIDIAsPluginAndGFDOfV019AndNewer(t *testing.T) {
 		{"the operator's plugin pod of v26.7.0 (v0.20.0)", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "a100"), true, pluginProgram},
 		{"the operator's plugin pod of v26.3.3 (v0.19.3)", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.19.3", "a100"), true, pluginProgram},
 		{"an older plugin (v25.10.1's v0.18.1)", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.1", "a100"), false, pluginProgram},
-		{"a GPU the mock does not know", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "a10g"), false, pluginProgram},
+		{"a vGPU guest's GPU, which the mock does not know", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "vgpu"), false, pluginProgram},
 		{"a node without GPUs", plugin("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "cpu"), false, pluginProgram},
 		{"GKE's own plugin", plugin("gke.gcr.io/nvidia-gpu-device-plugin:v1.0", "a100"), false, ""},
 		{"GFD", gfd("nvcr.io/nvidia/k8s-device-plugin:v0.20.0"), true, gfdProgram},

@@ -144,15 +144,24 @@ func (r *Runner) selectPod(p *corev1.Pod) (bool, string) {
 	if err != nil || v.LessThan(semver.MustParse("v0.19.0")) {
 		return false, fmt.Sprintf("its image %s is older than the build the sandbox has (%s); the device-plugin stand-in serves its node", c.Image, toolchain.DevicePluginVersion)
 	}
-	hw := r.cfg.Hardware[p.Spec.NodeName]
-	if hw.GPUs == 0 {
-		return false, "its node has no GPUs"
-	}
-	if _, ok := mocknvml.LookupModel(hw.GPUProduct); !ok {
-		return false, fmt.Sprintf("the mock NVML does not know node %s's GPU %s; the device-plugin stand-in serves it", p.Spec.NodeName, hw.GPUProduct)
+	if ok, why := r.Serves(p.Spec.NodeName); !ok {
+		return false, why
 	}
 	if prog == gfdProgram && envValue(c, "USE_NODE_FEATURE_API") == "false" {
 		return false, "GFD writes a features.d file (USE_NODE_FEATURE_API=false, OpenShift), which the sandbox's NFD does not read; the stand-in labels its node"
+	}
+	return true, ""
+}
+
+// Serves reports whether NVIDIA's programs can serve node, and why not: it has GPUs of a model the
+// mock NVML knows (a vGPU guest's A100-40C is not one: its driver is NVIDIA's vGPU guest driver).
+func (r *Runner) Serves(node string) (bool, string) {
+	hw := r.cfg.Hardware[node]
+	if hw.GPUs == 0 {
+		return false, "node " + node + " has no GPUs"
+	}
+	if _, ok := mocknvml.LookupModel(hw.GPUProduct); !ok {
+		return false, fmt.Sprintf("the mock NVML does not know node %s's GPU %s; the device-plugin stand-in serves it", node, hw.GPUProduct)
 	}
 	return true, ""
 }

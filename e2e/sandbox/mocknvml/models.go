@@ -35,6 +35,9 @@ const (
 	H100SXM80GB  = "NVIDIA H100 80GB HBM3"
 	TeslaT4      = "Tesla T4"
 	L4           = "NVIDIA L4"
+	A10G         = "NVIDIA A10G"
+	L40S         = "NVIDIA L40S"
+	RTXA6000     = "NVIDIA RTX A6000"
 )
 
 // Memory sizes and the A100-40GB's MIG profiles agree with go-nvml's own mock
@@ -50,6 +53,9 @@ var models = []Model{
 	{H100SXM80GB, 81559, "Hopper", 9, 0, 0x233010de, a100Profiles("10", "20", "40", "80")},
 	{TeslaT4, 15360, "Turing", 7, 5, 0x1eb810de, nil},
 	{L4, 23034, "Ada Lovelace", 8, 9, 0x27b810de, nil},
+	{A10G, 23028, "Ampere", 8, 6, 0x223710de, nil},
+	{L40S, 46068, "Ada Lovelace", 8, 9, 0x26b910de, nil},
+	{RTXA6000, 49140, "Ampere", 8, 6, 0x223010de, nil},
 }
 
 // a100Profiles are the seven GPU instance profiles of the A100 and H100 generation, by NVML profile ID
