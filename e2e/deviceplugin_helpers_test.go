@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,25 @@ func hardwareOf(c *sandbox.Cluster, node string) standin.Hardware {
 		}
 	}
 	return standin.Hardware{}
+}
+
+// settledState is clusterState once it holds still: install returns when the validators pass, while
+// GPU Feature Discovery's labels may still be on their way (NVIDIA's GFD publishes a NodeFeature and
+// nfd-master labels the node), and the operator then deploys what they select (MIG manager on
+// MIG-capable nodes). A test that proves a refused command changed nothing starts from the settled
+// state, not from one the operator is still acting on.
+func settledState(t *testing.T, c *sandbox.Cluster) map[string]string {
+	t.Helper()
+	var state map[string]string
+	waitUntil(t, 3*time.Minute, "the cluster holds still after the install", func(ctx context.Context) (bool, error) {
+		first := clusterState(t, c)
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+		state = clusterState(t, c)
+		return maps.Equal(first, state), nil
+	})
+	return state
 }

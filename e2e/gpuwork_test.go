@@ -38,7 +38,7 @@ func TestGPUWork(t *testing.T) {
 	migArgs := []string{"--mig", "mixed", "--mig", sharedPool + "=all-1g.5gb"}
 	story(t,
 		step{"a MIG change under the running pod is refused, naming it, and nothing changes", func(t *testing.T) {
-			before, revision := clusterState(t, c), helmRelease(t, c, plan.OperatorRelease).Revision
+			before, revision := settledState(t, c), helmRelease(t, c, plan.OperatorRelease).Revision
 			// The dry run says the run would stop, and why.
 			code, _, stderr := gpuctl(t, c, append([]string{"upgrade", "--dry-run"}, migArgs...)...)
 			if code != 0 || !strings.Contains(stderr, "the run would stop before its first write (exit 5)") || !strings.Contains(stderr, "default/cuda on node "+a100) {

@@ -5,12 +5,22 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 )
 
 func TestSelectPodRunsNVIDIAsPluginAndGFDOfV019AndNewer(t *testing.T) {
-	r := &Runner{cfg: Config{Hardware: map[string]standin.Hardware{
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	master := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nfd-master", Namespace: "gpu-operator"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "master", Image: "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", Command: []string{"nfd-master"}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if err := pods.Add(master); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{pods: corelisters.NewPodLister(pods), cfg: Config{Hardware: map[string]standin.Hardware{
 		"a100": {GPUs: 2, GPUProduct: standin.GPUA100SXM40},
 		"vgpu": {GPUs: 1, GPUProduct: standin.GPUA100vGPU40C},
 		"cpu":  {},

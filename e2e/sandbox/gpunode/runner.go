@@ -6,11 +6,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/controlplane"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/mocknvml"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/nfd"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/podrun"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/standin"
 	"github.com/gpuctl/gpuctl/e2e/sandbox/toolchain"
@@ -59,6 +62,7 @@ type Runner struct {
 	cfg      Config
 	sup      *podrun.Supervisor
 	nodes    corelisters.NodeLister
+	pods     corelisters.PodLister
 	sockRoot string // short: a unix socket's path has at most 107 bytes
 
 	writeMu  sync.Mutex // one node's files are written by one start at a time
@@ -77,7 +81,7 @@ func Run(ctx context.Context, factory informers.SharedInformerFactory, cfg Confi
 		return nil, err
 	}
 	nodes := factory.Core().V1().Nodes()
-	r := &Runner{cfg: cfg, nodes: nodes.Lister(), sockRoot: sockRoot, ctx: ctx, wg: wg, kubelets: map[string]bool{}, shown: map[string]string{}}
+	r := &Runner{cfg: cfg, nodes: nodes.Lister(), pods: factory.Core().V1().Pods().Lister(), sockRoot: sockRoot, ctx: ctx, wg: wg, kubelets: map[string]bool{}, shown: map[string]string{}}
 	_, err = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: r.nodeUpdated})
 	if err != nil {
 		return nil, err
@@ -150,7 +154,24 @@ func (r *Runner) selectPod(p *corev1.Pod) (bool, string) {
 	if prog == gfdProgram && envValue(c, "USE_NODE_FEATURE_API") == "false" {
 		return false, "GFD writes a features.d file (USE_NODE_FEATURE_API=false, OpenShift), which the sandbox's NFD does not read; the stand-in labels its node"
 	}
+	if prog == gfdProgram && !r.nfdMasterRuns() {
+		return false, "no nfd-master of NFD's own runs to turn GFD's NodeFeature into labels; the stand-in labels the node as GFD and NFD would"
+	}
 	return true, ""
+}
+
+// nfdMasterRuns reports whether NFD's own nfd-master runs (package nfd runs it for a Running pod):
+// GFD's labels reach a node only through it. Without one (a cluster without NFD) the stand-in plays
+// GFD and NFD together, as it did before NFD's own programs ran in the sandbox.
+func (r *Runner) nfdMasterRuns() bool {
+	pods, err := r.pods.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil &&
+			standin.PodSpecRuns(&p.Spec, "nfd-master") && nfd.Runs(p)
+	})
 }
 
 // Serves reports whether NVIDIA's programs can serve node, and why not: it has GPUs of a model the
