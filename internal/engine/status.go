@@ -48,6 +48,8 @@ const (
 	CheckOK      CheckState = "ok"
 	CheckWarning CheckState = "warning"
 	CheckFailed  CheckState = "failed"
+	// CheckNotInstalled: there is no stack gpuctl installed to check; not a failure (exit 7).
+	CheckNotInstalled CheckState = "not-installed"
 )
 
 // StatusCheck is one thing status looked at.
@@ -122,7 +124,7 @@ func (s *Status) Run(ctx context.Context) (*StatusResult, error) {
 	}
 	ns, policy := s.target(rec)
 	if !s.installed(rec, ns) {
-		return &StatusResult{Record: rec, Checks: []StatusCheck{{Name: "install", State: CheckFailed,
+		return &StatusResult{Record: rec, Checks: []StatusCheck{{Name: "install", State: CheckNotInstalled,
 			Message: "gpuctl has not installed the GPU stack on this cluster (no install record " + record.Namespace + "/" + record.Name + ")",
 			Hint:    "run gpuctl install"}}}, ErrNotInstalled
 	}

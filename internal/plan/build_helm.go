@@ -66,7 +66,7 @@ func (b *builder) helm() (*Plan, error) {
 // containerd (distro.Distribution.RuntimeClass).
 func (b *builder) warnRuntimeClass() {
 	if name := b.p.Distribution; distro.Get(name).RuntimeClass {
-		b.warn("on " + name + " GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass " + name + " and the operator both provide), or the device plugin's CDI injection")
+		b.warn("on " + name + ", GPU pods must ask for the NVIDIA runtime: runtimeClassName: nvidia (the RuntimeClass " + name + " and the operator both provide), or the device plugin's CDI injection")
 	}
 }
 
@@ -149,7 +149,7 @@ func (b *builder) safetyStep(decision TaintDecision, nfdForeign bool) Step {
 		safety.NFDRelease = "release-" + NFDRelease
 	}
 	step := Step{ID: "safety", Kind: KindSafety, Title: "Check what the taint would strand",
-		Why:    "the operator Deployment and NFD master/gc do not tolerate nvidia.com/gpu; every GPU DaemonSet must",
+		Why:    "the operator Deployment and NFD master/gc do not tolerate nvidia.com/gpu, so the taint must leave them a node to run on; every GPU DaemonSet tolerates it",
 		Safety: safety}
 	if !decision.Taint {
 		step.Skip = "GPU nodes are not tainted: " + decision.Skip

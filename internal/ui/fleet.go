@@ -57,7 +57,7 @@ func PrintFleetStatus(w io.Writer, doc *FleetStatus, style Style) error {
 	b := &strings.Builder{}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTEXT\tSTATE\tOPERATOR\tPROFILE\tGPU NODES\tREASON")
-	healthy := 0
+	healthy, empty := 0, 0
 	for _, e := range doc.Contexts {
 		operator, profile, nodes := "-", "-", "-"
 		if r := e.Result; r != nil {
@@ -68,19 +68,29 @@ func PrintFleetStatus(w io.Writer, doc *FleetStatus, style Style) error {
 				nodes = fmt.Sprintf("%d/%d", validated(r.Nodes), len(r.Nodes))
 			}
 		}
-		if e.ExitCode == 0 {
+		switch {
+		case e.ExitCode == 0:
 			healthy++
+		case e.State == "not-installed":
+			empty++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Context, e.State, operator, profile, nodes, oneLine(statusReason(e)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	mark := style.ok()
-	if healthy < len(doc.Contexts) {
+	// A cluster with nothing installed is not a failed one (its exit code, 7, still says so).
+	mark, also := style.ok(), ""
+	switch {
+	case healthy+empty < len(doc.Contexts):
 		mark = style.fail()
+	case empty > 0:
+		mark = style.warn()
 	}
-	fmt.Fprintf(b, "\nFleet: %s %d/%d contexts healthy\n", mark, healthy, len(doc.Contexts))
+	if empty > 0 {
+		also = fmt.Sprintf(", %d with nothing installed", empty)
+	}
+	fmt.Fprintf(b, "\nFleet: %s %d/%d contexts healthy%s\n", mark, healthy, len(doc.Contexts), also)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -43,7 +43,7 @@ func TestPrintFleetStatusGolden(t *testing.T) {
 			{Name: "operator", State: engine.CheckOK, Message: "Deployment gpu-operator/gpu-operator available (v25.10.1)"},
 			{Name: "gpu nodes", State: engine.CheckFailed, Message: "1/3 GPU nodes validated: gpu-2, gpu-3 have no ready\nvalidator"},
 		}}
-	notInstalled := &engine.StatusResult{Checks: []engine.StatusCheck{{Name: "install", State: engine.CheckFailed, Message: "gpuctl has not installed the GPU stack on this cluster"}}}
+	notInstalled := &engine.StatusResult{Checks: []engine.StatusCheck{{Name: "install", State: engine.CheckNotInstalled, Message: "gpuctl has not installed the GPU stack on this cluster"}}}
 	for _, tc := range []struct {
 		name  string
 		style Style

@@ -23,6 +23,13 @@ func PrintStatus(w io.Writer, r *engine.StatusResult, style Style) error {
 			mark = style.warn()
 		case engine.CheckFailed:
 			mark = style.fail()
+		case engine.CheckNotInstalled:
+			// Nothing to check is not a failed check: no mark, no check name.
+			fmt.Fprintf(b, "not installed: %s\n", c.Message)
+			if c.Hint != "" {
+				fmt.Fprintf(b, "    hint: %s\n", c.Hint)
+			}
+			continue
 		}
 		fmt.Fprintf(b, "%s %s: %s\n", mark, c.Name, c.Message)
 		if c.Hint != "" && c.State != engine.CheckOK {
