@@ -15,7 +15,7 @@ import (
 func TestSelectPodRunsNVIDIAsPluginAndGFDOfV019AndNewer(t *testing.T) {
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	master := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nfd-master", Namespace: "gpu-operator"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "master", Image: "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", Command: []string{"nfd-master"}}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "master", Image: "registry.k8s.io/nfd/node-feature-discovery:v0.19.0", Command: []string{"nfd-master"}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if err := pods.Add(master); err != nil {
 		t.Fatal(err)
