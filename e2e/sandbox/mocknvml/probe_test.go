@@ -6,42 +6,8 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/e2e/sandbox/mocknvml"
+	"github.com/gpuctl/gpuctl/e2e/sandbox/mocknvml/internal/probereport"
 )
-
-// probeReport is what internal/probe prints (its Report).
-type probeReport struct {
-	DriverVersion     string     `json:"driverVersion"`
-	NVMLVersion       string     `json:"nvmlVersion"`
-	CUDADriverVersion int        `json:"cudaDriverVersion"`
-	GPUs              []probeGPU `json:"gpus"`
-	Problems          []string   `json:"problems,omitempty"`
-}
-
-type probeGPU struct {
-	Name              string     `json:"name"`
-	UUID              string     `json:"uuid"`
-	PCIBusID          string     `json:"pciBusID"`
-	Architecture      string     `json:"architecture"`
-	Brand             string     `json:"brand"`
-	ComputeCapability string     `json:"computeCapability"`
-	MemoryMiB         uint64     `json:"memoryMiB"`
-	Minor             int        `json:"minor"`
-	MIGCapable        bool       `json:"migCapable"`
-	MIGEnabled        bool       `json:"migEnabled"`
-	MIGDevices        []probeMIG `json:"migDevices,omitempty"`
-}
-
-type probeMIG struct {
-	UUID              string `json:"uuid"`
-	Profile           string `json:"profile"`
-	MemoryMiB         uint64 `json:"memoryMiB"`
-	GPUInstanceID     int    `json:"gpuInstanceID"`
-	ComputeInstanceID int    `json:"computeInstanceID"`
-	Multiprocessors   uint32 `json:"multiprocessors"`
-	GPUSlices         uint32 `json:"gpuSlices"`
-	ComputeSlices     uint32 `json:"computeSlices"`
-	ProfileName       string `json:"profileName"`
-}
 
 // migFacts are NVML's answers for a MIG profile: the GPU instance's memory (MiB), the compute
 // instance's multiprocessors and both slice counts. The A100-40GB's are go-nvml's dgxa100 mock's
@@ -61,10 +27,10 @@ var facts = map[string]map[string]migFacts{
 }
 
 // expect is the report the config should give: every value from the config, MIG facts from the table.
-func expect(cfg mocknvml.Config) probeReport {
-	r := probeReport{DriverVersion: cfg.DriverVersion, NVMLVersion: cfg.NVMLVersionOrDefault(), CUDADriverVersion: cfg.CUDADriverVersion}
+func expect(cfg mocknvml.Config) probereport.Report {
+	r := probereport.Report{DriverVersion: cfg.DriverVersion, NVMLVersion: cfg.NVMLVersionOrDefault(), CUDADriverVersion: cfg.CUDADriverVersion}
 	for i, g := range cfg.GPUs {
-		gpu := probeGPU{
+		gpu := probereport.GPU{
 			Name: g.Model, UUID: g.UUID, PCIBusID: strings.ToLower(strings.TrimPrefix(g.PCIBusID, "0000")),
 			Architecture: g.Architecture, Brand: "Nvidia", MemoryMiB: g.MemoryMiB, Minor: i,
 			ComputeCapability: itoa(g.CudaComputeCapability.Major) + "." + itoa(g.CudaComputeCapability.Minor),
@@ -73,7 +39,7 @@ func expect(cfg mocknvml.Config) probeReport {
 		for _, m := range g.MIGDevices {
 			f := facts[g.Model][m.Profile]
 			gi, _ := mocknvml.ParseProfile(m.Profile)
-			gpu.MIGDevices = append(gpu.MIGDevices, probeMIG{
+			gpu.MIGDevices = append(gpu.MIGDevices, probereport.MIG{
 				UUID: m.UUID, Profile: m.Profile, MemoryMiB: f.memoryMiB, GPUInstanceID: m.GPUInstanceID,
 				ComputeInstanceID: m.ComputeInstanceID, Multiprocessors: f.sms, GPUSlices: f.gpuSlices,
 				ComputeSlices: f.slices, ProfileName: "MIG " + gi.GPUInstance,
@@ -101,7 +67,7 @@ func TestProbe(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := run(t, writeConfig(t, cfg), probe, "-lib", lib, "-stress", "50")
-			var got probeReport
+			var got probereport.Report
 			if err := json.Unmarshal(out, &got); err != nil {
 				t.Fatalf("probe output: %v\n%s", err, out)
 			}

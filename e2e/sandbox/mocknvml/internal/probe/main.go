@@ -9,46 +9,16 @@ import (
 
 	"github.com/NVIDIA/go-nvlib/pkg/nvlib/device"
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuctl/gpuctl/e2e/sandbox/mocknvml/internal/probereport"
 )
 
-// Report is what the probe prints.
-type Report struct {
-	DriverVersion     string   `json:"driverVersion"`
-	NVMLVersion       string   `json:"nvmlVersion"`
-	CUDADriverVersion int      `json:"cudaDriverVersion"`
-	GPUs              []GPU    `json:"gpus"`
-	Problems          []string `json:"problems,omitempty"`
-}
-
-// GPU is one GPU as go-nvml and go-nvlib report it.
-type GPU struct {
-	Name              string `json:"name"`
-	UUID              string `json:"uuid"`
-	PCIBusID          string `json:"pciBusID"`
-	Architecture      string `json:"architecture"`
-	Brand             string `json:"brand"`
-	ComputeCapability string `json:"computeCapability"`
-	MemoryMiB         uint64 `json:"memoryMiB"`
-	Minor             int    `json:"minor"`
-	MIGCapable        bool   `json:"migCapable"`
-	MIGEnabled        bool   `json:"migEnabled"`
-	MIGDevices        []MIG  `json:"migDevices,omitempty"`
-}
-
-// MIG is one MIG device.
-type MIG struct {
-	UUID              string `json:"uuid"`
-	Profile           string `json:"profile"`
-	MemoryMiB         uint64 `json:"memoryMiB"`
-	GPUInstanceID     int    `json:"gpuInstanceID"`
-	ComputeInstanceID int    `json:"computeInstanceID"`
-	// Multiprocessors and the slice counts are nvmlDeviceGetAttributes_v2's.
-	Multiprocessors uint32 `json:"multiprocessors"`
-	GPUSlices       uint32 `json:"gpuSlices"`
-	ComputeSlices   uint32 `json:"computeSlices"`
-	// ProfileName is nvmlDeviceGetGpuInstanceProfileInfoV's name of the GPU instance profile.
-	ProfileName string `json:"profileName"`
-}
+// Report, GPU and MIG are what the probe prints (package probereport, which its tests read too).
+type (
+	Report = probereport.Report
+	GPU    = probereport.GPU
+	MIG    = probereport.MIG
+)
 
 func main() {
 	lib := flag.String("lib", "", "path of libnvidia-ml.so.1 (default: the loader's search)")
