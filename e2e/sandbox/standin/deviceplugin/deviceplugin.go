@@ -371,6 +371,32 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 			return err
 		}
 	}
+	want := resourcePatch(node, ad, running)
+	if len(want) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"status": want})
+	if err != nil {
+		return err
+	}
+	// The kubelet advertises a device plugin's resources in the node's status, under its own field
+	// manager (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/).
+	opts := metav1.PatchOptions{FieldManager: kubeletFieldManager}
+	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, opts, "status"); err != nil {
+		return fmt.Errorf("advertise NVIDIA resources on node %s: %w", name, err)
+	}
+	if running {
+		s.logf("device-plugin stand-in: node %s advertises %s", name, ad)
+	} else {
+		s.logf("device-plugin stand-in: node %s: device plugin gone, its resources allocatable 0", name)
+	}
+	return nil
+}
+
+// resourcePatch is what of node's status must change for the plugin's advertisement (running) or
+// for its absence: the NVIDIA resources it advertises, at their counts; what it does not advertise
+// (any more) unhealthy, allocatable 0, and a resource the running plugin dropped capacity 0 too.
+func resourcePatch(node *corev1.Node, ad Advertisement, running bool) map[string]map[string]any {
 	want := map[string]map[string]any{}
 	set := func(field string, res corev1.ResourceName, n int64) {
 		if want[field] == nil {
@@ -405,25 +431,7 @@ func (s *devicePluginStandIn) reconcile(ctx context.Context, name string) error 
 			set("capacity", res, 0)
 		}
 	}
-	if len(want) == 0 {
-		return nil
-	}
-	data, err := json.Marshal(map[string]any{"status": want})
-	if err != nil {
-		return err
-	}
-	// The kubelet advertises a device plugin's resources in the node's status, under its own field
-	// manager (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/).
-	opts := metav1.PatchOptions{FieldManager: kubeletFieldManager}
-	if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, opts, "status"); err != nil {
-		return fmt.Errorf("advertise NVIDIA resources on node %s: %w", name, err)
-	}
-	if running {
-		s.logf("device-plugin stand-in: node %s advertises %s", name, ad)
-	} else {
-		s.logf("device-plugin stand-in: node %s: device plugin gone, its resources allocatable 0", name)
-	}
-	return nil
+	return want
 }
 
 // reconcileLabels writes GFD's labels while a GFD pod runs on node. Labels GFD no longer sets (a MIG
