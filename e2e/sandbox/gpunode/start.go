@@ -71,7 +71,7 @@ func (r *Runner) start(ctx context.Context, p *corev1.Pod) (*controlplane.Proces
 		}
 		bin, args, unshare = namespaceWrap(r.cfg.Mount, sockDir, cdiDir, filepath.Join(r.nodeDir(node), "mig-minors"), append([]string{r.cfg.Build.Plugin}, args...)...)
 	}
-	note(logPath, "===== %s: running %s %s (built from github.com/NVIDIA/k8s-device-plugin) for pod %s/%s (image %s) over node %s's mock NVML (%s)",
+	podrun.Note(logPath, "===== %s: running %s %s (built from github.com/NVIDIA/k8s-device-plugin) for pod %s/%s (image %s) over node %s's mock NVML (%s)",
 		time.Now().Format(time.RFC3339), prog, toolchain.DevicePluginVersion, p.Namespace, p.Name, c.Image, node, nvmlConfig)
 	r.cfg.Logf("gpunode: running %s %s for pod %s/%s (image %s) on node %s", prog, toolchain.DevicePluginVersion, p.Namespace, p.Name, c.Image, node)
 	return r.cfg.Spawner.Start(prog, bin, args, env, dir, logPath, unshare)
@@ -85,14 +85,6 @@ func programArgs(c *corev1.Container, prog string) []string {
 		return nil
 	}
 	return cmd[1:]
-}
-
-// note appends a line to a program's log.
-func note(logPath, format string, args ...any) {
-	if lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(lf, format+"\n", args...)
-		lf.Close()
-	}
 }
 
 // writeNode writes node's mock NVML config (its GPUs, their MIG state now) and its driver root, where

@@ -134,11 +134,8 @@ func (r *runner) start(ctx context.Context, p *corev1.Pod) (*controlplane.Proces
 		bin, args, unshare = namespaceWrap(r.cfg.Mount, hostMounts(p, c, tree), tree, append([]string{bin}, args...)...)
 		where = fmt.Sprintf(" over node %s's host paths (%s) in its own mount namespace", node.Name, tree)
 	}
-	if lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(lf, "===== %s: running %s %s (built from sigs.k8s.io/node-feature-discovery) for pod %s/%s (image %s)%s\n",
-			time.Now().Format(time.RFC3339), prog, toolchain.NFDVersion, p.Namespace, p.Name, c.Image, where)
-		lf.Close()
-	}
+	podrun.Note(logPath, "===== %s: running %s %s (built from sigs.k8s.io/node-feature-discovery) for pod %s/%s (image %s)%s",
+		time.Now().Format(time.RFC3339), prog, toolchain.NFDVersion, p.Namespace, p.Name, c.Image, where)
 	r.cfg.Logf("nfd: running %s %s for pod %s/%s%s", prog, toolchain.NFDVersion, p.Namespace, p.Name, where)
 	return r.cfg.Spawner.Start(prog, bin, args, env, dir, logPath, unshare)
 }

@@ -151,3 +151,11 @@ func FreePort() (int, error) {
 
 // ShellQuote quotes s for /bin/sh.
 func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Note appends a line to a program's log (the header a run starts with, say).
+func Note(logPath, format string, args ...any) {
+	if lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintf(lf, format+"\n", args...)
+		lf.Close()
+	}
+}
