@@ -50,37 +50,21 @@ func assertGFDLabels(t *testing.T, c *sandbox.Cluster, namespace string, nodes [
 // the answer gave the container: its environment and its CDI devices and annotations, as JSON. The pod is deleted when the test ends.
 func allocate(t *testing.T, c *sandbox.Cluster, node, res string, n int64) ([]string, string) {
 	t.Helper()
-	ctx := t.Context()
-	q := *resource.NewQuantity(n, resource.DecimalSI)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "gpu-user-", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{corev1.LabelHostname: node},
-			Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "cuda", Image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceName(res): q}}}},
-		},
-	}
-	pod, err := c.Kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-	})
-	var ids, envs string
-	waitUntil(t, 2*time.Minute, fmt.Sprintf("pod %s on %s gets %d %s from the device plugin", pod.Name, node, n, res), func(ctx context.Context) (bool, error) {
-		p, err := c.Kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+	name := "gpu-user-" + strings.NewReplacer("/", "-", ".", "-").Replace(res)
+	holdGPU(t, c, name, node, corev1.ResourceList{corev1.ResourceName(res): *resource.NewQuantity(n, resource.DecimalSI)})
+	var ids, answer string
+	waitUntil(t, 2*time.Minute, fmt.Sprintf("pod %s on %s gets %d %s from the device plugin", name, node, n, res), func(ctx context.Context) (bool, error) {
+		p, err := c.Kube.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		if msg := p.Annotations[kubeletdm.ErrorAnnotation]; msg != "" {
 			return false, fmt.Errorf("allocation failed: %s", msg)
 		}
-		ids, envs = p.Annotations[kubeletdm.DevicesAnnotation(res)], p.Annotations[kubeletdm.EnvsAnnotation]+p.Annotations[kubeletdm.CDIAnnotation]
-		return ids != "" && p.Status.Phase == corev1.PodRunning, nil
+		ids, answer = p.Annotations[kubeletdm.DevicesAnnotation(res)], p.Annotations[kubeletdm.EnvsAnnotation]+p.Annotations[kubeletdm.CDIAnnotation]
+		return ids != "", nil
 	})
-	return strings.Split(ids, ","), envs
+	return strings.Split(ids, ","), answer
 }
 
 // unstructuredStringMap reads a map of strings at fields of obj.
